@@ -1,0 +1,7 @@
+"""Entry point for ``python -m boardd``."""
+
+import sys
+
+from boardd.cli import main
+
+sys.exit(main())

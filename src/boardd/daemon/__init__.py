@@ -1,0 +1,1 @@
+"""The daemon: service life cycle, watcher, ingest scheduler."""

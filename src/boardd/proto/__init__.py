@@ -1,0 +1,1 @@
+"""boardd's own copies of TensorBoard's wire formats (``*.proto``) and their generated code."""

@@ -1,0 +1,1 @@
+"""Reading TensorBoard event files: pure, synchronous, no SQLite and no asyncio."""

@@ -1,0 +1,145 @@
+"""Values that cross the reader's boundary: data-loss records, tag metadata, points."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+
+class DataClass(enum.IntEnum):
+    """How a time series is stored and served; numbers match SummaryMetadata.DataClass."""
+
+    UNKNOWN = 0
+    SCALAR = 1
+    TENSOR = 2
+    BLOB_SEQUENCE = 3
+
+    @property
+    def label(self) -> str:
+        """The lower-case name used in JSON output (``scalar``, ``tensor``, ``blob_sequence``)."""
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class DataLoss:
+    """A byte range of an event file that could not be read, and why.
+
+    ``offset`` and ``length`` are in bytes from the start of the file. ``length`` is 0 for a
+    record that was framed correctly but whose content was rejected as a whole (for example an
+    event with a NaN wall time): then ``offset`` is the record's start.
+    """
+
+    offset: int
+    length: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TagMetadata:
+    """What TensorBoard's SummaryMetadata says about a tag, normalized by the data_compat rules."""
+
+    plugin_name: str
+    plugin_content: bytes
+    data_class: DataClass
+    display_name: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarPoint:
+    """One scalar datum. ``value`` is float64 whatever the source dtype; NaN and ±Inf are kept."""
+
+    step: int
+    wall_time: float
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class TensorPoint:
+    """One tensor datum, kept as dtype + shape + bytes.
+
+    ``dtype`` is a TensorFlow ``DataType`` number (``types.proto``). For numeric dtypes ``content``
+    holds the values packed little-endian in C order (what ``np.frombuffer`` reads). For
+    ``DT_STRING`` it holds the serialized ``TensorProto`` with only ``string_val`` set, because a
+    string tensor has no packed form.
+    """
+
+    step: int
+    wall_time: float
+    dtype: int
+    shape: tuple[int, ...]
+    content: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class BlobSequencePoint:
+    """One blob-sequence datum: the blobs written at one step (images, audio clips, a graph)."""
+
+    step: int
+    wall_time: float
+    blobs: tuple[bytes, ...]
+
+
+class RunEventKind(enum.Enum):
+    """Run-level events that are not time-series points."""
+
+    FILE_VERSION = "file_version"
+    SESSION_START = "session_start"
+    SESSION_STOP = "session_stop"
+    SESSION_CHECKPOINT = "session_checkpoint"
+    LOG_MESSAGE = "log_message"
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    """A run-level event (SessionLog, file_version, log message) at a step and wall time."""
+
+    kind: RunEventKind
+    step: int
+    wall_time: float
+    detail: str = ""
+
+
+@dataclass(slots=True)
+class ScalarColumns:
+    """A run of scalar points of one tag, in file order, as parallel numpy arrays.
+
+    The reader hands scalars to the store in this columnar form: one numpy array per column is
+    what makes bulk decoding and bulk inserts cheap.
+    """
+
+    steps: npt.NDArray[np.int64]
+    wall_times: npt.NDArray[np.float64]
+    values: npt.NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return int(self.steps.shape[0])
+
+    def points(self) -> list[ScalarPoint]:
+        """The same data as a list of points (for tests and small outputs)."""
+        return [
+            ScalarPoint(int(s), float(w), float(v))
+            for s, w, v in zip(self.steps, self.wall_times, self.values, strict=True)
+        ]
+
+
+@dataclass(slots=True)
+class DecodedBatch:
+    """Everything decoded from one batch of records of one event file, per tag in file order.
+
+    ``new_tags`` holds the metadata of tags first seen in this batch (a tag's metadata is taken
+    from its first value). ``data_loss`` holds both framing losses and rejected events.
+    ``end_offset`` is the file offset after the last complete record consumed: the resume point.
+    """
+
+    scalars: dict[str, ScalarColumns] = field(default_factory=dict)
+    tensors: dict[str, list[TensorPoint]] = field(default_factory=dict)
+    blob_sequences: dict[str, list[BlobSequencePoint]] = field(default_factory=dict)
+    new_tags: dict[str, TagMetadata] = field(default_factory=dict)
+    run_events: list[RunEvent] = field(default_factory=list)
+    data_loss: list[DataLoss] = field(default_factory=list)
+    records: int = 0
+    end_offset: int = 0

@@ -1,0 +1,1 @@
+"""The SQLite store (through APSW): every SQL statement of the project lives here."""

@@ -1,0 +1,345 @@
+"""boardd's protos are wire-compatible with TensorBoard's: same fields, and bytes round-trip."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import ModuleType
+
+import pytest
+from google.protobuf import descriptor, json_format
+from google.protobuf.message import Message
+from tensorboard.compat.proto import event_pb2 as tb_event_pb2
+from tensorboard.compat.proto import graph_pb2 as tb_graph_pb2
+from tensorboard.compat.proto import histogram_pb2 as tb_histogram_pb2
+from tensorboard.compat.proto import resource_handle_pb2 as tb_resource_handle_pb2
+from tensorboard.compat.proto import summary_pb2 as tb_summary_pb2
+from tensorboard.compat.proto import tensor_pb2 as tb_tensor_pb2
+from tensorboard.compat.proto import tensor_shape_pb2 as tb_tensor_shape_pb2
+from tensorboard.compat.proto import types_pb2 as tb_types_pb2
+from tensorboard.plugins.hparams import api_pb2 as tb_api_pb2
+from tensorboard.plugins.hparams import plugin_data_pb2 as tb_plugin_data_pb2
+from tensorboard.plugins.hparams import summary_v2 as hp
+
+from boardd.proto import (
+    event_pb2,
+    histogram_pb2,
+    hparams_api_pb2,
+    hparams_plugin_data_pb2,
+    summary_pb2,
+    tensor_pb2,
+    tensor_shape_pb2,
+    types_pb2,
+)
+
+# (ours, TensorBoard's) for every file we mirror.
+FILES: list[tuple[ModuleType, ModuleType]] = [
+    (event_pb2, tb_event_pb2),
+    (summary_pb2, tb_summary_pb2),
+    (histogram_pb2, tb_histogram_pb2),
+    (tensor_pb2, tb_tensor_pb2),
+    (tensor_shape_pb2, tb_tensor_shape_pb2),
+    (types_pb2, tb_types_pb2),
+    (hparams_api_pb2, tb_api_pb2),
+    (hparams_plugin_data_pb2, tb_plugin_data_pb2),
+]
+
+# What the .proto comments say we leave out; everything else must be mirrored exactly.
+OMITTED_FIELDS = {
+    "tensorboard.TensorProto.resource_handle_val",
+    "tensorboard.TensorProto.variant_val",
+}
+OMITTED_TYPES = {
+    "tensorboard.WorkerHealth",
+    "tensorboard.WorkerShutdownMode",
+    "tensorboard.WatchdogConfig",
+    "tensorboard.RequestedExitCode",
+    "tensorboard.WorkerHeartbeatRequest",
+    "tensorboard.WorkerHeartbeatResponse",
+    "tensorboard.SummaryDescription",
+    "tensorboard.VariantTensorDataProto",
+    "tensorboard.SerializedDType",
+}
+
+
+def _tb_name(full_name: str) -> str:
+    """The TensorBoard name of one of our types (only the package differs)."""
+    assert full_name.startswith("boardd.wire."), full_name
+    return "tensorboard." + full_name.removeprefix("boardd.wire.")
+
+
+def _type_name(field: descriptor.FieldDescriptor, ours: bool) -> str:
+    type_descriptor = field.message_type or field.enum_type
+    if type_descriptor is None:
+        return ""
+    name: str = type_descriptor.full_name
+    return _tb_name(name) if ours and name.startswith("boardd.") else name
+
+
+def _signature(field: descriptor.FieldDescriptor, ours: bool) -> tuple[object, ...]:
+    oneof = field.containing_oneof
+    return (
+        field.name,
+        field.type,
+        field.is_repeated,
+        field.is_packed,
+        field.has_presence,
+        _type_name(field, ours),
+        oneof.name if oneof is not None else None,
+    )
+
+
+def _assert_same_enum(ours: descriptor.EnumDescriptor, theirs: descriptor.EnumDescriptor) -> None:
+    assert {v.name: v.number for v in ours.values} == {v.name: v.number for v in theirs.values}, (
+        theirs.full_name
+    )
+
+
+def _assert_same_message(ours: descriptor.Descriptor, theirs: descriptor.Descriptor) -> None:
+    assert _tb_name(ours.full_name) == theirs.full_name
+    expected = {
+        f.number: _signature(f, ours=False)
+        for f in theirs.fields
+        if f.full_name not in OMITTED_FIELDS
+    }
+    actual = {f.number: _signature(f, ours=True) for f in ours.fields}
+    assert actual == expected, theirs.full_name
+    assert ours.GetOptions().map_entry == theirs.GetOptions().map_entry
+    _assert_same_children(ours.nested_types, ours.enum_types, theirs)
+
+
+def _assert_same_children(
+    our_messages: Sequence[descriptor.Descriptor],
+    our_enums: Sequence[descriptor.EnumDescriptor],
+    theirs: descriptor.Descriptor | descriptor.FileDescriptor,
+) -> None:
+    if isinstance(theirs, descriptor.FileDescriptor):
+        their_messages = list(theirs.message_types_by_name.values())
+        their_enums = list(theirs.enum_types_by_name.values())
+    else:
+        their_messages = list(theirs.nested_types)
+        their_enums = list(theirs.enum_types)
+    mine = {_tb_name(m.full_name): m for m in our_messages}
+    for message in their_messages:
+        if message.full_name in OMITTED_TYPES:
+            assert message.full_name not in mine
+            continue
+        assert message.full_name in mine, f"{message.full_name} is missing"
+        _assert_same_message(mine.pop(message.full_name), message)
+    assert not mine, f"types TensorBoard does not have: {sorted(mine)}"
+    my_enums = {_tb_name(e.full_name): e for e in our_enums}
+    for enum in their_enums:
+        if enum.full_name in OMITTED_TYPES:
+            continue
+        assert enum.full_name in my_enums, f"{enum.full_name} is missing"
+        _assert_same_enum(my_enums.pop(enum.full_name), enum)
+    assert not my_enums, f"enums TensorBoard does not have: {sorted(my_enums)}"
+
+
+@pytest.mark.parametrize(("ours", "theirs"), FILES, ids=lambda m: m.__name__.split(".")[-1])
+def test_same_fields_as_tensorboard(ours: ModuleType, theirs: ModuleType) -> None:
+    our_file = ours.DESCRIPTOR
+    assert our_file.package.startswith("boardd.wire")
+    _assert_same_children(
+        list(our_file.message_types_by_name.values()),
+        list(our_file.enum_types_by_name.values()),
+        theirs.DESCRIPTOR,
+    )
+
+
+def _dict(message: Message) -> dict[str, object]:
+    return json_format.MessageToDict(message, preserving_proto_field_name=True)
+
+
+def _tb_event_with_every_value() -> tb_event_pb2.Event:
+    event = tb_event_pb2.Event(wall_time=1234.5, step=42)
+    event.source_metadata.writer = "test"
+    values = event.summary.value
+    values.add(tag="simple", simple_value=0.25, node_name="node").metadata.display_name = "S"
+    histo = values.add(tag="histo").histo
+    histo.min, histo.max, histo.num, histo.sum, histo.sum_squares = -1.0, 2.0, 3.0, 1.5, 5.0
+    histo.bucket_limit.extend([0.0, 1.0, 2.0])
+    histo.bucket.extend([1.0, 0.0, 2.0])
+    image = values.add(tag="image").image
+    image.width, image.height, image.colorspace = 3, 2, 4
+    image.encoded_image_string = b"\x89PNG..."
+    audio = values.add(tag="audio").audio
+    audio.sample_rate, audio.num_channels, audio.length_frames = 8000.0, 1, 100
+    audio.encoded_audio_string, audio.content_type = b"RIFF....", "audio/wav"
+    tensor_value = values.add(tag="tensor")
+    tensor_value.metadata.plugin_data.plugin_name = "pr_curves"
+    tensor_value.metadata.plugin_data.content = b"\x08\x01"
+    tensor_value.metadata.data_class = tb_summary_pb2.DATA_CLASS_TENSOR
+    tensor_value.metadata.summary_description = "d"
+    tensor = tensor_value.tensor
+    tensor.dtype = tb_types_pb2.DT_HALF
+    tensor.tensor_shape.dim.add(size=2, name="x")
+    tensor.half_val.extend([15360, 16384])
+    tensor.version_number = 1
+    strings = values.add(tag="strings").tensor
+    strings.dtype = tb_types_pb2.DT_STRING
+    strings.string_val.extend([b"a", b"\xff\x00"])
+    everything = values.add(tag="typed").tensor
+    everything.tensor_content = b"\x01\x02"
+    everything.float_val.append(1.5)
+    everything.double_val.append(2.5)
+    everything.int_val.append(-3)
+    everything.scomplex_val.extend([1.0, 2.0])
+    everything.int64_val.append(-(2**40))
+    everything.bool_val.append(True)
+    everything.dcomplex_val.extend([3.0, 4.0])
+    everything.uint32_val.append(2**32 - 1)
+    everything.uint64_val.append(2**64 - 1)
+    everything.float8_val = b"\x7f"
+    everything.tensor_shape.unknown_rank = True
+    return event
+
+
+def _tb_run_level_events() -> list[tb_event_pb2.Event]:
+    graph = tb_graph_pb2.GraphDef()
+    graph.node.add(name="a", op="Const")
+    return [
+        tb_event_pb2.Event(wall_time=1.0, file_version="brain.Event:2"),
+        tb_event_pb2.Event(wall_time=2.0, step=1, graph_def=graph.SerializeToString()),
+        tb_event_pb2.Event(wall_time=3.0, step=2, meta_graph_def=b"\x0a\x00"),
+        tb_event_pb2.Event(
+            wall_time=4.0,
+            step=3,
+            log_message=tb_event_pb2.LogMessage(
+                level=tb_event_pb2.LogMessage.WARN, message="careful"
+            ),
+        ),
+        tb_event_pb2.Event(
+            wall_time=5.0,
+            step=4,
+            session_log=tb_event_pb2.SessionLog(
+                status=tb_event_pb2.SessionLog.CHECKPOINT, checkpoint_path="/ckpt", msg="m"
+            ),
+        ),
+        tb_event_pb2.Event(
+            wall_time=6.0,
+            step=5,
+            tagged_run_metadata=tb_event_pb2.TaggedRunMetadata(tag="t", run_metadata=b"\x01"),
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    "tb_event",
+    [_tb_event_with_every_value(), *_tb_run_level_events()],
+    ids=lambda e: e.WhichOneof("what"),
+)
+def test_tensorboard_event_parses_the_same(tb_event: tb_event_pb2.Event) -> None:
+    wire = tb_event.SerializeToString()
+    ours = event_pb2.Event.FromString(wire)
+    assert _dict(ours) == _dict(tb_event)
+    assert ours.SerializeToString(deterministic=True) == tb_event.SerializeToString(
+        deterministic=True
+    )
+    # And back: what we write, TensorBoard reads.
+    assert tb_event_pb2.Event.FromString(ours.SerializeToString()) == tb_event
+
+
+def test_our_event_parses_the_same_in_tensorboard() -> None:
+    ours = event_pb2.Event(wall_time=9.5, step=-3)
+    value = ours.summary.value.add(tag="x")
+    value.metadata.plugin_data.plugin_name = "scalars"
+    value.metadata.data_class = summary_pb2.DATA_CLASS_SCALAR
+    value.tensor.dtype = types_pb2.DT_DOUBLE
+    value.tensor.tensor_shape.SetInParent()
+    value.tensor.double_val.append(float("-inf"))
+    theirs = tb_event_pb2.Event.FromString(ours.SerializeToString())
+    assert _dict(theirs) == _dict(ours)
+    assert theirs.summary.value[0].tensor.double_val[0] == float("-inf")
+
+
+def test_fields_we_leave_out_survive_a_round_trip() -> None:
+    tensor = tb_tensor_pb2.TensorProto(dtype=tb_types_pb2.DT_RESOURCE)
+    handle = tensor.resource_handle_val.add(device="/cpu:0", name="v", hash_code=7)
+    handle.dtypes_and_shapes.add(dtype=tb_types_pb2.DT_FLOAT)
+    tensor.variant_val.add(type_name="t", metadata=b"m")
+    assert isinstance(handle, tb_resource_handle_pb2.ResourceHandleProto)
+    ours = tensor_pb2.TensorProto.FromString(tensor.SerializeToString())
+    assert ours.dtype == types_pb2.DT_RESOURCE
+    assert tb_tensor_pb2.TensorProto.FromString(ours.SerializeToString()) == tensor
+
+
+def _hparams_contents() -> list[bytes]:
+    lr = hp.HParam("lr", hp.RealInterval(0.001, 0.1), display_name="rate", description="d")
+    opt = hp.HParam("opt", hp.Discrete(["adam", "sgd"]))
+    layers = hp.HParam("layers", hp.IntInterval(1, 8))
+    config = hp.hparams_config_pb(
+        [lr, opt, layers],
+        [
+            hp.Metric("loss", group="validation", display_name="Loss"),
+            hp.Metric("acc", dataset_type=hp.Metric.TRAINING),
+        ],
+        time_created_secs=1700000000.5,
+    )
+    start = hp.hparams_pb(
+        {lr: 0.01, opt: "adam", layers: 3, "flag": True}, trial_id="trial-1", start_time_secs=12.5
+    )
+    return [
+        summary.value[0].metadata.plugin_data.content
+        for summary in (config, start)
+        # hparams_pb and hparams_config_pb build their Summary with TensorBoard's own protos.
+        if isinstance(summary, tb_summary_pb2.Summary)
+    ]
+
+
+def test_hparams_plugin_data_round_trips() -> None:
+    contents = _hparams_contents()
+    end = tb_plugin_data_pb2.HParamsPluginData(
+        session_end_info=tb_plugin_data_pb2.SessionEndInfo(
+            status=tb_api_pb2.STATUS_SUCCESS, end_time_secs=99.0
+        )
+    )
+    contents.append(end.SerializeToString())
+    assert len(contents) == 3
+    for content in contents:
+        theirs = tb_plugin_data_pb2.HParamsPluginData.FromString(content)
+        ours = hparams_plugin_data_pb2.HParamsPluginData.FromString(content)
+        assert ours.WhichOneof("data") == theirs.WhichOneof("data")
+        assert _dict(ours) == _dict(theirs)
+        back = tb_plugin_data_pb2.HParamsPluginData.FromString(ours.SerializeToString())
+        assert back == theirs
+
+
+def test_our_hparams_experiment_reads_in_tensorboard() -> None:
+    ours = hparams_plugin_data_pb2.HParamsPluginData(version=0)
+    experiment = ours.experiment
+    experiment.name = "exp"
+    info = experiment.hparam_infos.add(
+        name="opt", type=hparams_api_pb2.DATA_TYPE_STRING, differs=True
+    )
+    info.domain_discrete.values.add(string_value="adam")
+    info.domain_discrete.values.add(string_value="sgd")
+    experiment.hparam_infos.add(
+        name="lr", domain_interval=hparams_api_pb2.Interval(min_value=0.0, max_value=1.0)
+    )
+    experiment.metric_infos.add(
+        name=hparams_api_pb2.MetricName(group="eval", tag="loss"),
+        dataset_type=hparams_api_pb2.DATASET_VALIDATION,
+    )
+    theirs = tb_plugin_data_pb2.HParamsPluginData.FromString(ours.SerializeToString())
+    assert _dict(theirs) == _dict(ours)
+    assert theirs.experiment.hparam_infos[0].domain_discrete.values[1].string_value == "sgd"
+    assert theirs.experiment.metric_infos[0].name.group == "eval"
+    assert theirs.experiment.hparam_infos[0].differs
+
+
+def test_hparams_api_requests_round_trip() -> None:
+    theirs = tb_api_pb2.ListSessionGroupsRequest(
+        experiment_name="e",
+        allowed_statuses=[tb_api_pb2.STATUS_SUCCESS, tb_api_pb2.STATUS_RUNNING],
+        aggregation_type=tb_api_pb2.AGGREGATION_MEDIAN,
+        start_index=5,
+        slice_size=10,
+        include_metrics=False,
+    )
+    col = theirs.col_params.add(hparam="lr", order=tb_api_pb2.ORDER_DESC, include_in_result=True)
+    col.filter_interval.min_value = 0.5
+    ours = hparams_api_pb2.ListSessionGroupsRequest.FromString(theirs.SerializeToString())
+    assert _dict(ours) == _dict(theirs)
+    # proto3 `optional`: an explicit false is still "set".
+    assert ours.HasField("include_metrics")
+    assert ours.col_params[0].HasField("include_in_result")
