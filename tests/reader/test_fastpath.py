@@ -103,9 +103,7 @@ def test_batch_decoding_equals_event_by_event(items: list[tuple[str, int, float,
     )
     decoded = decode_batch(batch, EventDecoder())
     got = {
-        tag: list(
-            zip(c.steps.tolist(), c.wall_times.tolist(), c.values.tolist(), strict=True)
-        )
+        tag: list(zip(c.steps.tolist(), c.wall_times.tolist(), c.values.tolist(), strict=True))
         for tag, c in decoded.scalars.items()
     }
     assert set(got) == set(expected)
