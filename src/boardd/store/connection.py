@@ -1,0 +1,95 @@
+"""Opening store connections: one function per connection policy, writer and reader flavours."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+
+from boardd.store.errors import StoreOpenError
+from boardd.store.schema import check_readable, migrate
+
+#: How long a connection waits for a lock before raising BusyError. The writer holds write
+#: transactions briefly; readers in WAL mode never wait on it.
+BUSY_TIMEOUT_MS = 5_000
+
+
+def use_wal(connection: apsw.Connection) -> None:
+    """Write-ahead logging: readers never block the writer, and the writer never blocks them."""
+    connection.pragma("journal_mode", "wal")
+
+
+def use_normal_sync(connection: apsw.Connection) -> None:
+    """In WAL mode, NORMAL loses no committed data on a crash of the process, only (at most)
+    the last commits on a power loss, and avoids an fsync per commit
+    (https://www.sqlite.org/pragma.html#pragma_synchronous)."""
+    connection.pragma("synchronous", "NORMAL")
+
+
+def use_foreign_keys(connection: apsw.Connection) -> None:
+    """Foreign keys are off by default in SQLite; our cascades depend on them."""
+    connection.pragma("foreign_keys", "ON")
+
+
+def use_busy_timeout(connection: apsw.Connection) -> None:
+    """Wait briefly for locks instead of failing at once."""
+    connection.set_busy_timeout(BUSY_TIMEOUT_MS)
+
+
+def no_double_quoted_strings(connection: apsw.Connection) -> None:
+    """Double quotes are for identifiers only (https://www.sqlite.org/quirks.html#dblquote)."""
+    connection.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
+    connection.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
+
+
+def open_writer(path: str | os.PathLike[str]) -> apsw.Connection:
+    """Opens (creating if needed) the store for writing and migrates its schema.
+
+    Whoever calls this must hold, or be about to take, the store's lease.
+    """
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        connection = apsw.Connection(str(target))
+    except (OSError, apsw.Error) as exc:
+        raise StoreOpenError(f"cannot open store {target}: {exc}") from exc
+    try:
+        for policy in (use_busy_timeout, no_double_quoted_strings, use_wal, use_normal_sync):
+            policy(connection)
+        use_foreign_keys(connection)
+        migrate(connection)
+    except Exception as exc:
+        connection.close()
+        raise StoreOpenError(f"cannot open store {target}: {exc}") from exc
+    return connection
+
+
+def open_reader(path: str | os.PathLike[str]) -> apsw.Connection:
+    """Opens an existing store read-only; never takes a write lock, never waits on the writer."""
+    target = Path(path)
+    if not target.exists():
+        raise StoreOpenError(f"no store at {target}: run `boardd ingest` or `boardd serve` first")
+    try:
+        connection = apsw.Connection(str(target), flags=apsw.SQLITE_OPEN_READONLY)
+        use_busy_timeout(connection)
+        no_double_quoted_strings(connection)
+        check_readable(connection)
+    except Exception as exc:
+        raise StoreOpenError(f"cannot read store {target}: {exc}") from exc
+    return connection
+
+
+@contextlib.contextmanager
+def immediate(connection: apsw.Connection) -> Iterator[apsw.Connection]:
+    """A write transaction that takes the write lock at BEGIN, so a read-then-write inside it
+    cannot race another writer (https://www.sqlite.org/lang_transaction.html#immediate)."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield connection
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")

@@ -1,0 +1,89 @@
+"""The store's fingerprint: what its contents depend on, so a changed setting is never mixed in.
+
+As in the tf.data snapshot RFC, a store records a fingerprint of everything its contents depend
+on. Reopening with the same fingerprint resumes at once; a different one is refused with a
+message naming what changed, unless the caller rebuilds the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import apsw
+
+from boardd.store.errors import FingerprintMismatchError
+from boardd.store.sampling import DEFAULT_CAPACITIES, WILDCARD
+from boardd.store.schema import SCHEMA_VERSION
+
+#: Bumped whenever a change to the reader would decode the same files into different points.
+DECODING_RULES_VERSION = 1
+
+_META_KEY = "fingerprint"
+
+
+def compute(logdir: str | os.PathLike[str], sampling: Mapping[str, int | None]) -> dict[str, str]:
+    """The fingerprint of a store built from ``logdir`` with these sampling overrides."""
+    return {
+        "schema": str(SCHEMA_VERSION),
+        "decoding_rules": str(DECODING_RULES_VERSION),
+        "sampling": sampling_text(sampling),
+        "logdir": str(Path(logdir).resolve()),
+    }
+
+
+def sampling_text(sampling: Mapping[str, int | None]) -> str:
+    """Overrides in ``--samples-per-plugin`` syntax, sorted, without those equal to a default."""
+    parts = []
+    for plugin, capacity in sorted(sampling.items()):
+        if plugin != WILDCARD and DEFAULT_CAPACITIES.get(plugin, -1) == capacity:
+            continue
+        parts.append(f"{plugin}={'all' if capacity is None else capacity}")
+    return ",".join(parts) or "defaults"
+
+
+def stored(connection: apsw.Connection) -> dict[str, str] | None:
+    """The fingerprint recorded in a store, if any."""
+    value = connection.execute("SELECT value FROM meta WHERE key = ?", (_META_KEY,)).get
+    if value is None:
+        return None
+    loaded = json.loads(str(value))
+    return {str(k): str(v) for k, v in loaded.items()}
+
+
+def check_or_record(connection: apsw.Connection, wanted: Mapping[str, str]) -> None:
+    """Records ``wanted`` in a new store, or raises FingerprintMismatchError naming changes."""
+    found = stored(connection)
+    if found is not None and _migrated(found, wanted):
+        # migrate() already brought an older schema up to date: that is no change of contents.
+        found = None
+    if found is None:
+        with connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (_META_KEY, json.dumps(dict(wanted), sort_keys=True)),
+            )
+        return
+    changed = [
+        f"{key}: store has {found.get(key, '(none)')!r}, now {value!r}"
+        for key, value in sorted(wanted.items())
+        if found.get(key) != value
+    ]
+    if changed:
+        raise FingerprintMismatchError(
+            "the store was built with other settings ("
+            + "; ".join(changed)
+            + "). Run again with --rebuild to build a fresh store with the new settings "
+            "(the old one stays readable until the new one is complete), or give another --db."
+        )
+
+
+def _migrated(found: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
+    others_equal = all(found.get(k) == v for k, v in wanted.items() if k != "schema")
+    try:
+        older = int(found.get("schema", "0")) < int(wanted["schema"])
+    except ValueError:
+        return False
+    return others_equal and older

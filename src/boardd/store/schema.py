@@ -1,0 +1,193 @@
+"""The store's schema, and its migrations as a ladder on ``PRAGMA user_version``."""
+
+from __future__ import annotations
+
+import apsw
+
+#: Marks a SQLite file as a boardd store ("bDsT"); checked on every open.
+APPLICATION_ID = 0x62447354
+
+#: Each entry upgrades the schema from version ``i`` to ``i + 1``; all run in one transaction.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+
+    -- The single writer's claim on this store (the snapshot RFC's writer state).
+    CREATE TABLE lease (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        owner TEXT NOT NULL,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        started REAL NOT NULL,
+        heartbeat REAL NOT NULL,
+        expiry_seconds REAL NOT NULL
+    );
+
+    CREATE TABLE experiments (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        logdir TEXT NOT NULL,
+        creation_time REAL NOT NULL
+    );
+
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        experiment_id INTEGER NOT NULL REFERENCES experiments (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        start_time REAL,
+        deleted INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (experiment_id, name)
+    );
+
+    CREATE TABLE series (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        tag TEXT NOT NULL,
+        plugin_name TEXT NOT NULL,
+        plugin_content BLOB NOT NULL,
+        data_class INTEGER NOT NULL,
+        display_name TEXT NOT NULL,
+        description TEXT NOT NULL,
+        first_step INTEGER,
+        last_step INTEGER,
+        last_wall_time REAL,
+        last_value REAL,
+        max_length INTEGER NOT NULL DEFAULT 0,
+        seen INTEGER NOT NULL DEFAULT 0,
+        threshold INTEGER,
+        capacity INTEGER,
+        UNIQUE (run_id, tag)
+    );
+
+    CREATE TABLE scalar_points (
+        series_id INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        wall_time REAL NOT NULL,
+        value REAL,
+        PRIMARY KEY (series_id, step)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE tensor_points (
+        series_id INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        wall_time REAL NOT NULL,
+        dtype INTEGER NOT NULL,
+        shape TEXT NOT NULL,
+        content BLOB NOT NULL,
+        PRIMARY KEY (series_id, step)
+    );
+
+    CREATE TABLE blob_entries (
+        series_id INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        wall_time REAL NOT NULL,
+        blob_id INTEGER NOT NULL,
+        PRIMARY KEY (series_id, step, idx)
+    ) WITHOUT ROWID;
+
+    -- AUTOINCREMENT: a blob id handed to a client never comes to mean another blob.
+    CREATE TABLE blobs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        size INTEGER NOT NULL,
+        chunks INTEGER NOT NULL
+    );
+
+    -- Chunks of at most 1 MiB, so a blob of any size fits and no SQLite value is large.
+    CREATE TABLE blob_chunks (
+        blob_id INTEGER NOT NULL REFERENCES blobs (id) ON DELETE CASCADE,
+        chunk INTEGER NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (blob_id, chunk)
+    );
+
+    CREATE TABLE files (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        path TEXT NOT NULL UNIQUE,
+        device INTEGER,
+        inode INTEGER,
+        size INTEGER NOT NULL DEFAULT 0,
+        consumed INTEGER NOT NULL DEFAULT 0,
+        mtime REAL,
+        state TEXT NOT NULL DEFAULT 'active',
+        last_error TEXT
+    );
+
+    CREATE TABLE data_loss (
+        id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL REFERENCES files (id) ON DELETE CASCADE,
+        offset INTEGER NOT NULL,
+        length INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        time REAL NOT NULL
+    );
+    CREATE INDEX data_loss_by_file ON data_loss (file_id, offset);
+
+    CREATE TABLE run_events (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        wall_time REAL NOT NULL,
+        detail TEXT NOT NULL
+    );
+    """,
+)
+
+#: The schema version this code writes.
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class SchemaError(Exception):
+    """The file is not a boardd store, or is from a newer boardd."""
+
+
+def migrate(connection: apsw.Connection) -> int:
+    """Brings the schema up to :data:`SCHEMA_VERSION`; returns the version found before."""
+    with connection:
+        found = _int_pragma(connection, "user_version")
+        app_id = _int_pragma(connection, "application_id")
+        if found == 0 and app_id == 0 and _has_tables(connection):
+            raise SchemaError("this SQLite file is not a boardd store (it has other tables)")
+        if app_id not in (0, APPLICATION_ID):
+            raise SchemaError(
+                f"this SQLite file is not a boardd store (application_id {app_id:#x})"
+            )
+        if found > SCHEMA_VERSION:
+            raise SchemaError(
+                f"store schema version {found} is newer than this boardd understands "
+                f"({SCHEMA_VERSION}): upgrade boardd, or give another --db"
+            )
+        for version in range(found, SCHEMA_VERSION):
+            connection.execute(MIGRATIONS[version])
+        if found < SCHEMA_VERSION:
+            connection.pragma("user_version", SCHEMA_VERSION)
+            connection.pragma("application_id", APPLICATION_ID)
+    return found
+
+
+def check_readable(connection: apsw.Connection) -> None:
+    """Raises SchemaError unless the connection's file is a boardd store this code can read."""
+    app_id = _int_pragma(connection, "application_id")
+    version = _int_pragma(connection, "user_version")
+    if app_id != APPLICATION_ID:
+        raise SchemaError("this SQLite file is not a boardd store")
+    if version != SCHEMA_VERSION:
+        raise SchemaError(
+            f"store schema version {version}, this boardd reads {SCHEMA_VERSION}: "
+            "run the writer (boardd ingest or serve) once to migrate it"
+        )
+
+
+def _int_pragma(connection: apsw.Connection, name: str) -> int:
+    value = connection.pragma(name)
+    return int(value) if value is not None else 0
+
+
+def _has_tables(connection: apsw.Connection) -> bool:
+    row = connection.execute("SELECT count(*) FROM sqlite_schema").get
+    return bool(row)

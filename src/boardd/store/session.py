@@ -1,0 +1,131 @@
+"""A writing session on a store: open, take the lease, check the fingerprint; close cleanly.
+
+With ``rebuild=True`` the session writes a fresh store beside the old one, while holding the old
+one's lease so nobody else writes it meanwhile, and swaps it in atomically on a clean close; the
+old store stays readable until then. A failed or interrupted rebuild leaves the old store as it
+was and removes the partial new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+import apsw
+
+from boardd.store import fingerprint
+from boardd.store.connection import open_writer
+from boardd.store.lease import DEFAULT_EXPIRY_SECONDS, Lease
+from boardd.store.writer import StoreWriter
+
+
+class WriteSession:
+    """Owns a store's writer connection, lease and :class:`StoreWriter` for one process."""
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str],
+        logdir: str | os.PathLike[str],
+        *,
+        sampling: Mapping[str, int | None] | None = None,
+        rebuild: bool = False,
+        lease_expiry: float = DEFAULT_EXPIRY_SECONDS,
+    ) -> None:
+        self.db = Path(db)
+        self.rebuild = rebuild
+        self._old: apsw.Connection | None = None
+        self._old_lease: Lease | None = None
+        self._closed = False
+        wanted = fingerprint.compute(logdir, sampling or {})
+        target = self.db
+        if rebuild:
+            if self.db.exists():
+                self._old = open_writer(self.db)
+                self._old_lease = Lease(self._old, expiry_seconds=lease_expiry)
+                try:
+                    self._old_lease.acquire()
+                except BaseException:
+                    self._old.close()
+                    raise
+            target = self.db.with_name(self.db.name + ".rebuild")
+            _remove_store_files(target)
+        self.path = target
+        self.connection = open_writer(target)
+        self.lease = Lease(self.connection, expiry_seconds=lease_expiry)
+        try:
+            self.lease.acquire()
+            fingerprint.check_or_record(self.connection, wanted)
+        except BaseException:
+            self._abort()
+            raise
+        self.writer = StoreWriter(self.connection, self.lease, sampling=sampling)
+
+    def close(self, *, success: bool = True) -> None:
+        """Releases the lease and checkpoints; a rebuild is swapped in only on success."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.rebuild and not success:
+            self._abort()
+            return
+        with contextlib.suppress(apsw.Error):
+            self.lease.release()
+        checkpoint(self.connection)
+        self.connection.close()
+        if self.rebuild:
+            self._swap()
+
+    def __enter__(self) -> WriteSession:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close(success=exc_type is None)
+
+    def _swap(self) -> None:
+        # The new file is complete and its WAL checkpointed away. The old store's WAL is
+        # checkpointed and truncated too, so no WAL frames of the old file can ever be paired
+        # with the new one by name; then one rename replaces it atomically.
+        if self._old is not None:
+            with contextlib.suppress(apsw.Error):
+                checkpoint(self._old)
+            if self._old_lease is not None:
+                with contextlib.suppress(apsw.Error):
+                    self._old_lease.release()
+            self._old.close()
+        os.replace(self.path, self.db)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(str(self.path) + suffix)
+        self.path = self.db
+
+    def _abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self.connection.close()
+        if self.rebuild:
+            _remove_store_files(self.path)
+        if self._old_lease is not None:
+            with contextlib.suppress(apsw.Error):
+                self._old_lease.release()
+        if self._old is not None:
+            self._old.close()
+
+
+def checkpoint(connection: apsw.Connection) -> None:
+    """Moves the WAL's content into the main file and truncates the WAL
+    (https://www.sqlite.org/pragma.html#pragma_wal_checkpoint)."""
+    with contextlib.suppress(apsw.BusyError):
+        connection.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+
+
+def _remove_store_files(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(str(path) + suffix)

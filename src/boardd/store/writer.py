@@ -1,0 +1,515 @@
+"""The single writer: applies decoded batches to the store, sampled, in crash-safe transactions.
+
+Points, blobs, data-loss records and the new read offsets of the files they came from are
+written in the same transaction, so a crash at any instant loses no point and duplicates none:
+after a restart each file is read again from the offset committed with its last points.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import repeat
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from boardd.reader.types import (
+    BlobSequencePoint,
+    DataClass,
+    DecodedBatch,
+    RunEvent,
+    ScalarColumns,
+    TagMetadata,
+    TensorPoint,
+)
+from boardd.store.blobs import delete_blobs, put_blobs
+from boardd.store.connection import immediate
+from boardd.store.lease import Lease
+from boardd.store.reservoir import ReservoirState, offer, run_seed
+from boardd.store.sampling import capacity_for
+
+
+@dataclass(slots=True)
+class _Series:
+    id: int
+    data_class: DataClass
+    state: ReservoirState
+    first_step: int | None
+    max_length: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """What the store knows of one event file: where reading resumes, and its identity."""
+
+    id: int
+    run_id: int
+    path: str
+    device: int | None
+    inode: int | None
+    size: int
+    consumed: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileProgress:
+    """A file's state after a batch, committed with that batch's points."""
+
+    file_id: int
+    consumed: int
+    size: int
+    mtime: float | None
+    device: int | None
+    inode: int | None
+    state: str = "active"
+    last_error: str | None = None
+
+
+@dataclass(slots=True)
+class WriteCounts:
+    """Points, blobs and data-loss rows written since the writer opened (after sampling)."""
+
+    scalar: int = 0
+    tensor: int = 0
+    blob_sequence: int = 0
+    blobs: int = 0
+    data_loss: int = 0
+    records: int = 0
+    bytes_read: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class StoreWriter:
+    """Writes one store. Not thread-safe: one thread (the ingest loop) owns it.
+
+    ``sampling`` maps plugin names to capacities (``None`` keeps all), as parsed from
+    ``--samples-per-plugin``; the defaults of :mod:`boardd.store.sampling` fill the rest.
+    """
+
+    def __init__(
+        self,
+        connection: apsw.Connection,
+        lease: Lease,
+        *,
+        sampling: Mapping[str, int | None] | None = None,
+        seed_key: str = "",
+    ) -> None:
+        self._db = connection
+        self._lease = lease
+        self._sampling = dict(sampling or {})
+        self._seed_key = seed_key
+        self._series: dict[tuple[int, str], _Series] = {}
+        self._run_seeds: dict[int, int] = {}
+        self._run_started: dict[int, bool] = {}
+        self._in_transaction = False
+        self.generation = 0
+        self.counts = WriteCounts()
+        self._listeners: list[Callable[[int], None]] = []
+
+    # -- transactions ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One commit: renews the lease inside it, bumps the generation after it.
+
+        On failure nothing of the transaction stays, in the file or in this object's caches.
+        """
+        if self._in_transaction:
+            raise RuntimeError("StoreWriter.transaction() does not nest")
+        self._in_transaction = True
+        try:
+            with immediate(self._db):
+                self._lease.renew()
+                yield
+        except BaseException:
+            # The sampling states cached here may describe rows that were rolled back.
+            self._series.clear()
+            self._run_started.clear()
+            raise
+        finally:
+            self._in_transaction = False
+        self.generation += 1
+        for listener in self._listeners:
+            listener(self.generation)
+
+    def on_commit(self, listener: Callable[[int], None]) -> None:
+        """Calls ``listener(generation)`` after every commit (from the writer's thread)."""
+        self._listeners.append(listener)
+
+    # -- experiments, runs, files -----------------------------------------------------------
+
+    def ensure_experiment(self, name: str, logdir: str) -> int:
+        """The id of the experiment ``name`` (created if new)."""
+        row = self._db.execute("SELECT id FROM experiments WHERE name = ?", (name,)).get
+        if row is not None:
+            return int(row)
+        self._db.execute(
+            "INSERT INTO experiments (name, logdir, creation_time) VALUES (?, ?, ?)",
+            (name, logdir, time.time()),
+        )
+        return int(self._db.last_insert_rowid())
+
+    def ensure_run(self, experiment_id: int, name: str) -> int:
+        """The id of run ``name`` (created if new; undeleted if it had been marked deleted)."""
+        row = self._db.execute(
+            "SELECT id, deleted FROM runs WHERE experiment_id = ? AND name = ?",
+            (experiment_id, name),
+        ).fetchone()
+        if row is not None:
+            run_id, deleted = int(row[0]), int(row[1])
+            if deleted:
+                self._db.execute("UPDATE runs SET deleted = 0 WHERE id = ?", (run_id,))
+            return run_id
+        self._db.execute(
+            "INSERT INTO runs (experiment_id, name) VALUES (?, ?)", (experiment_id, name)
+        )
+        return int(self._db.last_insert_rowid())
+
+    def runs(self, experiment_id: int) -> dict[str, int]:
+        """Live (not deleted) runs of an experiment: name → id."""
+        return {
+            str(name): int(run_id)
+            for run_id, name in self._db.execute(
+                "SELECT id, name FROM runs WHERE experiment_id = ? AND deleted = 0",
+                (experiment_id,),
+            )
+        }
+
+    def delete_run(self, run_id: int) -> None:
+        """Removes a run whose directory is gone: its points, blobs and files rows are purged."""
+        blob_ids = [
+            int(b)
+            for (b,) in self._db.execute(
+                "SELECT e.blob_id FROM blob_entries e JOIN series s ON s.id = e.series_id "
+                "WHERE s.run_id = ?",
+                (run_id,),
+            )
+        ]
+        series_ids = [
+            (int(s),)
+            for (s,) in self._db.execute("SELECT id FROM series WHERE run_id = ?", (run_id,))
+        ]
+        for table in ("scalar_points", "tensor_points", "blob_entries"):
+            self._db.executemany(f"DELETE FROM {table} WHERE series_id = ?", series_ids)
+        delete_blobs(self._db, blob_ids)
+        self._db.execute("DELETE FROM series WHERE run_id = ?", (run_id,))
+        self._db.execute("DELETE FROM files WHERE run_id = ?", (run_id,))
+        self._db.execute("DELETE FROM run_events WHERE run_id = ?", (run_id,))
+        self._db.execute("UPDATE runs SET deleted = 1, start_time = NULL WHERE id = ?", (run_id,))
+        for key in [k for k in self._series if k[0] == run_id]:
+            del self._series[key]
+        self._run_started.pop(run_id, None)
+
+    def run_tags(self, run_id: int) -> dict[str, TagMetadata]:
+        """The established metadata of every tag of a run (to resume decoding after a restart)."""
+        return {
+            str(tag): TagMetadata(
+                str(plugin), bytes(content), DataClass(int(dc)), str(display), str(desc)
+            )
+            for tag, plugin, content, dc, display, desc in self._db.execute(
+                "SELECT tag, plugin_name, plugin_content, data_class, display_name, description "
+                "FROM series WHERE run_id = ?",
+                (run_id,),
+            )
+        }
+
+    def files(self, run_id: int) -> dict[str, FileRecord]:
+        """The files known for a run, by path."""
+        return {
+            str(row[2]): FileRecord(*row)
+            for row in self._db.execute(
+                "SELECT id, run_id, path, device, inode, size, consumed, state FROM files "
+                "WHERE run_id = ?",
+                (run_id,),
+            )
+        }
+
+    def ensure_file(self, run_id: int, path: str) -> FileRecord:
+        """The record of an event file (created with offset 0 if new)."""
+        self._db.execute(
+            "INSERT INTO files (run_id, path) VALUES (?, ?) ON CONFLICT (path) DO NOTHING",
+            (run_id, path),
+        )
+        row = self._db.execute(
+            "SELECT id, run_id, path, device, inode, size, consumed, state FROM files "
+            "WHERE path = ?",
+            (path,),
+        ).fetchone()
+        assert row is not None
+        return FileRecord(*row)
+
+    def set_file_state(self, file_id: int, state: str, error: str | None = None) -> None:
+        """Marks a file (e.g. ``deleted``, ``replaced``, ``unreadable``) with its last error."""
+        self._db.execute(
+            "UPDATE files SET state = ?, last_error = ? WHERE id = ?", (state, error, file_id)
+        )
+
+    def restart_file(self, file_id: int, reason: str) -> None:
+        """A file was replaced (new inode, or it shrank): read it again from offset 0.
+
+        Points already stored stay; the re-read overwrites equal steps through preemption.
+        """
+        self._db.execute(
+            "UPDATE files SET consumed = 0, size = 0, state = 'active', last_error = ? "
+            "WHERE id = ?",
+            (reason, file_id),
+        )
+
+    # -- points -----------------------------------------------------------------------------
+
+    def apply(self, run_id: int, batch: DecodedBatch, progress: FileProgress) -> None:
+        """Writes one decoded batch of one file and the file's new offset (in a transaction)."""
+        if not self._in_transaction:
+            raise RuntimeError("StoreWriter.apply() must run inside transaction()")
+        for tag, metadata in batch.new_tags.items():
+            self._define_series(run_id, tag, metadata)
+        self._mark_start(run_id, batch)
+        for tag, columns in batch.scalars.items():
+            self._write_scalars(self._get_series(run_id, tag), columns)
+        for tag, tensors in batch.tensors.items():
+            self._write_tensors(self._get_series(run_id, tag), tensors)
+        for tag, blobs in batch.blob_sequences.items():
+            self._write_blob_sequences(self._get_series(run_id, tag), blobs)
+        self._write_run_events(run_id, batch.run_events)
+        now = time.time()
+        self._db.executemany(
+            "INSERT INTO data_loss (file_id, offset, length, reason, time) VALUES (?, ?, ?, ?, ?)",
+            [(progress.file_id, d.offset, d.length, d.reason, now) for d in batch.data_loss],
+        )
+        self._db.execute(
+            "UPDATE files SET consumed = ?, size = ?, mtime = ?, device = ?, inode = ?, "
+            "state = ?, last_error = ? WHERE id = ?",
+            (
+                progress.consumed,
+                progress.size,
+                progress.mtime,
+                progress.device,
+                progress.inode,
+                progress.state,
+                progress.last_error,
+                progress.file_id,
+            ),
+        )
+        self.counts.data_loss += len(batch.data_loss)
+        self.counts.records += batch.records
+
+    def _define_series(self, run_id: int, tag: str, metadata: TagMetadata) -> None:
+        capacity = capacity_for(metadata.plugin_name, metadata.data_class, self._sampling)
+        self._db.execute(
+            "INSERT INTO series (run_id, tag, plugin_name, plugin_content, data_class, "
+            "display_name, description, capacity) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (run_id, tag) DO NOTHING",
+            (
+                run_id,
+                tag,
+                metadata.plugin_name,
+                metadata.plugin_content,
+                int(metadata.data_class),
+                metadata.display_name,
+                metadata.description,
+                capacity,
+            ),
+        )
+
+    def _get_series(self, run_id: int, tag: str) -> _Series:
+        key = (run_id, tag)
+        series = self._series.get(key)
+        if series is not None:
+            return series
+        row = self._db.execute(
+            "SELECT id, data_class, plugin_name, seen, threshold, first_step, max_length "
+            "FROM series WHERE run_id = ? AND tag = ?",
+            (run_id, tag),
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"series {tag!r} of run {run_id} was never defined")
+        series_id, data_class, plugin, seen, threshold, first_step, max_length = row
+        dc = DataClass(int(data_class))
+        # The capacity follows the current sampling settings (the fingerprint guards changes).
+        capacity = capacity_for(str(plugin), dc, self._sampling)
+        table = _POINT_TABLE[dc]
+        kept = np.fromiter(
+            (
+                s
+                for (s,) in self._db.execute(
+                    f"SELECT DISTINCT step FROM {table} WHERE series_id = ? ORDER BY step",
+                    (series_id,),
+                )
+            ),
+            dtype=np.int64,
+        )
+        state = ReservoirState(
+            capacity, self._seed(run_id), int(seen), kept, None if threshold is None else threshold
+        )
+        series = _Series(int(series_id), dc, state, first_step, int(max_length))
+        self._series[key] = series
+        return series
+
+    def _seed(self, run_id: int) -> int:
+        seed = self._run_seeds.get(run_id)
+        if seed is None:
+            name = self._db.execute("SELECT name FROM runs WHERE id = ?", (run_id,)).get
+            seed = self._run_seeds[run_id] = run_seed(self._seed_key, str(name))
+        return seed
+
+    def _mark_start(self, run_id: int, batch: DecodedBatch) -> None:
+        if self._run_started.get(run_id):
+            return
+        times = [e.wall_time for e in batch.run_events]
+        times += [float(c.wall_times.min()) for c in batch.scalars.values() if len(c)]
+        times += [p[0].wall_time for p in batch.tensors.values() if p]
+        times += [p[0].wall_time for p in batch.blob_sequences.values() if p]
+        if not times:
+            return
+        self._db.execute(
+            "UPDATE runs SET start_time = min(coalesce(start_time, ?), ?) WHERE id = ?",
+            (min(times), min(times), run_id),
+        )
+        self._run_started[run_id] = True
+
+    def _update_series(
+        self, series: _Series, last_step: int, last_wall_time: float, last_value: float | None
+    ) -> None:
+        kept = series.state.kept_steps
+        series.first_step = int(kept[0]) if kept.shape[0] else None
+        self._db.execute(
+            "UPDATE series SET seen = ?, threshold = ?, first_step = ?, last_step = ?, "
+            "last_wall_time = ?, last_value = ?, max_length = ? WHERE id = ?",
+            (
+                series.state.seen,
+                series.state.threshold,
+                series.first_step,
+                last_step,
+                last_wall_time,
+                last_value,
+                series.max_length,
+                series.id,
+            ),
+        )
+
+    def _write_scalars(self, series: _Series, columns: ScalarColumns) -> None:
+        if series.data_class is not DataClass.SCALAR or not len(columns):
+            return
+        result = offer(series.state, columns.steps)
+        self._delete_steps("scalar_points", series.id, result.evicted_steps)
+        keep = result.keep
+        steps = columns.steps[keep].tolist()
+        if steps:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO scalar_points (series_id, step, wall_time, value) "
+                "VALUES (?, ?, ?, ?)",
+                zip(
+                    repeat(series.id),
+                    steps,
+                    columns.wall_times[keep].tolist(),
+                    _nan_to_none(columns.values[keep]),
+                    strict=False,
+                ),
+            )
+        self.counts.scalar += len(steps)
+        last_value = float(columns.values[-1])
+        self._update_series(
+            series,
+            int(columns.steps[-1]),
+            float(columns.wall_times[-1]),
+            None if last_value != last_value else last_value,
+        )
+
+    def _write_tensors(self, series: _Series, points: Sequence[TensorPoint]) -> None:
+        if series.data_class not in (DataClass.TENSOR, DataClass.UNKNOWN) or not points:
+            return
+        steps = np.fromiter((p.step for p in points), dtype=np.int64, count=len(points))
+        result = offer(series.state, steps)
+        self._delete_steps("tensor_points", series.id, result.evicted_steps)
+        kept = [p for p, k in zip(points, result.keep.tolist(), strict=True) if k]
+        self._db.executemany(
+            "INSERT OR REPLACE INTO tensor_points (series_id, step, wall_time, dtype, shape, "
+            "content) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (series.id, p.step, p.wall_time, p.dtype, _shape_text(p.shape), p.content)
+                for p in kept
+            ],
+        )
+        self.counts.tensor += len(kept)
+        self._update_series(series, points[-1].step, points[-1].wall_time, None)
+
+    def _write_blob_sequences(self, series: _Series, points: Sequence[BlobSequencePoint]) -> None:
+        if series.data_class is not DataClass.BLOB_SEQUENCE or not points:
+            return
+        steps = np.fromiter((p.step for p in points), dtype=np.int64, count=len(points))
+        result = offer(series.state, steps)
+        kept = [p for p, k in zip(points, result.keep.tolist(), strict=True) if k]
+        # A kept step may replace a row of the same step (a rewrite after a restart): its old
+        # blobs go too, since the new sequence may be shorter.
+        gone = np.union1d(result.evicted_steps, np.array([p.step for p in kept], dtype=np.int64))
+        self._delete_blob_steps(series.id, gone)
+        blob_ids = put_blobs(self._db, [b for p in kept for b in p.blobs])
+        rows = []
+        next_id = iter(blob_ids)
+        for p in kept:
+            for index in range(len(p.blobs)):
+                rows.append((series.id, p.step, index, p.wall_time, next(next_id)))
+            series.max_length = max(series.max_length, len(p.blobs))
+        self._db.executemany(
+            "INSERT INTO blob_entries (series_id, step, idx, wall_time, blob_id) "
+            "VALUES (?, ?, ?, ?, ?)",
+            rows,
+        )
+        self.counts.blob_sequence += len(kept)
+        self.counts.blobs += len(blob_ids)
+        self._update_series(series, points[-1].step, points[-1].wall_time, None)
+
+    def _delete_steps(self, table: str, series_id: int, steps: npt.NDArray[np.int64]) -> None:
+        if steps.shape[0]:
+            self._db.executemany(
+                f"DELETE FROM {table} WHERE series_id = ? AND step = ?",
+                zip(repeat(series_id), steps.tolist(), strict=False),
+            )
+
+    def _delete_blob_steps(self, series_id: int, steps: npt.NDArray[np.int64]) -> None:
+        if not steps.shape[0]:
+            return
+        blob_ids: list[int] = []
+        for step in steps.tolist():
+            blob_ids.extend(
+                int(b)
+                for (b,) in self._db.execute(
+                    "SELECT blob_id FROM blob_entries WHERE series_id = ? AND step = ?",
+                    (series_id, step),
+                )
+            )
+        self._delete_steps("blob_entries", series_id, steps)
+        delete_blobs(self._db, blob_ids)
+
+    def _write_run_events(self, run_id: int, events: Sequence[RunEvent]) -> None:
+        if events:
+            self._db.executemany(
+                "INSERT INTO run_events (run_id, kind, step, wall_time, detail) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(run_id, e.kind.value, e.step, e.wall_time, e.detail) for e in events],
+            )
+
+
+_POINT_TABLE = {
+    DataClass.SCALAR: "scalar_points",
+    DataClass.TENSOR: "tensor_points",
+    DataClass.BLOB_SEQUENCE: "blob_entries",
+    DataClass.UNKNOWN: "tensor_points",
+}
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return ",".join(str(d) for d in shape)
+
+
+def _nan_to_none(values: npt.NDArray[np.float64]) -> list[float | None]:
+    # SQLite stores NaN as NULL anyway (https://www.sqlite.org/floatingpoint.html); be explicit.
+    listed: list[float | None] = list(values.tolist())
+    if np.isnan(values).any():
+        listed = [None if v != v else v for v in listed]
+    return listed
