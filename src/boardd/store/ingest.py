@@ -8,24 +8,46 @@ batches are committed in groups (by bytes and by time) together with the new off
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import functools
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from boardd.reader.errors import ReaderError
 from boardd.reader.events import EventDecoder
 from boardd.reader.logdir import Discovery, discover
 from boardd.reader.pipeline import EventFileReader
 from boardd.reader.tfrecord import CrcMode
 from boardd.reader.types import DecodedBatch
+from boardd.reader.worker import WorkerError, WorkerPool
 from boardd.store.writer import FileProgress, FileRecord, StoreWriter
+
+log = logging.getLogger(__name__)
 
 #: Defaults chosen with bench/bench_ingest.py: larger groups gain little past these.
 DEFAULT_COMMIT_BYTES = 64 * 2**20
 DEFAULT_COMMIT_SECONDS = 0.5
 DEFAULT_BATCH_BYTES = 16 * 2**20
+
+#: A catch-up of at least this many bytes over several runs is decoded in worker processes.
+DEFAULT_PARALLEL_MIN_BYTES = 64 * 2**20
+#: How much of a file one worker task decodes before handing the batches back.
+SEGMENT_BYTES = 32 * 2**20
+
+
+def default_workers() -> int:
+    """Decoding processes for a large catch-up: the CPUs this process may use, at most 4."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 4))
+
 
 #: Called with (bytes done, bytes to do) as ingest goes.
 Progress = Callable[[int, int], None]
@@ -40,6 +62,23 @@ class PassResult:
     commits: int = 0
     files_changed: list[str] = field(default_factory=list)
     runs_deleted: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _FileWork:
+    """A file with something left to read, after its life-cycle checks."""
+
+    run_id: int
+    path: Path
+    record: FileRecord
+    stat: os.stat_result
+    offset: int
+    replaced: bool
+
+    def progress(self, consumed: int) -> FileProgress:
+        """The file's state to commit once everything up to ``consumed`` is written."""
+        st = self.stat
+        return FileProgress(self.record.id, consumed, st.st_size, st.st_mtime, st.st_dev, st.st_ino)
 
 
 @dataclass(slots=True)
@@ -62,6 +101,9 @@ class Ingestor:
         commit_bytes: int = DEFAULT_COMMIT_BYTES,
         commit_seconds: float = DEFAULT_COMMIT_SECONDS,
         batch_bytes: int = DEFAULT_BATCH_BYTES,
+        workers: int | None = None,
+        parallel_min_bytes: int = DEFAULT_PARALLEL_MIN_BYTES,
+        segment_bytes: int = SEGMENT_BYTES,
     ) -> None:
         self.writer = writer
         self.logdir = Path(logdir)
@@ -69,6 +111,9 @@ class Ingestor:
         self.commit_bytes = commit_bytes
         self.commit_seconds = commit_seconds
         self.batch_bytes = batch_bytes
+        self.workers = default_workers() if workers is None else workers
+        self.parallel_min_bytes = parallel_min_bytes
+        self.segment_bytes = segment_bytes
         with writer.transaction():
             self.experiment_id = writer.ensure_experiment(experiment, str(self.logdir.resolve()))
         self._decoders: dict[int, EventDecoder] = {}
@@ -89,13 +134,25 @@ class Ingestor:
         return total
 
     def run_pass(self, progress: Progress | None = None) -> PassResult:
-        """One pass: discover, apply life-cycle changes, read everything new, commit."""
+        """One pass: discover, apply life-cycle changes, read everything new, commit.
+
+        A large catch-up (``parallel_min_bytes`` or more, over several runs) is decoded in
+        worker processes, one run per worker at a time; commits stay in this process.
+        """
         result = PassResult()
         found = discover(self.logdir)
-        total = self.pending_bytes(found) if progress is not None else 0
         self._purge_missing_runs(found, result)
+        works: list[_FileWork] = []
         for run, paths in found.runs.items():
-            self.ingest_files(run, paths, result, progress=progress, total=total)
+            run_id = self._run_id(run)
+            works.extend(self._prepare_run(run_id, paths, result))
+        total = sum(max(0, w.stat.st_size - w.offset) for w in works)
+        runs = {w.run_id for w in works}
+        if self.workers > 1 and total >= self.parallel_min_bytes and len(runs) > 1:
+            self._read_parallel(works, result, progress, total)
+        else:
+            for work in works:
+                self._read_file(work, result, progress, total)
         self._flush(result)
         return result
 
@@ -110,11 +167,20 @@ class Ingestor:
     ) -> None:
         """Reads what is new in these files of ``run`` (all of the run's files, or some)."""
         run_id = self._run_id(run)
+        for work in self._prepare_run(run_id, paths, result):
+            self._read_file(work, result, progress, total)
+
+    def _prepare_run(
+        self, run_id: int, paths: Iterable[Path], result: PassResult
+    ) -> list[_FileWork]:
         known = self.writer.files(run_id)
         present = set()
+        works = []
         for path in paths:
             present.add(str(path))
-            self._ingest_file(run_id, path, known.get(str(path)), result, progress, total)
+            work = self._prepare(run_id, path, known.get(str(path)), result)
+            if work is not None:
+                works.append(work)
         for path_text, record in known.items():
             if (
                 path_text not in present
@@ -124,6 +190,7 @@ class Ingestor:
                 self._with_transaction(
                     result, functools.partial(self.writer.set_file_state, record.id, "deleted")
                 )
+        return works
 
     def close(self) -> None:
         """Commits whatever is pending."""
@@ -154,19 +221,14 @@ class Ingestor:
             self._decoders[run_id] = decoder
         return decoder
 
-    def _ingest_file(
-        self,
-        run_id: int,
-        path: Path,
-        record: FileRecord | None,
-        result: PassResult,
-        progress: Progress | None,
-        total: int,
-    ) -> None:
+    def _prepare(
+        self, run_id: int, path: Path, record: FileRecord | None, result: PassResult
+    ) -> _FileWork | None:
+        """Applies the file's life-cycle changes; returns what is left to read, if anything."""
         try:
             st = path.stat()
         except OSError:
-            return  # gone since discovery; the next pass marks it deleted
+            return None  # gone since discovery; the next pass marks it deleted
         if record is None:
             holder: list[FileRecord] = []
             self._with_transaction(
@@ -184,48 +246,133 @@ class Ingestor:
             self._with_transaction(result, lambda: self.writer.restart_file(restart_id, reason))
             offset = 0
             result.files_changed.append(str(path))
+        work = _FileWork(run_id, path, record, st, offset, replaced)
         if st.st_size == offset and record.state == "active":
-            return
-        file_id = record.id
+            if record.inode is None or replaced:
+                self._remember_identity(work, result)
+            return None
+        return work
+
+    def _read_file(
+        self, work: _FileWork, result: PassResult, progress: Progress | None, total: int
+    ) -> None:
+        offset = work.offset
         try:
-            reader = EventFileReader(
-                path,
+            with EventFileReader(
+                work.path,
                 offset,
-                decoder=self._decoder(run_id),
+                decoder=self._decoder(work.run_id),
                 crc_mode=self.crc_mode,
                 max_batch_bytes=self.batch_bytes,
-            )
-        except OSError as exc:
-            message = str(exc)
-            self._with_transaction(
-                result, lambda: self.writer.set_file_state(file_id, "unreadable", message)
-            )
+            ) as reader:
+                for batch in reader:
+                    offset = self._accept(work, batch, offset, result)
+                    if progress is not None:
+                        progress(result.bytes_read, total)
+        except (OSError, ReaderError) as exc:
+            self._unreadable(work, str(exc), result)
             return
-        with reader:
-            for batch in reader:
-                done = batch.end_offset - offset
-                offset = batch.end_offset
-                result.bytes_read += done
-                result.records += batch.records
-                self.writer.counts.bytes_read += done
-                self._queue(
-                    run_id,
-                    batch,
-                    FileProgress(record.id, offset, st.st_size, st.st_mtime, st.st_dev, st.st_ino),
-                    done,
-                    result,
+        self._finish_file(work, offset, result)
+
+    def _finish_file(self, work: _FileWork, offset: int, result: PassResult) -> None:
+        if offset == work.record.consumed and (work.record.inode is None or work.replaced):
+            self._remember_identity(work, result)
+
+    def _read_parallel(
+        self,
+        works: list[_FileWork],
+        result: PassResult,
+        progress: Progress | None,
+        total: int,
+    ) -> None:
+        # One task in flight per run keeps a run's files and segments in order, and lets the
+        # run's tag metadata (established by its first values) pass from one task to the next.
+        queues: dict[int, collections.deque[_FileWork]] = {}
+        for work in works:
+            queues.setdefault(work.run_id, collections.deque()).append(work)
+        offsets = {work.run_id: work.offset for work in (q[0] for q in queues.values())}
+        ready = collections.deque(queues)
+        pool = WorkerPool(min(self.workers, len(queues)))
+        try:
+            self._drive_pool(pool, queues, offsets, ready, result, progress, total)
+        except WorkerError as exc:
+            # A worker died (killed, out of memory): finish the rest in this process, from
+            # exactly where the committed-or-queued batches stopped.
+            log.warning("%s; decoding the rest in this process", exc)
+            for run_id, queue in queues.items():
+                for i, work in enumerate(queue):
+                    start = offsets[run_id] if i == 0 else work.offset
+                    resumed = dataclasses.replace(work, offset=start)
+                    self._read_file(resumed, result, progress, total)
+        finally:
+            pool.close()
+
+    def _drive_pool(
+        self,
+        pool: WorkerPool,
+        queues: dict[int, collections.deque[_FileWork]],
+        offsets: dict[int, int],
+        ready: collections.deque[int],
+        result: PassResult,
+        progress: Progress | None,
+        total: int,
+    ) -> None:
+        while ready or pool.idle() != list(range(pool.size)):
+            for worker in pool.idle():
+                if not ready:
+                    break
+                run_id = ready.popleft()
+                work = queues[run_id][0]
+                task = (
+                    str(work.path),
+                    offsets[run_id],
+                    dict(self._decoder(run_id).tags),
+                    self.crc_mode,
+                    self.segment_bytes,
+                    self.batch_bytes,
                 )
-                if progress is not None:
-                    progress(result.bytes_read, total)
-        if offset == record.consumed and (record.inode is None or replaced):
-            # Nothing complete to read yet, but remember the file's identity.
-            self._queue(
-                run_id,
-                DecodedBatch(end_offset=offset),
-                FileProgress(record.id, offset, st.st_size, st.st_mtime, st.st_dev, st.st_ino),
-                0,
-                result,
-            )
+                pool.submit(worker, task, run_id)
+            run_id, segment = pool.wait()
+            work = queues[run_id][0]
+            offset = offsets[run_id]
+            tags = self._decoder(run_id).tags
+            for batch in segment.batches:
+                tags.update(batch.new_tags)
+                offset = self._accept(work, batch, offset, result)
+            offsets[run_id] = offset
+            if progress is not None:
+                progress(result.bytes_read, total)
+            if segment.error is not None:
+                self._unreadable(work, segment.error, result)
+            elif not segment.at_end:
+                ready.append(run_id)
+                continue
+            else:
+                self._finish_file(work, offset, result)
+            queues[run_id].popleft()
+            if queues[run_id]:
+                offsets[run_id] = queues[run_id][0].offset
+                ready.append(run_id)
+
+    def _accept(self, work: _FileWork, batch: DecodedBatch, offset: int, result: PassResult) -> int:
+        """Queues one decoded batch of a file for commit; returns the file's new offset."""
+        done = batch.end_offset - offset
+        result.bytes_read += done
+        result.records += batch.records
+        self.writer.counts.bytes_read += done
+        self._queue(work.run_id, batch, work.progress(batch.end_offset), done, result)
+        return batch.end_offset
+
+    def _remember_identity(self, work: _FileWork, result: PassResult) -> None:
+        # Nothing complete to read yet, but record the file's identity (inode, size).
+        batch = DecodedBatch(end_offset=work.offset)
+        self._queue(work.run_id, batch, work.progress(work.offset), 0, result)
+
+    def _unreadable(self, work: _FileWork, message: str, result: PassResult) -> None:
+        file_id = work.record.id
+        self._with_transaction(
+            result, lambda: self.writer.set_file_state(file_id, "unreadable", message)
+        )
 
     def _queue(
         self,

@@ -1,0 +1,108 @@
+"""Parallel catch-up (decode workers) must store exactly what a sequential ingest stores."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboardX import SummaryWriter
+
+from boardd.reader.segment import decode_segment
+from boardd.reader.tfrecord import CrcMode
+from boardd.reader.worker import WorkerError, WorkerPool
+from boardd.store.connection import open_reader
+from boardd.store.ingest import Ingestor
+from boardd.store.session import WriteSession
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("logs")
+    rng = np.random.default_rng(7)
+    for r in range(4):
+        with SummaryWriter(str(root / f"run{r}")) as w:
+            for step in range(3000):
+                w.add_scalar("loss", float(rng.normal()), step)
+                w.add_scalar("acc", float(rng.random()), step)
+                if step % 100 == 0:
+                    w.add_histogram("h", rng.normal(size=200), step)
+                    w.add_image("img", rng.integers(0, 255, (3, 8, 8), dtype=np.uint8), step)
+    return root
+
+
+def _dump(db: Path) -> dict[str, list[tuple[object, ...]]]:
+    c = open_reader(db)
+    try:
+        return {
+            "scalars": list(
+                c.execute(
+                    "SELECT r.name, s.tag, p.step, p.wall_time, p.value FROM scalar_points p "
+                    "JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
+                    "ORDER BY 1, 2, 3"
+                )
+            ),
+            "tensors": list(
+                c.execute(
+                    "SELECT r.name, s.tag, p.step, p.content FROM tensor_points p "
+                    "JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
+                    "ORDER BY 1, 2, 3"
+                )
+            ),
+            "series": list(
+                c.execute(
+                    "SELECT r.name, s.tag, s.plugin_name, s.seen, s.last_step FROM series s "
+                    "JOIN runs r ON r.id = s.run_id ORDER BY 1, 2"
+                )
+            ),
+            "files": list(c.execute("SELECT path, consumed FROM files ORDER BY path")),
+        }
+    finally:
+        c.close()
+
+
+def _ingest(logdir: Path, db: Path, workers: int) -> None:
+    with WriteSession(db, logdir, sampling={"scalars": 500}) as session:
+        ingestor = Ingestor(
+            session.writer,
+            logdir,
+            workers=workers,
+            parallel_min_bytes=0,
+            batch_bytes=64 * 1024,
+            segment_bytes=100_000,
+        )
+        ingestor.run_pass()
+        ingestor.close()
+
+
+def test_parallel_equals_sequential(logdir: Path, tmp_path: Path) -> None:
+    _ingest(logdir, tmp_path / "seq" / "store.sqlite", workers=1)
+    _ingest(logdir, tmp_path / "par" / "store.sqlite", workers=2)
+    seq = _dump(tmp_path / "seq" / "store.sqlite")
+    par = _dump(tmp_path / "par" / "store.sqlite")
+    assert seq["scalars"] and seq["tensors"]
+    for key in seq:
+        assert seq[key] == par[key], key
+
+
+def test_worker_pool_round_trip_and_death(logdir: Path) -> None:
+    path = str(next((logdir / "run0").glob("*tfevents*")))
+    pool = WorkerPool(2)
+    try:
+        pool.submit(0, (path, 0, {}, CrcMode.ALWAYS, 2**30, 2**20), "first")
+        tag, segment = pool.wait()
+        assert tag == "first"
+        local = decode_segment(path, 0, {}, CrcMode.ALWAYS, 2**30, 2**20)
+        assert segment.end_offset == local.end_offset == os.path.getsize(path)
+        assert segment.at_end
+        assert sum(b.records for b in segment.batches) == sum(b.records for b in local.batches)
+        os.kill(pool._procs[1].pid, signal.SIGKILL)
+        pool._procs[1].wait()
+        with pytest.raises(WorkerError):
+            pool.submit(1, (path, 0, {}, CrcMode.ALWAYS, 2**30, 2**20), "second")
+            pool.wait()
+    finally:
+        pool.close()
+        pool.close()
