@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import enum
 import json
+import logging
 import os
 import sys
 import time
@@ -13,6 +14,14 @@ from pathlib import Path
 from typing import TextIO
 
 from boardd import __version__
+from boardd.config import (
+    DEFAULT_HOST,
+    DEFAULT_LOG_LEVEL,
+    DEFAULT_POLL_INTERVAL,
+    DEFAULT_PORT,
+    DEFAULT_RESCAN_INTERVAL,
+    LOG_LEVELS,
+)
 
 
 class ExitCode(enum.IntEnum):
@@ -25,6 +34,7 @@ class ExitCode(enum.IntEnum):
     STORE_LOCKED = 4
     FINGERPRINT_MISMATCH = 5
     BAD_STORE = 6
+    PORT_IN_USE = 7
     INTERRUPTED = 130
 
 
@@ -73,6 +83,72 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("logdir", metavar="LOGDIR", help="the TensorBoard logdir to read")
     _store_arguments(ingest)
     ingest.add_argument("--json", action="store_true", help="print a JSON summary at the end")
+    # Hidden, for tests only: commit (and read) in groups of about this many bytes, so that an
+    # ingest killed at a random moment is tested between many commits, mid-file too.
+    ingest.add_argument("--commit-bytes", type=int, default=None, help=argparse.SUPPRESS)
+
+    serve = sub.add_parser(
+        "serve",
+        help="the daemon: watch logdirs, keep their stores current, serve the HTTP API",
+        description=(
+            "Catches up with whatever is new in each LOGDIR, then follows it live (inotify, "
+            "with a periodic rescan as the safety net) and serves TensorBoard's data API over "
+            "HTTP. Each LOGDIR is an experiment: NAME=PATH names it, a plain PATH is named "
+            "after its directory. If another boardd writes a store, this one serves it "
+            "read-only and takes over when the other stops. SIGTERM/SIGINT stop cleanly; "
+            "SIGHUP rescans now."
+        ),
+    )
+    serve.add_argument("logdirs", nargs="+", metavar="LOGDIR", help="PATH or NAME=PATH")
+    serve.add_argument(
+        "--db", metavar="PATH", help="the store file (only with one LOGDIR; default as ingest)"
+    )
+    serve.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"address to listen on (default {DEFAULT_HOST}: this machine only)",
+    )
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one, see --port-file)",
+    )
+    serve.add_argument(
+        "--port-file", metavar="FILE", help="write the port actually bound to FILE once ready"
+    )
+    serve.add_argument(
+        "--poll",
+        action="store_true",
+        help="poll instead of using inotify (for NFS, FUSE and containers where inotify fails)",
+    )
+    serve.add_argument(
+        "--poll-interval",
+        type=float,
+        default=DEFAULT_POLL_INTERVAL,
+        metavar="SECONDS",
+        help=f"how often to poll when polling (default {DEFAULT_POLL_INTERVAL:g})",
+    )
+    serve.add_argument(
+        "--rescan-interval",
+        type=float,
+        default=DEFAULT_RESCAN_INTERVAL,
+        metavar="SECONDS",
+        help=f"full rescan of every logdir, the safety net (default {DEFAULT_RESCAN_INTERVAL:g})",
+    )
+    serve.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default=DEFAULT_LOG_LEVEL,
+        help=f"least severe messages logged to stderr (default {DEFAULT_LOG_LEVEL})",
+    )
+    serve.add_argument("--samples-per-plugin", metavar="SPEC", default="", help="as for ingest")
+    serve.add_argument(
+        "--crc",
+        choices=["always", "on-error"],
+        default="always",
+        help="as for ingest",
+    )
 
     export = sub.add_parser(
         "export",
@@ -137,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _ingest(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "serve":
+        return _serve(args)
     parser.error(f"unknown command {args.command!r}")
     return ExitCode.USAGE  # pragma: no cover - parser.error exits
 
@@ -165,7 +243,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def _ingest(args: argparse.Namespace) -> int:
     from boardd.reader.tfrecord import CrcMode
     from boardd.store.errors import FingerprintMismatchError, LeaseHeldError, StoreError
-    from boardd.store.ingest import Ingestor
+    from boardd.store.ingest import DEFAULT_BATCH_BYTES, DEFAULT_COMMIT_BYTES, Ingestor
     from boardd.store.location import default_store_path
     from boardd.store.queries import summary
     from boardd.store.sampling import parse_samples_per_plugin
@@ -199,7 +277,14 @@ def _ingest(args: argparse.Namespace) -> int:
     progress = _ProgressLine(sys.stderr) if sys.stderr.isatty() else None
     try:
         with session:
-            ingestor = Ingestor(session.writer, logdir, crc_mode=CrcMode(args.crc))
+            commit_bytes = args.commit_bytes or DEFAULT_COMMIT_BYTES
+            ingestor = Ingestor(
+                session.writer,
+                logdir,
+                crc_mode=CrcMode(args.crc),
+                commit_bytes=commit_bytes,
+                batch_bytes=min(DEFAULT_BATCH_BYTES, commit_bytes),
+            )
             result = ingestor.run_pass(progress=progress)
             ingestor.close()
             counts = summary(session.connection)
@@ -241,6 +326,68 @@ def _ingest(args: argparse.Namespace) -> int:
             f"{counts.blob_sequence_points} blob-sequence ({counts.blobs} blobs); "
             f"{counts.data_loss} data-loss records"
         )
+    return ExitCode.OK
+
+
+def setup_logging(level: str) -> None:
+    """One line per event on stderr; no timestamps when journald adds its own."""
+    fmt = "%(levelname)s %(name)s: %(message)s"
+    if not os.environ.get("JOURNAL_STREAM"):
+        fmt = "%(asctime)s " + fmt
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(fmt))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from boardd.config import ServeSettings, SettingsError, check_logdir, parse_experiments
+    from boardd.daemon.service import PortInUseError, Service, bind_socket
+    from boardd.reader.tfrecord import CrcMode
+    from boardd.store.sampling import parse_samples_per_plugin
+
+    setup_logging(args.log_level)
+    try:
+        experiments = parse_experiments(args.logdirs, args.db)
+        sampling = parse_samples_per_plugin(args.samples_per_plugin)
+        if args.rescan_interval <= 0 or args.poll_interval <= 0:
+            raise SettingsError("--rescan-interval and --poll-interval must be positive")
+        if not 0 <= args.port <= 65535:
+            raise SettingsError(f"--port {args.port}: give 0 to 65535")
+    except (SettingsError, ValueError) as exc:
+        print(f"boardd serve: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    for spec in experiments:
+        problem = check_logdir(spec.logdir)
+        if problem is not None:
+            print(f"boardd serve: {problem}", file=sys.stderr)
+            return ExitCode.BAD_LOGDIR
+    settings = ServeSettings(
+        experiments=experiments,
+        host=args.host,
+        port=args.port,
+        port_file=Path(args.port_file).resolve() if args.port_file else None,
+        poll=args.poll,
+        rescan_interval=args.rescan_interval,
+        poll_interval=args.poll_interval,
+        log_level=args.log_level,
+        sampling=sampling,
+        crc_mode=CrcMode(args.crc),
+    )
+    try:
+        sock = bind_socket(settings.host, settings.port)
+    except PortInUseError as exc:
+        print(f"boardd serve: {exc.strerror}; choose another --port (0 picks one)", file=sys.stderr)
+        return ExitCode.PORT_IN_USE
+    except OSError as exc:
+        print(
+            f"boardd serve: cannot listen on {settings.host}:{settings.port}: {exc}",
+            file=sys.stderr,
+        )
+        return ExitCode.USAGE
+    with sock:
+        Service(settings).run(sock)
     return ExitCode.OK
 
 

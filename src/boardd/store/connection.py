@@ -74,10 +74,14 @@ def open_reader(path: str | os.PathLike[str]) -> apsw.Connection:
         raise StoreOpenError(f"no store at {target}: run `boardd ingest` or `boardd serve` first")
     try:
         connection = apsw.Connection(str(target), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error as exc:
+        raise StoreOpenError(f"cannot read store {target}: {exc}") from exc
+    try:
         use_busy_timeout(connection)
         no_double_quoted_strings(connection)
         check_readable(connection)
     except Exception as exc:
+        connection.close()
         raise StoreOpenError(f"cannot read store {target}: {exc}") from exc
     return connection
 

@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -114,6 +115,8 @@ class Ingestor:
         self.workers = default_workers() if workers is None else workers
         self.parallel_min_bytes = parallel_min_bytes
         self.segment_bytes = segment_bytes
+        #: Set it (from any thread) to make a pass stop taking work: what was read is committed.
+        self.stop_event = threading.Event()
         with writer.transaction():
             self.experiment_id = writer.ensure_experiment(experiment, str(self.logdir.resolve()))
         self._decoders: dict[int, EventDecoder] = {}
@@ -152,6 +155,8 @@ class Ingestor:
             self._read_parallel(works, result, progress, total)
         else:
             for work in works:
+                if self.stop_requested():
+                    break
                 self._read_file(work, result, progress, total)
         self._flush(result)
         return result
@@ -191,6 +196,16 @@ class Ingestor:
                     result, functools.partial(self.writer.set_file_state, record.id, "deleted")
                 )
         return works
+
+    def stop_requested(self) -> bool:
+        """Whether :attr:`stop_event` is set."""
+        return self.stop_event.is_set()
+
+    def flush(self) -> int:
+        """Commits whatever is pending now; returns the number of commits made (0 or 1)."""
+        result = PassResult()
+        self._flush(result)
+        return result.commits
 
     def close(self) -> None:
         """Commits whatever is pending."""
@@ -267,6 +282,8 @@ class Ingestor:
             ) as reader:
                 for batch in reader:
                     offset = self._accept(work, batch, offset, result)
+                    if self.stop_requested():
+                        return
                     if progress is not None:
                         progress(result.bytes_read, total)
         except (OSError, ReaderError) as exc:
@@ -275,7 +292,10 @@ class Ingestor:
         self._finish_file(work, offset, result)
 
     def _finish_file(self, work: _FileWork, offset: int, result: PassResult) -> None:
-        if offset == work.record.consumed and (work.record.inode is None or work.replaced):
+        # A file back from 'deleted' or 'unreadable' with nothing new is active again too.
+        if offset == work.record.consumed and (
+            work.record.inode is None or work.replaced or work.record.state != "active"
+        ):
             self._remember_identity(work, result)
 
     def _read_parallel(
@@ -301,6 +321,8 @@ class Ingestor:
             log.warning("%s; decoding the rest in this process", exc)
             for run_id, queue in queues.items():
                 for i, work in enumerate(queue):
+                    if self.stop_requested():
+                        return
                     start = offsets[run_id] if i == 0 else work.offset
                     resumed = dataclasses.replace(work, offset=start)
                     self._read_file(resumed, result, progress, total)
@@ -317,7 +339,9 @@ class Ingestor:
         progress: Progress | None,
         total: int,
     ) -> None:
-        while ready or pool.idle() != list(range(pool.size)):
+        while True:
+            if self.stop_requested():
+                ready.clear()  # take no new work; finish (and commit) what is in flight
             for worker in pool.idle():
                 if not ready:
                     break
@@ -332,6 +356,8 @@ class Ingestor:
                     self.batch_bytes,
                 )
                 pool.submit(worker, task, run_id)
+            if len(pool.idle()) == pool.size:
+                return
             run_id, segment = pool.wait()
             work = queues[run_id][0]
             offset = offsets[run_id]
@@ -413,14 +439,18 @@ class Ingestor:
         result.commits += 1
 
     def _purge_missing_runs(self, found: Discovery, result: PassResult) -> None:
-        if not self.logdir.is_dir():
-            return  # an unmounted or vanished logdir must not erase the store
+        if not self.logdir.is_dir() or not found.runs:
+            # A vanished logdir, or one without a single event file (an unmounted mount point
+            # is an empty directory), must not erase the store.
+            return
         for run, run_id in self.writer.runs(self.experiment_id).items():
             if run in found.runs:
                 continue
             directory = self.logdir if run == "." else self.logdir / run
             if directory.is_dir():
-                continue  # files deleted, directory kept: the data stays
+                # Files deleted, directory kept: the data stays, the files are marked deleted.
+                self.ingest_files(run, (), result)
+                continue
             self._with_transaction(result, functools.partial(self.writer.delete_run, run_id))
             self._decoders.pop(run_id, None)
             result.runs_deleted.append(run)

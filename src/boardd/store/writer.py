@@ -137,6 +137,13 @@ class StoreWriter:
         for listener in self._listeners:
             listener(self.generation)
 
+    def renew_lease(self) -> None:
+        """Renews the lease in a transaction of its own (a writer with nothing to commit)."""
+        if self._in_transaction:
+            raise RuntimeError("renew_lease() runs outside transaction()")
+        with immediate(self._db):
+            self._lease.renew()
+
     def on_commit(self, listener: Callable[[int], None]) -> None:
         """Calls ``listener(generation)`` after every commit (from the writer's thread)."""
         self._listeners.append(listener)
@@ -253,12 +260,14 @@ class StoreWriter:
         """A file was replaced (new inode, or it shrank): read it again from offset 0.
 
         Points already stored stay; the re-read overwrites equal steps through preemption.
+        The file's data-loss records go: the re-read records again those that still apply.
         """
         self._db.execute(
             "UPDATE files SET consumed = 0, size = 0, state = 'active', last_error = ? "
             "WHERE id = ?",
             (reason, file_id),
         )
+        self._db.execute("DELETE FROM data_loss WHERE file_id = ?", (file_id,))
 
     # -- points -----------------------------------------------------------------------------
 

@@ -1,0 +1,52 @@
+"""The API's errors: one JSON envelope, ``{"error": {"code", "message"}}``, on every path."""
+
+from __future__ import annotations
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    500: "internal",
+    503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """An error to answer with a status and a message that tells the client what to change."""
+
+    def __init__(self, status: int, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code or _CODES.get(status, "error")
+
+
+def error_response(status: int, message: str, code: str | None = None) -> JSONResponse:
+    """The one error shape."""
+    return JSONResponse(
+        {"error": {"code": code or _CODES.get(status, "error"), "message": message}},
+        status_code=status,
+    )
+
+
+async def handle_api_error(request: Request, exc: Exception) -> Response:
+    """Starlette exception handler for :class:`ApiError`."""
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.message, exc.code)
+
+
+async def handle_http_exception(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404/405 in the same envelope."""
+    assert isinstance(exc, HTTPException)
+    return error_response(exc.status_code, str(exc.detail))
+
+
+async def handle_unexpected(request: Request, exc: Exception) -> Response:
+    """A bug: never a traceback to the client, always the envelope."""
+    return error_response(500, "internal error; see the daemon's log")

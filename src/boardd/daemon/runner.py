@@ -1,0 +1,340 @@
+"""One experiment's ingest thread: catch up, then follow the logdir live; or serve read-only.
+
+The thread owns the store's writer (the one writer of that store). It catches up with whatever
+is new since the last run, then waits for change notices from the watcher (debounced by a few
+milliseconds, so a burst of writes is one read), reads just the affected files and commits. A
+periodic full pass is the safety net, and the only mechanism when polling. If another process
+holds the store's lease, the runner stays read-only (the API still answers from the store) and
+retries the lease until it gets it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from boardd.config import ExperimentSpec, ServeSettings
+from boardd.daemon.watcher import LogdirWatcher
+from boardd.reader.logdir import is_event_file, run_name
+from boardd.store.errors import LeaseHeldError, StoreError
+from boardd.store.ingest import Ingestor, PassResult
+from boardd.store.lease import LeaseLostError
+from boardd.store.session import WriteSession
+
+log = logging.getLogger(__name__)
+
+#: How often a read-only runner tries to take the lease over.
+LEASE_RETRY_SECONDS = 2.0
+#: How often the lease heartbeat is renewed when there is nothing to commit.
+HEARTBEAT_SECONDS = 5.0
+
+
+class RunnerState(enum.Enum):
+    """Where a runner is in its life."""
+
+    STARTING = "starting"
+    CATCHING_UP = "catching_up"
+    LIVE = "live"
+    READ_ONLY = "read_only"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+@dataclass(slots=True)
+class RunnerStatus:
+    """A snapshot for /api/v1/health and systemd's STATUS=."""
+
+    name: str
+    logdir: str
+    db: str
+    state: str
+    watch_mode: str
+    generation: int
+    last_commit: float | None
+    lag_seconds: float | None
+    bytes_done: int
+    bytes_total: int
+    error: str | None
+
+
+class ExperimentRunner:
+    """Runs one experiment's writer in a thread of its own; ``stop()`` is safe to call twice."""
+
+    def __init__(
+        self,
+        spec: ExperimentSpec,
+        settings: ServeSettings,
+        *,
+        beat: Callable[[str], None] | None = None,
+        on_commit: Callable[[str, int], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.settings = settings
+        self._beat = beat or (lambda _name: None)
+        self._on_commit = on_commit
+        self._stop = threading.Event()
+        self._release = threading.Event()
+        self._wake = threading.Event()
+        self._changes_lock = threading.Lock()
+        self._changed: set[Path] = set()
+        self._rediscover = False
+        self._rescan_now = False
+        self._thread = threading.Thread(target=self._main, name=f"boardd-{spec.name}", daemon=True)
+        self._session: WriteSession | None = None
+        self._ingestor: Ingestor | None = None
+        self._watcher: LogdirWatcher | None = None
+        self.opened = threading.Event()
+        self.state = RunnerState.STARTING
+        self.generation = 0
+        self.last_commit: float | None = None
+        self.first_unseen_change: float | None = None
+        self.bytes_done = 0
+        self.bytes_total = 0
+        self.error: str | None = None
+
+    # -- control (any thread) -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Starts the thread; :attr:`opened` is set once the store is open (or read-only)."""
+        self._thread.start()
+
+    def request_stop(self) -> None:
+        """Makes the thread stop taking work, without waiting (safe in a signal handler)."""
+        self._stop.set()
+        if self._ingestor is not None:
+            self._ingestor.stop_event.set()
+        self._wake.set()
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Stops taking work, commits the current batch, releases the lease, checkpoints.
+
+        Call it once the HTTP server has closed its read connections: the writer closes last,
+        so SQLite can fold the WAL into the main file and remove it.
+        """
+        self.request_stop()
+        self._release.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def rescan(self) -> None:
+        """Asks for a full pass over the logdir now (SIGHUP)."""
+        with self._changes_lock:
+            self._rescan_now = True
+        self._wake.set()
+
+    def notice(self, path: Path, structural: bool) -> None:
+        """Called by the watcher: ``path`` changed (``structural``: rediscover runs)."""
+        with self._changes_lock:
+            if structural:
+                self._rediscover = True
+            else:
+                self._changed.add(path)
+            if self.first_unseen_change is None:
+                self.first_unseen_change = time.time()
+        self._wake.set()
+
+    @property
+    def alive(self) -> bool:
+        """Whether the thread is running."""
+        return self._thread.is_alive()
+
+    def status(self) -> RunnerStatus:
+        """A consistent-enough snapshot of this runner (read without locks)."""
+        pending = self.first_unseen_change
+        watch = self._watcher.mode if self._watcher is not None else "none"
+        return RunnerStatus(
+            name=self.spec.name,
+            logdir=str(self.spec.logdir),
+            db=str(self.spec.db),
+            state=self.state.value,
+            watch_mode=watch,
+            generation=self.generation,
+            last_commit=self.last_commit,
+            lag_seconds=None if pending is None else max(0.0, time.time() - pending),
+            bytes_done=self.bytes_done,
+            bytes_total=self.bytes_total,
+            error=self.error,
+        )
+
+    # -- the thread -----------------------------------------------------------------------
+
+    def _main(self) -> None:
+        try:
+            if not self._open():
+                return
+            self._catch_up()
+            if not self._stop.is_set():
+                self._live()
+        except LeaseLostError as exc:
+            self.error = str(exc)
+            log.error("%s: %s", self.spec.name, exc)
+            self.state = RunnerState.READ_ONLY
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            self.state = RunnerState.FAILED
+            log.exception("%s: ingest stopped", self.spec.name)
+        finally:
+            self._close()
+            self.opened.set()
+
+    def _open(self) -> bool:
+        """Opens the store as its writer; while another process holds it, stays read-only."""
+        while not self._stop.is_set():
+            try:
+                self._session = WriteSession(
+                    self.spec.db, self.spec.logdir, sampling=self.settings.sampling
+                )
+            except LeaseHeldError as exc:
+                if self.state is not RunnerState.READ_ONLY:
+                    log.warning("%s: %s Serving read-only meanwhile.", self.spec.name, exc)
+                    self.error = str(exc)
+                    self.state = RunnerState.READ_ONLY
+                    self.opened.set()
+                self._beat(self.spec.name)
+                self._stop.wait(LEASE_RETRY_SECONDS)
+                continue
+            except StoreError as exc:
+                self.error = str(exc)
+                self.state = RunnerState.FAILED
+                log.error("%s: %s", self.spec.name, exc)
+                self.opened.set()
+                return False
+            if self.state is RunnerState.READ_ONLY:
+                log.info("%s: took the store's lease over: now writing", self.spec.name)
+            self.error = None
+            writer = self._session.writer
+            writer.on_commit(self._committed)
+            self._ingestor = Ingestor(
+                writer, self.spec.logdir, experiment=self.spec.name, crc_mode=self.settings.crc_mode
+            )
+            if self._stop.is_set():
+                self._ingestor.stop_event.set()
+            self.state = RunnerState.CATCHING_UP
+            self.opened.set()
+            return True
+        return False
+
+    def _committed(self, generation: int) -> None:
+        self.generation = generation
+        self.last_commit = time.time()
+        if self._on_commit is not None:
+            self._on_commit(self.spec.name, generation)
+
+    def _catch_up(self) -> None:
+        assert self._ingestor is not None
+        self.bytes_total = self._ingestor.pending_bytes()
+        log.info(
+            "%s: catching up on %.1f MB in %s",
+            self.spec.name,
+            self.bytes_total / 1e6,
+            self.spec.logdir,
+        )
+        started = time.monotonic()
+        self._ingestor.run_pass(progress=self._progress)
+        self.bytes_done = self.bytes_total
+        log.info("%s: caught up in %.2f s", self.spec.name, time.monotonic() - started)
+
+    def _progress(self, done: int, total: int) -> None:
+        self.bytes_done, self.bytes_total = done, total
+        self._beat(self.spec.name)
+
+    def _live(self) -> None:
+        assert self._ingestor is not None
+        watcher = LogdirWatcher(self.spec.logdir, self.notice, poll=self.settings.poll)
+        self._watcher = watcher
+        mode = watcher.start()
+        self.state = RunnerState.LIVE
+        log.info("%s: live (%s)", self.spec.name, mode)
+        last_pass = last_heartbeat = time.monotonic()
+        while not self._stop.is_set():
+            interval = (
+                self.settings.poll_interval
+                if watcher.mode == "polling"
+                else self.settings.rescan_interval
+            )
+            timeout = min(interval - (time.monotonic() - last_pass), HEARTBEAT_SECONDS)
+            self._wake.wait(max(0.0, timeout))
+            if self._stop.is_set():
+                break
+            if self._wake.is_set():
+                self._wake.clear()
+                # Debounce: a burst of writes (several tags, several files) becomes one read.
+                self._stop.wait(self.settings.debounce_seconds)
+            watcher.healthy()
+            changed, rediscover, rescan = self._take_changes()
+            now = time.monotonic()
+            full = rediscover or rescan or now - last_pass >= interval
+            if full:
+                self._ingestor.run_pass()
+                last_pass = time.monotonic()
+            elif changed:
+                self._ingest_changed(changed)
+            committed = self._ingestor.flush() if not full else 0
+            if (
+                not full
+                and not changed
+                and not committed
+                and now - last_heartbeat >= HEARTBEAT_SECONDS
+            ):
+                self._ingestor.writer.renew_lease()
+            if full or changed or committed:
+                last_heartbeat = now
+            self._beat(self.spec.name)
+        watcher.stop()
+
+    def _take_changes(self) -> tuple[set[Path], bool, bool]:
+        with self._changes_lock:
+            changed, self._changed = self._changed, set()
+            rediscover, self._rediscover = self._rediscover, False
+            rescan, self._rescan_now = self._rescan_now, False
+            self.first_unseen_change = None
+        return changed, rediscover, rescan
+
+    def _ingest_changed(self, changed: set[Path]) -> None:
+        assert self._ingestor is not None
+        by_run: dict[str, list[Path]] = {}
+        for path in changed:
+            if path.exists():  # a deleted file is recorded by the next full pass; data stays
+                by_run.setdefault(run_name(self.spec.logdir, path.parent), []).append(path)
+        result = PassResult()
+        known = set(self._ingestor.writer.runs(self._ingestor.experiment_id))
+        for run, paths in by_run.items():
+            if run.startswith(".."):
+                continue  # outside the logdir (reached through a symlink)
+            if run not in known:
+                # A new run: read all its files, in name order, from the first one.
+                paths = [p for p in paths[0].parent.iterdir() if is_event_file(p.name)]
+            self._ingestor.ingest_files(run, sorted(paths, key=lambda p: p.name), result)
+
+    def _close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self._ingestor is not None:
+            try:
+                self._ingestor.close()
+            except Exception:
+                log.exception("%s: final commit failed", self.spec.name)
+        # Everything read is committed; keep the lease and the connection until stop().
+        self._release.wait()
+        if self._session is not None:
+            try:
+                self._session.close()
+            except Exception:
+                log.exception("%s: closing the store failed", self.spec.name)
+        if self.state is not RunnerState.FAILED:
+            self.state = RunnerState.STOPPED
+
+
+def describe(status: RunnerStatus) -> str:
+    """A one-line STATUS= text for systemd."""
+    if status.state == RunnerState.CATCHING_UP.value and status.bytes_total:
+        pct = 100.0 * status.bytes_done / status.bytes_total
+        return f"{status.name}: catching up {pct:.0f}% of {status.bytes_total / 1e6:.0f} MB"
+    if status.state == RunnerState.LIVE.value:
+        return f"{status.name}: live ({status.watch_mode}), generation {status.generation}"
+    return f"{status.name}: {status.state}"

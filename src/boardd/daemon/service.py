@@ -1,0 +1,221 @@
+"""``boardd serve``: the whole daemon in one process — ingest threads, watcher, HTTP server.
+
+Life cycle: bind the port (so a port in use fails fast, before any store is touched), open the
+stores (READY=1 once they are open and the port is bound), catch up and go live; SIGTERM or
+SIGINT stops taking work, commits the current batch, releases the leases, checkpoints the WAL
+and exits 0; SIGHUP rescans every logdir now. systemd's watchdog is fed from the ingest loops,
+so a hung ingest is noticed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Generator
+from dataclasses import asdict
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+from boardd.api.app import create_app
+from boardd.config import ServeSettings
+from boardd.daemon.notify import Notifier
+from boardd.daemon.runner import ExperimentRunner, RunnerState, describe
+
+log = logging.getLogger(__name__)
+
+
+class PortInUseError(OSError):
+    """The HTTP port is taken by another process."""
+
+
+class Liveness:
+    """Feeds systemd's watchdog only while every ingest loop keeps beating."""
+
+    def __init__(self, notifier: Notifier, names: list[str]) -> None:
+        self._notifier = notifier
+        self._interval = notifier.watchdog_interval()
+        self._beats = dict.fromkeys(names, time.monotonic())
+        self._last_sent = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def interval(self) -> float | None:
+        """Seconds between WATCHDOG=1 pings (half of WatchdogSec), or None without a watchdog."""
+        return self._interval
+
+    def beat(self, name: str) -> None:
+        """Called from an ingest loop each time it goes round."""
+        if self._interval is None:
+            return
+        now = time.monotonic()
+        with self._lock:
+            self._beats[name] = now
+            stale = min(self._beats.values()) < now - 2 * self._interval
+            if stale or now - self._last_sent < self._interval / 2:
+                return
+            self._last_sent = now
+        self._notifier.watchdog()
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Binds the listening socket now, so a port in use is reported before anything else."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUseError(exc.errno, f"port {port} on {host} is already in use") from exc
+        raise
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server with boardd's own signal handling (SIGHUP rescans; no re-raise)."""
+
+    def __init__(self, config: uvicorn.Config, service: Service) -> None:
+        super().__init__(config)
+        self._service = service
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handlers = {
+            signal.SIGTERM: self._service.handle_stop,
+            signal.SIGINT: self._service.handle_stop,
+            signal.SIGHUP: self._service.handle_rescan,
+        }
+        previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+class Service:
+    """Owns the runners, the HTTP server and the notifier for one ``boardd serve`` process."""
+
+    def __init__(self, settings: ServeSettings, notifier: Notifier | None = None) -> None:
+        self.settings = settings
+        self.notifier = notifier or Notifier()
+        names = [e.name for e in settings.experiments]
+        self.liveness = Liveness(self.notifier, names)
+        self.runners = [
+            ExperimentRunner(spec, settings, beat=self.liveness.beat)
+            for spec in settings.experiments
+        ]
+        self._server: _Server | None = None
+        self._stopping = threading.Event()
+
+    def run(self, sock: socket.socket) -> None:
+        """Serves until SIGTERM/SIGINT; returns after a clean shutdown."""
+        app = create_app(
+            self.settings.experiments,
+            status={r.spec.name: _status_of(r) for r in self.runners},
+        )
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=3,
+        )
+        self._server = _Server(config, self)
+        for runner in self.runners:
+            runner.start()
+        for runner in self.runners:
+            runner.opened.wait()
+        self._write_port_file(sock)
+        self.notifier.ready(self._status_line())
+        status_thread = threading.Thread(
+            target=self._report_status, name="boardd-status", daemon=True
+        )
+        status_thread.start()
+        try:
+            asyncio.run(self._server.serve(sockets=[sock]))
+        finally:
+            self.shutdown()
+
+    def handle_stop(self, signum: int, frame: FrameType | None) -> None:
+        """SIGTERM/SIGINT: a second one while stopping forces the HTTP server down."""
+        log.info("received %s: stopping", signal.Signals(signum).name)
+        if self._server is not None:
+            if self._server.should_exit:
+                self._server.force_exit = True
+            self._server.should_exit = True
+        self._stopping.set()
+        for runner in self.runners:
+            runner.request_stop()  # the final commit happens in shutdown()
+
+    def handle_rescan(self, signum: int, frame: FrameType | None) -> None:
+        """SIGHUP: rescan every logdir now."""
+        log.info("received SIGHUP: rescanning")
+        for runner in self.runners:
+            runner.rescan()
+
+    def shutdown(self) -> None:
+        """Stops the runners (final commit, lease release, checkpoint); idempotent."""
+        self._stopping.set()
+        self.notifier.stopping()
+        for runner in self.runners:
+            runner.stop()
+        port_file = self.settings.port_file
+        if port_file is not None:
+            with contextlib.suppress(OSError):
+                port_file.unlink()
+        self.notifier.close()
+
+    def _write_port_file(self, sock: socket.socket) -> None:
+        port = sock.getsockname()[1]
+        log.info("listening on http://%s:%d", self.settings.host, port)
+        if self.settings.port_file is None:
+            return
+        target = self.settings.port_file
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(f"{port}\n")
+        os.replace(tmp, target)
+
+    def _status_line(self) -> str:
+        return "; ".join(describe(r.status()) for r in self.runners)
+
+    def _report_status(self) -> None:
+        last = ""
+        while not self._stopping.wait(1.0):
+            line = self._status_line()
+            if line != last:
+                self.notifier.status(line)
+                last = line
+
+
+def _status_of(runner: ExperimentRunner) -> Any:
+    def status() -> dict[str, Any]:
+        return asdict(runner.status())
+
+    return status
+
+
+def is_running(runner: ExperimentRunner) -> bool:
+    """Whether a runner is still doing its job (for tests and health)."""
+    return runner.alive and runner.state is not RunnerState.FAILED
+
+
+def resolve_port_file(path: str | None) -> Path | None:
+    """The --port-file path, absolute."""
+    return Path(path).resolve() if path else None
