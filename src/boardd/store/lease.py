@@ -67,19 +67,29 @@ class Lease:
     def acquire(self) -> LeaseInfo | None:
         """Takes the lease, or raises LeaseHeldError; returns the lease taken over, if any."""
         now = time.time()
-        with immediate(self._connection):
-            holder = current_holder(self._connection)
-            if holder is not None and holder.owner != self.owner and not self._can_take(holder):
-                raise LeaseHeldError(
-                    "the store is being written by another boardd: "
-                    f"{holder.describe(now)}. Stop that process, use another --db, "
-                    "or wait for its lease to expire."
+        try:
+            with immediate(self._connection):
+                holder = current_holder(self._connection)
+                if holder is not None and holder.owner != self.owner and not self._can_take(holder):
+                    raise LeaseHeldError(
+                        "the store is being written by another boardd: "
+                        f"{holder.describe(now)}. Stop that process, use another --db, "
+                        "or wait for its lease to expire."
+                    )
+                self._connection.execute(
+                    "INSERT OR REPLACE INTO lease (id, owner, host, pid, started, heartbeat, "
+                    "expiry_seconds) VALUES (1, ?, ?, ?, ?, ?, ?)",
+                    (self.owner, self.host, self.pid, now, now, self.expiry_seconds),
                 )
-            self._connection.execute(
-                "INSERT OR REPLACE INTO lease (id, owner, host, pid, started, heartbeat, "
-                "expiry_seconds) VALUES (1, ?, ?, ?, ?, ?, ?)",
-                (self.owner, self.host, self.pid, now, now, self.expiry_seconds),
-            )
+        except apsw.BusyError as exc:
+            # Another connection kept the write lock past the busy timeout (a writer stopped
+            # or stuck inside a transaction): as much a held store as a live lease row.
+            holder = current_holder(self._connection)
+            who = holder.describe(time.time()) if holder is not None else "another process"
+            raise LeaseHeldError(
+                f"the store's write lock is held by another writer ({who}). Stop that "
+                "process, use another --db, or try again later."
+            ) from exc
         self.held = True
         return holder if holder is not None and holder.owner != self.owner else None
 

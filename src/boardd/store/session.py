@@ -90,9 +90,8 @@ class WriteSession:
         self.close(success=exc_type is None)
 
     def _swap(self) -> None:
-        # The new file is complete and its WAL checkpointed away. The old store's WAL is
-        # checkpointed and truncated too, so no WAL frames of the old file can ever be paired
-        # with the new one by name; then one rename replaces it atomically.
+        # The new file is complete and its WAL checkpointed away; the old store's WAL is
+        # checkpointed too (as far as its readers allow); then one rename replaces it.
         if self._old is not None:
             with contextlib.suppress(apsw.Error):
                 checkpoint(self._old)
@@ -100,6 +99,14 @@ class WriteSession:
                 with contextlib.suppress(apsw.Error):
                     self._old_lease.release()
             self._old.close()
+        # Connections still open on the old file (readers) keep its WAL and shared-memory
+        # files open, unlinked or not. Left in place, those files would be found by name by
+        # every new connection to the new file, and the old readers would read the new file's
+        # WAL frames over the old file's pages (a corrupt view). Unlinked, they stay the old
+        # readers' own, and the new file gets fresh ones.
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(str(self.db) + suffix)
         os.replace(self.path, self.db)
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
@@ -107,6 +114,10 @@ class WriteSession:
         self.path = self.db
 
     def _abort(self) -> None:
+        # A refused or failed session gives back the lease it took: while this process lives
+        # (a daemon, a test, a retry) its row would block every other writer until it expires.
+        with contextlib.suppress(Exception):
+            self.lease.release()
         with contextlib.suppress(Exception):
             self.connection.close()
         if self.rebuild:

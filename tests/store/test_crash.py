@@ -1,0 +1,183 @@
+"""``boardd ingest`` killed with SIGKILL at random moments: no point lost, none duplicated."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import (
+    assert_same_store,
+    boardd_command,
+    boardd_env,
+    ingest,
+    snapshot,
+    start_boardd,
+)
+
+from boardd.cli import ExitCode
+from boardd.store.connection import open_reader
+from boardd.store.errors import StoreOpenError
+from boardd.store.lease import current_holder
+
+SAMPLING = {"scalars": 2000}
+SPEC = "scalars=2000"
+#: Small commits (hidden flag): a kill lands between many commits, in the middle of files.
+COMMIT_BYTES = "262144"
+#: Far below the lease's 30 s expiry: a run that waited for it could not finish in time.
+NO_WAIT = 20.0
+
+
+@pytest.fixture(scope="module")
+def reference(big_logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The store built from the big logdir in one clean pass."""
+    db = tmp_path_factory.mktemp("reference") / "reference.db"
+    ingest(big_logdir, db, sampling=SAMPLING)
+    return db
+
+
+def progress(db: Path) -> dict[str, int] | None:
+    """path -> consumed bytes, as committed; None before the store exists."""
+    try:
+        connection = open_reader(db)
+    except StoreOpenError:
+        return None
+    try:
+        return {str(p): int(c) for p, c in connection.execute("SELECT path, consumed FROM files")}
+    finally:
+        connection.close()
+
+
+def wait_for_progress(
+    db: Path, since: dict[str, int] | None, process: subprocess.Popen[bytes]
+) -> None:
+    """Returns once a commit moved some file past ``since`` (or the process ended)."""
+    while process.poll() is None:
+        now = progress(db)
+        if now and any(c > (since or {}).get(p, 0) for p, c in now.items()):
+            return
+        time.sleep(0.005)
+
+
+def check_consistent(db: Path) -> None:
+    """The store after a kill: intact, nothing over capacity, offsets no further than files."""
+    connection = open_reader(db)
+    try:
+        assert connection.execute("PRAGMA quick_check").get == "ok"
+        over = connection.execute(
+            "SELECT count(*) FROM (SELECT series_id FROM scalar_points GROUP BY series_id "
+            "HAVING count(*) > 2000)"
+        ).get
+        assert over == 0
+        for path, consumed in connection.execute("SELECT path, consumed FROM files"):
+            assert consumed <= Path(path).stat().st_size
+    finally:
+        connection.close()
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_then_resume(
+    big_logdir: Path, reference: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "killed.db"
+    rng = random.Random(20240611)
+    interrupted = 0
+    last: dict[str, int] | None = None
+    for attempt in range(8):
+        started = time.monotonic()
+        process = start_boardd(
+            "ingest", big_logdir, "--db", db, "--samples-per-plugin", SPEC,
+            "--commit-bytes", COMMIT_BYTES,
+        )  # fmt: skip
+        if attempt == 0:
+            # Anywhere from start-up (imports, migration, lease) to the first commits.
+            time.sleep(rng.uniform(0.05, 0.6))
+        else:
+            wait_for_progress(db, last, process)
+            time.sleep(rng.uniform(0.0, 0.2))
+        process.send_signal(signal.SIGKILL)
+        _, err = process.communicate()
+        # Killed, or already done; never turned away by the dead predecessor's lease.
+        assert process.returncode in (-signal.SIGKILL, ExitCode.OK), err.decode()
+        assert time.monotonic() - started < NO_WAIT
+        now = progress(db)
+        if process.returncode == -signal.SIGKILL:
+            interrupted += 1
+            if now is not None:
+                check_consistent(db)
+                connection = open_reader(db)
+                try:
+                    holder = current_holder(connection)
+                finally:
+                    connection.close()
+                # The dead process's lease stays behind (the next run takes it over at once).
+                if attempt > 0:
+                    assert holder is not None and holder.pid == process.pid
+                else:
+                    assert holder is None or holder.pid == process.pid
+        # Committed offsets never go back.
+        for path, consumed in (last or {}).items():
+            assert (now or {}).get(path, 0) >= consumed
+        last = now
+    assert interrupted >= 5
+    assert last != progress(reference), "the kills all came too late to interrupt anything"
+
+    started = time.monotonic()
+    final = subprocess.run(
+        boardd_command("ingest", big_logdir, "--db", db, "--samples-per-plugin", SPEC),
+        capture_output=True,
+        env=boardd_env(),
+        timeout=120,
+    )
+    assert final.returncode == ExitCode.OK, final.stderr.decode()
+    assert time.monotonic() - started < NO_WAIT
+    assert_same_store(db, reference)
+
+
+@pytest.mark.slow
+def test_sigkill_during_rebuild_keeps_the_old_store(
+    big_logdir: Path, reference: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "store.db"
+    shutil.copyfile(reference, db)
+    before = snapshot(db)
+    rebuild = db.with_name(db.name + ".rebuild")
+    process = start_boardd(
+        "ingest", big_logdir, "--db", db, "--samples-per-plugin", "scalars=100",
+        "--rebuild", "--commit-bytes", COMMIT_BYTES,
+    )  # fmt: skip
+    wait_for_progress(rebuild, None, process)
+    time.sleep(0.1)
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    assert process.returncode == -signal.SIGKILL
+    assert rebuild.exists()
+    # The old store is untouched (its lease row names the dead rebuild).
+    after = snapshot(db)
+    assert after == before
+    # A plain run refuses the new settings; a rebuild takes over at once and completes.
+    command = boardd_command(
+        "ingest", big_logdir, "--db", db, "--samples-per-plugin", "scalars=100"
+    )
+    refused = subprocess.run(command, capture_output=True, env=boardd_env(), timeout=120)
+    assert refused.returncode == ExitCode.FINGERPRINT_MISMATCH, refused.stderr.decode()
+    started = time.monotonic()
+    done = subprocess.run(
+        [*command, "--rebuild"], capture_output=True, env=boardd_env(), timeout=120
+    )
+    assert done.returncode == ExitCode.OK, done.stderr.decode()
+    assert time.monotonic() - started < NO_WAIT
+    assert not rebuild.exists()
+    assert not list(tmp_path.glob("*.rebuild*"))
+    connection = open_reader(db)
+    try:
+        most = connection.execute(
+            "SELECT max(n) FROM (SELECT count(*) AS n FROM scalar_points GROUP BY series_id)"
+        ).get
+    finally:
+        connection.close()
+    assert most == 100
