@@ -305,6 +305,23 @@ def test_replaced_file_is_read_again_from_zero(tmp_path: Path) -> None:
     assert snapshot(db)["orphans"] == [(0, 0)]
 
 
+def test_file_rewritten_in_place_with_more_data_is_read_again(tmp_path: Path) -> None:
+    # Same inode (rewritten in place, as delete + recreate often gives on ext4) and larger
+    # than what was read: only the changed first bytes can tell that it is another file.
+    logdir = tmp_path / "logs"
+    path = _write_scalar_run(logdir / "run", range(50), 1.0)
+    db = tmp_path / "store.db"
+    ingest(logdir, db, sampling=ALL)
+    inode = path.stat().st_ino
+    fresh = _write_scalar_run(tmp_path / "fresh", range(200), -3.0)
+    with open(path, "r+b") as f:
+        f.write(fresh.read_bytes())
+    assert path.stat().st_ino == inode
+    result = ingest(logdir, db, sampling=ALL)
+    assert result.files_changed == [str(path)]
+    assert scalars(db, "run", "loss") == {s: -3.0 * s for s in range(200)}
+
+
 def test_truncated_file_is_read_again(tmp_path: Path) -> None:
     logdir = tmp_path / "logs"
     path = _write_scalar_run(logdir / "run", range(100), 1.0)

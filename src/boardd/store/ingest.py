@@ -75,11 +75,20 @@ class _FileWork:
     stat: os.stat_result
     offset: int
     replaced: bool
+    head: bytes | None = None
 
     def progress(self, consumed: int) -> FileProgress:
         """The file's state to commit once everything up to ``consumed`` is written."""
         st = self.stat
-        return FileProgress(self.record.id, consumed, st.st_size, st.st_mtime, st.st_dev, st.st_ino)
+        return FileProgress(
+            self.record.id,
+            consumed,
+            st.st_size,
+            st.st_mtime,
+            st.st_dev,
+            st.st_ino,
+            head=self.head,
+        )
 
 
 @dataclass(slots=True)
@@ -255,13 +264,26 @@ class Ingestor:
             st.st_ino,
             st.st_dev,
         )
-        if replaced or st.st_size < record.consumed:
-            reason = "file replaced (new inode)" if replaced else "file shrank: read again"
+        head = _read_head(path) if st.st_size != record.consumed or replaced else None
+        rewritten = (
+            not replaced
+            and head is not None
+            and record.head is not None
+            and not _same_start(head, record.head)
+        )
+        if replaced or rewritten or st.st_size < record.consumed:
+            if replaced:
+                reason = "file replaced (new inode)"
+            elif rewritten:
+                reason = "file replaced (its first bytes changed)"
+            else:
+                reason = "file shrank: read again"
+            replaced = True
             restart_id = record.id
             self._with_transaction(result, lambda: self.writer.restart_file(restart_id, reason))
             offset = 0
             result.files_changed.append(str(path))
-        work = _FileWork(run_id, path, record, st, offset, replaced)
+        work = _FileWork(run_id, path, record, st, offset, replaced, head)
         if st.st_size == offset and record.state == "active":
             if record.inode is None or replaced:
                 self._remember_identity(work, result)
@@ -454,6 +476,24 @@ class Ingestor:
             self._with_transaction(result, functools.partial(self.writer.delete_run, run_id))
             self._decoders.pop(run_id, None)
             result.runs_deleted.append(run)
+
+
+#: How many leading bytes identify a file's content (its first record, usually).
+HEAD_BYTES = 64
+
+
+def _read_head(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read(HEAD_BYTES)
+    except OSError:
+        return None
+
+
+def _same_start(a: bytes, b: bytes) -> bool:
+    """Whether two heads agree on the bytes both have (a file may have grown past one)."""
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
 
 
 def _size(path: Path) -> int:

@@ -20,7 +20,8 @@ def state_directory(environ: Mapping[str, str] | None = None) -> Path:
     if systemd:
         # systemd may list several directories separated by colons; the first is ours.
         return Path(systemd.split(":")[0])
-    xdg = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    xdg = env.get("XDG_STATE_HOME") or str(home / ".local" / "state")
     return Path(xdg) / "boardd"
 
 

@@ -112,6 +112,9 @@ MIGRATIONS: tuple[str, ...] = (
         inode INTEGER,
         size INTEGER NOT NULL DEFAULT 0,
         consumed INTEGER NOT NULL DEFAULT 0,
+        -- The file's first bytes: a file replaced by one that reuses the inode number (common
+        -- on ext4 right after a delete) is still recognized as new.
+        head BLOB,
         mtime REAL,
         state TEXT NOT NULL DEFAULT 'active',
         last_error TEXT

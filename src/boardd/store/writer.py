@@ -54,6 +54,7 @@ class FileRecord:
     size: int
     consumed: int
     state: str
+    head: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ class FileProgress:
     inode: int | None
     state: str = "active"
     last_error: str | None = None
+    head: bytes | None = None
 
 
 @dataclass(slots=True)
@@ -230,7 +232,7 @@ class StoreWriter:
         return {
             str(row[2]): FileRecord(*row)
             for row in self._db.execute(
-                "SELECT id, run_id, path, device, inode, size, consumed, state FROM files "
+                "SELECT id, run_id, path, device, inode, size, consumed, state, head FROM files "
                 "WHERE run_id = ?",
                 (run_id,),
             )
@@ -243,7 +245,7 @@ class StoreWriter:
             (run_id, path),
         )
         row = self._db.execute(
-            "SELECT id, run_id, path, device, inode, size, consumed, state FROM files "
+            "SELECT id, run_id, path, device, inode, size, consumed, state, head FROM files "
             "WHERE path = ?",
             (path,),
         ).fetchone()
@@ -292,7 +294,7 @@ class StoreWriter:
         )
         self._db.execute(
             "UPDATE files SET consumed = ?, size = ?, mtime = ?, device = ?, inode = ?, "
-            "state = ?, last_error = ? WHERE id = ?",
+            "state = ?, last_error = ?, head = coalesce(?, head) WHERE id = ?",
             (
                 progress.consumed,
                 progress.size,
@@ -301,6 +303,7 @@ class StoreWriter:
                 progress.inode,
                 progress.state,
                 progress.last_error,
+                progress.head,
                 progress.file_id,
             ),
         )
