@@ -1,13 +1,11 @@
-"""The Starlette application: routes, lifespan (stores and read pools as typed state), errors."""
+"""The Starlette application: the route table, the lifespan (stores, read pools, cache)."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import apsw
@@ -18,41 +16,29 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from boardd import __version__
-from boardd.api.errors import (
-    ApiError,
-    handle_api_error,
-    handle_http_exception,
-    handle_unexpected,
+from boardd.api import data
+from boardd.api.common import (
+    AppState,
+    ExperimentHandle,
+    experiment_from,
+    experiment_id,
+    json_bytes,
+    json_response,
+    respond_cached,
+    state_of,
 )
-from boardd.api.readers import ReadPool
+from boardd.api.errors import ApiError, handle_api_error, handle_http_exception, handle_unexpected
+from boardd.cache import DEFAULT_MAX_BYTES, ResponseCache
 from boardd.config import ExperimentSpec
+from boardd.reader.types import DataClass
 from boardd.store import queries
-
-
-@dataclass(slots=True)
-class ExperimentHandle:
-    """What the API knows of one experiment: its store, and (in the daemon) a live status."""
-
-    spec: ExperimentSpec
-    status: Callable[[], Mapping[str, Any]] | None = None
-    pool: ReadPool = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.pool = ReadPool(self.spec.db)
-
-
-@dataclass(slots=True)
-class AppState:
-    """Typed application state, yielded by the lifespan (no module globals)."""
-
-    experiments: dict[str, ExperimentHandle]
-    started: float
 
 
 def create_app(
     experiments: Sequence[ExperimentSpec],
     *,
     status: Mapping[str, Callable[[], Mapping[str, Any]]] | None = None,
+    cache_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Starlette:
     """The boardd HTTP app over these experiments' stores.
 
@@ -65,7 +51,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, AppState]]:
-        state = AppState(handles, time.time())
+        state = AppState(handles, ResponseCache(cache_bytes), time.time())
         try:
             yield {"boardd": state}
         finally:
@@ -75,8 +61,11 @@ def create_app(
     routes = [
         Route("/api/v1/health", health),
         Route("/api/v1/experiments", list_experiments),
+        Route("/api/v1/plugins", list_plugins),
         Route("/api/v1/runs", list_runs),
-        Route("/api/v1/scalars", read_scalars),
+        Route("/api/v1/blob/{key}", data.read_blob),
+        Route("/api/v1/{kind}/list", data.list_metadata),
+        Route("/api/v1/{kind}", data.read_values),
     ]
     return Starlette(
         routes=routes,
@@ -89,58 +78,9 @@ def create_app(
     )
 
 
-def _state(request: Request) -> AppState:
-    state = request.state.boardd
-    assert isinstance(state, AppState)
-    return state
-
-
-def json_response(data: Any, status: int = 200) -> Response:
-    """JSON with NaN and ±Inf as the strings TensorBoard uses ("NaN", "Infinity", ...)."""
-    body = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
-    return Response(body, status_code=status, media_type="application/json")
-
-
-def finite_or_text(value: float) -> float | str:
-    """A float JSON can carry, or TensorBoard's spelling of a non-finite one."""
-    if math.isfinite(value):
-        return value
-    if math.isnan(value):
-        return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
-
-
-def _experiment(request: Request) -> ExperimentHandle:
-    state = _state(request)
-    name = request.query_params.get("experiment")
-    if name is None:
-        if not state.experiments:
-            raise ApiError(404, "this server has no experiments")
-        return next(iter(state.experiments.values()))
-    handle = state.experiments.get(name)
-    if handle is None:
-        known = ", ".join(sorted(state.experiments)) or "(none)"
-        raise ApiError(404, f"no experiment {name!r}; known: {known}")
-    return handle
-
-
-async def _experiment_id(handle: ExperimentHandle) -> int:
-    def query(c: apsw.Connection) -> int | None:
-        rows = queries.experiments(c)
-        for row in rows:
-            if row.name == handle.spec.name:
-                return row.id
-        return rows[0].id if rows else None
-
-    found = await handle.pool.run(query)
-    if found is None:
-        raise ApiError(503, f"experiment {handle.spec.name!r} has no data yet")
-    return found
-
-
 async def health(request: Request) -> Response:
-    """Liveness and ingest state of every experiment: state, lag, data-loss count."""
-    state = _state(request)
+    """Liveness and ingest state of every experiment: state, lag, data-loss count, cache."""
+    state = state_of(request)
     experiments = []
     degraded = False
     for handle in state.experiments.values():
@@ -153,11 +93,19 @@ async def health(request: Request) -> Response:
         except ApiError:
             entry["data_loss"] = None
         experiments.append(entry)
+    stats = state.cache.stats
     return json_response(
         {
             "status": "degraded" if degraded else "ok",
             "version": __version__,
             "uptime_seconds": round(time.time() - state.started, 3),
+            "cache": {
+                "entries": len(state.cache),
+                "bytes": state.cache.bytes,
+                "hits": stats.hits,
+                "misses": stats.misses,
+                "hit_rate": round(stats.hit_rate, 4),
+            },
             "experiments": experiments,
         }
     )
@@ -166,7 +114,7 @@ async def health(request: Request) -> Response:
 async def list_experiments(request: Request) -> Response:
     """``[{"id", "name", "logdir", "creation_time"}]``."""
     out = []
-    for handle in _state(request).experiments.values():
+    for handle in state_of(request).experiments.values():
         try:
             rows = await handle.pool.run(queries.experiments)
         except ApiError:
@@ -184,50 +132,31 @@ async def list_experiments(request: Request) -> Response:
     return json_response(out)
 
 
+async def list_plugins(request: Request) -> Response:
+    """``{PLUGIN: [DATA_CLASS, ...]}`` of the experiment's series."""
+    handle = experiment_from(request)
+    exp_id = await experiment_id(handle)
+    found = await handle.pool.run(lambda c: queries.plugins(c, exp_id))
+    return json_response(
+        {plugin: [DataClass(dc).label for dc in classes] for plugin, classes in found.items()}
+    )
+
+
 async def list_runs(request: Request) -> Response:
-    """``[{"name", "start_time"}]`` sorted by name."""
-    handle = _experiment(request)
-    experiment_id = await _experiment_id(handle)
-    rows = await handle.pool.run(lambda c: queries.runs(c, experiment_id))
-    return json_response([asdict(r) for r in rows])
+    """``[{"name", "start_time"}]`` sorted by name (TensorBoard sorts runs by name)."""
+    handle = _checked(request, {"experiment"})
+    exp_id = await experiment_id(handle)
+    generation = await handle.pool.run(queries.generation)
+
+    def build(c: apsw.Connection) -> bytes:
+        return json_bytes([asdict(r) for r in queries.runs(c, exp_id)])
+
+    key = ("runs", handle.spec.name, generation)
+    return await respond_cached(request, handle, key, build, "application/json")
 
 
-async def read_scalars(request: Request) -> Response:
-    """``{RUN: {TAG: [{"step", "wall_time", "value"}]}}`` for the run × tag cross product."""
-    handle = _experiment(request)
-    params = request.query_params
-    plugin = params.get("plugin", "scalars")
-    if plugin != "scalars":
-        raise ApiError(400, f"plugin {plugin!r}: this route reads plugin=scalars")
-    run_names = params.getlist("run")
-    tags = params.getlist("tag")
-    if not run_names or not tags:
-        raise ApiError(400, "give at least one run= and one tag=")
-    latest = _positive_int(params.get("latest"), "latest")
-    experiment_id = await _experiment_id(handle)
-
-    def query(c: apsw.Connection) -> dict[str, dict[str, list[dict[str, Any]]]]:
-        out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for run in run_names:
-            for tag in tags:
-                points = queries.scalar_points(c, experiment_id, run, tag, latest=latest)
-                if points is None:
-                    continue
-                out.setdefault(run, {})[tag] = [
-                    {"step": s, "wall_time": w, "value": finite_or_text(v)} for s, w, v in points
-                ]
-        return out
-
-    return json_response(await handle.pool.run(query))
-
-
-def _positive_int(text: str | None, name: str) -> int | None:
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise ApiError(400, f"{name}={text!r}: give a whole number") from None
-    if value < 1:
-        raise ApiError(400, f"{name}={value}: give a number of at least 1")
-    return value
+def _checked(request: Request, allowed: set[str]) -> ExperimentHandle:
+    unknown = sorted(set(request.query_params.keys()) - allowed)
+    if unknown:
+        raise ApiError(400, f"unknown parameter(s) {', '.join(unknown)}")
+    return experiment_from(request)

@@ -128,6 +128,9 @@ _NUMERIC: Final[dict[int, tuple[np.dtype[np.generic], str]]] = {
     types_pb2.DT_FLOAT8_E5M2FNUZ: (np.dtype("u1"), "float8_val"),
 }
 
+#: Little-endian numpy dtype of each numeric TF DataType (what TensorPoint.content holds).
+NUMERIC_DTYPES: Final[dict[int, np.dtype[np.generic]]] = {k: v[0] for k, v in _NUMERIC.items()}
+
 # Dtypes whose single value is a real number. Complex numbers are not; quantized integers
 # need a scale that the tensor does not carry.
 _SCALAR_DTYPES: Final = frozenset(

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
+import numpy as np
+import numpy.typing as npt
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,3 +124,222 @@ def scalar_points(
 
 def _nan_if_none(value: float | None) -> float:
     return float("nan") if value is None else float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesInfo:
+    """The metadata of one series, as the data API's "list" calls return it."""
+
+    id: int
+    run: str
+    tag: str
+    plugin_name: str
+    plugin_content: bytes
+    data_class: int
+    display_name: str
+    description: str
+    last_step: int | None
+    last_wall_time: float | None
+    max_length: int
+    capacity: int | None
+    generation: int
+
+
+def list_series(
+    connection: apsw.Connection,
+    experiment_id: int,
+    data_classes: Sequence[int],
+    plugin: str,
+    runs: Sequence[str] = (),
+    tags: Sequence[str] = (),
+) -> list[SeriesInfo]:
+    """Series of live runs with this plugin and data class, optionally only these runs/tags,
+    ordered by run then tag."""
+    sql = [
+        "SELECT s.id, r.name, s.tag, s.plugin_name, s.plugin_content, s.data_class, "
+        "s.display_name, s.description, s.last_step, s.last_wall_time, s.max_length, "
+        "s.capacity, s.generation FROM series s JOIN runs r ON r.id = s.run_id "
+        "WHERE r.experiment_id = ? AND r.deleted = 0 AND s.plugin_name = ? "
+        f"AND s.data_class IN ({','.join('?' * len(data_classes))})"
+    ]
+    args: list[object] = [experiment_id, plugin, *data_classes]
+    if runs:
+        sql.append(f"AND r.name IN ({','.join('?' * len(runs))})")
+        args.extend(runs)
+    if tags:
+        sql.append(f"AND s.tag IN ({','.join('?' * len(tags))})")
+        args.extend(tags)
+    sql.append("ORDER BY r.name, s.tag")
+    return [
+        SeriesInfo(
+            int(row[0]),
+            str(row[1]),
+            str(row[2]),
+            str(row[3]),
+            bytes(row[4]),
+            int(row[5]),
+            str(row[6]),
+            str(row[7]),
+            row[8],
+            row[9],
+            int(row[10]),
+            row[11],
+            int(row[12]),
+        )
+        for row in connection.execute(" ".join(sql), args)
+    ]
+
+
+def plugins(connection: apsw.Connection, experiment_id: int) -> dict[str, list[int]]:
+    """Plugin name → the data classes its series have, for live runs."""
+    out: dict[str, list[int]] = {}
+    for plugin, data_class in connection.execute(
+        "SELECT DISTINCT s.plugin_name, s.data_class FROM series s JOIN runs r "
+        "ON r.id = s.run_id WHERE r.experiment_id = ? AND r.deleted = 0 ORDER BY 1, 2",
+        (experiment_id,),
+    ):
+        out.setdefault(str(plugin), []).append(int(data_class))
+    return out
+
+
+def point_count(connection: apsw.Connection, table: str, series_id: int) -> int:
+    """How many points (steps) a series keeps."""
+    if table not in _TABLES:
+        raise ValueError(table)
+    sql = f"SELECT count(DISTINCT step) FROM {table} WHERE series_id = ?"
+    value = connection.execute(sql, (series_id,)).get
+    return int(value) if value is not None else 0
+
+
+_TABLES = ("scalar_points", "tensor_points", "blob_entries")
+
+
+def _step_filter(step_min: int | None, step_max: int | None) -> tuple[str, list[int]]:
+    clauses, args = [], []
+    if step_min is not None:
+        clauses.append("AND step >= ?")
+        args.append(step_min)
+    if step_max is not None:
+        clauses.append("AND step <= ?")
+        args.append(step_max)
+    return " ".join(clauses), args
+
+
+def scalar_columns(
+    connection: apsw.Connection,
+    series_id: int,
+    *,
+    step_min: int | None = None,
+    step_max: int | None = None,
+    latest: int | None = None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """(steps, wall times, values) of a scalar series by step; NULL values come back NaN."""
+    where, args = _step_filter(step_min, step_max)
+    order = "ORDER BY step DESC LIMIT ?" if latest is not None else "ORDER BY step"
+    params = [series_id, *args] + ([latest] if latest is not None else [])
+    rows = connection.execute(
+        f"SELECT step, wall_time, value FROM scalar_points WHERE series_id = ? {where} {order}",
+        params,
+    ).fetchall()
+    if latest is not None:
+        rows.reverse()
+    steps = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    walls = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+    values = np.fromiter(
+        (np.nan if r[2] is None else r[2] for r in rows), dtype=np.float64, count=len(rows)
+    )
+    return steps, walls, values
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTensor:
+    """One stored tensor point."""
+
+    step: int
+    wall_time: float
+    dtype: int
+    shape: tuple[int, ...]
+    content: bytes
+
+
+def tensor_rows(
+    connection: apsw.Connection,
+    series_id: int,
+    *,
+    step_min: int | None = None,
+    step_max: int | None = None,
+    latest: int | None = None,
+) -> list[StoredTensor]:
+    """The tensor points of a series by step."""
+    where, args = _step_filter(step_min, step_max)
+    order = "ORDER BY step DESC LIMIT ?" if latest is not None else "ORDER BY step"
+    params = [series_id, *args] + ([latest] if latest is not None else [])
+    rows = [
+        StoredTensor(
+            int(step),
+            float(wall),
+            int(dtype),
+            tuple(int(d) for d in str(shape).split(",") if d != ""),
+            bytes(content),
+        )
+        for step, wall, dtype, shape, content in connection.execute(
+            "SELECT step, wall_time, dtype, shape, content FROM tensor_points "
+            f"WHERE series_id = ? {where} {order}",
+            params,
+        )
+    ]
+    if latest is not None:
+        rows.reverse()
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBlobStep:
+    """The blobs of one step of a blob sequence: (index, blob id) pairs in index order."""
+
+    step: int
+    wall_time: float
+    blobs: tuple[tuple[int, int], ...]
+
+
+def blob_sequence_rows(
+    connection: apsw.Connection,
+    series_id: int,
+    *,
+    step_min: int | None = None,
+    step_max: int | None = None,
+    latest: int | None = None,
+    index_min: int | None = None,
+    index_max: int | None = None,
+) -> list[StoredBlobStep]:
+    """The steps of a blob sequence with their blobs (optionally an index range only)."""
+    where, args = _step_filter(step_min, step_max)
+    steps_sql = f"SELECT DISTINCT step FROM blob_entries WHERE series_id = ? {where}"
+    params: list[object] = [series_id, *args]
+    if latest is not None:
+        steps_sql += " ORDER BY step DESC LIMIT ?"
+        params.append(latest)
+    index_sql = ""
+    if index_min is not None:
+        index_sql += " AND idx >= ?"
+    if index_max is not None:
+        index_sql += " AND idx <= ?"
+    rows: list[Any] = connection.execute(
+        "SELECT step, wall_time, idx, blob_id FROM blob_entries WHERE series_id = ? "
+        f"AND step IN ({steps_sql}){index_sql} ORDER BY step, idx",
+        [series_id, *params, *(v for v in (index_min, index_max) if v is not None)],
+    ).fetchall()
+    out: list[StoredBlobStep] = []
+    current: list[tuple[int, int]] = []
+    for i, (step, wall, idx, blob_id) in enumerate(rows):
+        current.append((int(idx), int(blob_id)))
+        if i + 1 == len(rows) or rows[i + 1][0] != step:
+            out.append(StoredBlobStep(int(step), float(wall), tuple(current)))
+            current = []
+    return out
+
+
+def generation(connection: apsw.Connection) -> int:
+    """The generation of the store's last commit (bumped by every commit of the writer)."""
+    value = connection.execute("SELECT value FROM meta WHERE key = 'generation'").get
+    return int(value) if value is not None else 0

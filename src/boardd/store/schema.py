@@ -12,8 +12,10 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE meta (
         key TEXT PRIMARY KEY,
-        value TEXT NOT NULL
+        value ANY NOT NULL
     ) WITHOUT ROWID;
+    -- Bumped by every commit of the writer; readers key their caches on it.
+    INSERT INTO meta (key, value) VALUES ('generation', 0);
 
     -- The single writer's claim on this store (the snapshot RFC's writer state).
     CREATE TABLE lease (
@@ -59,6 +61,9 @@ MIGRATIONS: tuple[str, ...] = (
         seen INTEGER NOT NULL DEFAULT 0,
         threshold INTEGER,
         capacity INTEGER,
+        -- The store generation of the commit that last changed this series: with the
+        -- request, the key of cached HTTP answers (a cached answer is never stale).
+        generation INTEGER NOT NULL DEFAULT 0,
         UNIQUE (run_id, tag)
     );
 

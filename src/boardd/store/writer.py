@@ -109,9 +109,10 @@ class StoreWriter:
         self._run_seeds: dict[int, int] = {}
         self._run_started: dict[int, bool] = {}
         self._in_transaction = False
-        self.generation = 0
+        self.generation = stored_generation(connection)
         self.counts = WriteCounts()
         self._listeners: list[Callable[[int], None]] = []
+        self._pending_generation = self.generation
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -127,7 +128,12 @@ class StoreWriter:
         try:
             with immediate(self._db):
                 self._lease.renew()
+                self._pending_generation = stored_generation(self._db) + 1
                 yield
+                self._db.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'generation'",
+                    (self._pending_generation,),
+                )
         except BaseException:
             # The sampling states cached here may describe rows that were rolled back.
             self._series.clear()
@@ -135,7 +141,7 @@ class StoreWriter:
             raise
         finally:
             self._in_transaction = False
-        self.generation += 1
+        self.generation = self._pending_generation
         for listener in self._listeners:
             listener(self.generation)
 
@@ -391,7 +397,7 @@ class StoreWriter:
         series.first_step = int(kept[0]) if kept.shape[0] else None
         self._db.execute(
             "UPDATE series SET seen = ?, threshold = ?, first_step = ?, last_step = ?, "
-            "last_wall_time = ?, last_value = ?, max_length = ? WHERE id = ?",
+            "last_wall_time = ?, last_value = ?, max_length = ?, generation = ? WHERE id = ?",
             (
                 series.state.seen,
                 series.state.threshold,
@@ -400,6 +406,7 @@ class StoreWriter:
                 last_wall_time,
                 last_value,
                 series.max_length,
+                self._pending_generation,
                 series.id,
             ),
         )
@@ -505,6 +512,12 @@ class StoreWriter:
                 "VALUES (?, ?, ?, ?, ?)",
                 [(run_id, e.kind.value, e.step, e.wall_time, e.detail) for e in events],
             )
+
+
+def stored_generation(connection: apsw.Connection) -> int:
+    """The generation of the store's last commit (0 for a new store)."""
+    value = connection.execute("SELECT value FROM meta WHERE key = 'generation'").get
+    return int(value) if value is not None else 0
 
 
 _POINT_TABLE = {

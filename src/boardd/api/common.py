@@ -1,0 +1,127 @@
+"""What every route shares: typed app state, experiment lookup, JSON encoding, cached replies."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+from starlette.requests import Request
+from starlette.responses import Response
+
+from boardd.api.errors import ApiError
+from boardd.api.readers import ReadPool
+from boardd.cache import GZIP_MIN_BYTES, Encoded, ResponseCache, make_etag
+from boardd.config import ExperimentSpec
+from boardd.store import queries
+
+
+@dataclass(slots=True)
+class ExperimentHandle:
+    """What the API knows of one experiment: its store, and (in the daemon) a live status."""
+
+    spec: ExperimentSpec
+    status: Callable[[], Mapping[str, Any]] | None = None
+    pool: ReadPool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pool = ReadPool(self.spec.db)
+
+
+@dataclass(slots=True)
+class AppState:
+    """Typed application state, yielded by the lifespan (no module globals)."""
+
+    experiments: dict[str, ExperimentHandle]
+    cache: ResponseCache
+    started: float
+
+
+def state_of(request: Request) -> AppState:
+    """The app state of a request."""
+    state = request.state.boardd
+    assert isinstance(state, AppState)
+    return state
+
+
+def json_bytes(data: Any) -> bytes:
+    """Compact JSON; non-finite floats must already be spelled as TensorBoard does."""
+    return json.dumps(data, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    """A JSON response (for small, uncached answers)."""
+    return Response(json_bytes(data), status_code=status, media_type="application/json")
+
+
+def finite_or_text(value: float) -> float | str:
+    """A float JSON can carry, or TensorBoard's spelling of a non-finite one."""
+    if math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def experiment_from(request: Request) -> ExperimentHandle:
+    """The experiment named by ``experiment=`` (default: the first one)."""
+    state = state_of(request)
+    name = request.query_params.get("experiment")
+    if name is None:
+        if not state.experiments:
+            raise ApiError(404, "this server has no experiments")
+        return next(iter(state.experiments.values()))
+    handle = state.experiments.get(name)
+    if handle is None:
+        known = ", ".join(sorted(state.experiments)) or "(none)"
+        raise ApiError(404, f"no experiment {name!r}; known: {known}")
+    return handle
+
+
+async def experiment_id(handle: ExperimentHandle) -> int:
+    """The experiment's row id in its store (503 while the store has none yet)."""
+
+    def query(c: apsw.Connection) -> int | None:
+        rows = queries.experiments(c)
+        for row in rows:
+            if row.name == handle.spec.name:
+                return row.id
+        return rows[0].id if rows else None
+
+    found = await handle.pool.run(query)
+    if found is None:
+        raise ApiError(503, f"experiment {handle.spec.name!r} has no data yet")
+    return found
+
+
+async def respond_cached(
+    request: Request,
+    handle: ExperimentHandle,
+    key: Hashable,
+    build: Callable[[apsw.Connection], bytes],
+    media_type: str,
+) -> Response:
+    """Answers from the cache or builds (off the event loop), with ETag/304 and gzip."""
+    cache = state_of(request).cache
+    entry = cache.get(key)
+    if entry is None:
+        body = await handle.pool.run(build)
+        entry = Encoded(body, media_type, make_etag(key))
+        cache.put(key, entry)
+    if entry.etag in _etags(request.headers.get("if-none-match", "")):
+        return Response(status_code=304, headers={"etag": entry.etag})
+    headers = {"etag": entry.etag, "cache-control": "no-cache", "vary": "accept-encoding"}
+    if len(entry.body) >= GZIP_MIN_BYTES and "gzip" in request.headers.get("accept-encoding", ""):
+        before = entry.size
+        compressed = entry.gzipped()
+        cache.resize(key, before)
+        headers["content-encoding"] = "gzip"
+        return Response(compressed, media_type=entry.media_type, headers=headers)
+    return Response(entry.body, media_type=entry.media_type, headers=headers)
+
+
+def _etags(header: str) -> set[str]:
+    return {part.strip().removeprefix("W/") for part in header.split(",") if part.strip()}

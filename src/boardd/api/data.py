@@ -1,0 +1,468 @@
+"""The generic data API (design doc 000): list metadata and get values for scalars, tensors
+and blob sequences, and blob reads — answered from the store through the response cache."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from boardd.api.common import (
+    AppState,
+    ExperimentHandle,
+    experiment_from,
+    experiment_id,
+    finite_or_text,
+    json_bytes,
+    respond_cached,
+    state_of,
+)
+from boardd.api.errors import ApiError
+from boardd.reader.tensors import decode_tensor, dtype_name
+from boardd.reader.types import DataClass
+from boardd.store import queries
+from boardd.store.blobs import blob_size, iter_blob
+from boardd.store.connection import open_reader
+from boardd.store.errors import BlobNotFoundError, StoreError, StoreOpenError
+from boardd.store.reservoir import step_priorities
+
+#: At most this many (run, tag) pairs in one request.
+MAX_SERIES_PER_REQUEST = 10_000
+#: At most this many points in one answer, by kind (runs × tags × samples).
+MAX_POINTS = {"scalars": 5_000_000, "tensors": 100_000, "blob_sequences": 100_000}
+#: Downsampling is seeded with a constant: the choice depends only on the set of steps.
+DOWNSAMPLE_SEED = 0x626F61726464
+
+KINDS: dict[str, tuple[DataClass, ...]] = {
+    "scalars": (DataClass.SCALAR,),
+    "tensors": (DataClass.TENSOR,),
+    "blob_sequences": (DataClass.BLOB_SEQUENCE,),
+}
+_TABLE = {"scalars": "scalar_points", "tensors": "tensor_points", "blob_sequences": "blob_entries"}
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadParams:
+    """Validated query parameters of a data request."""
+
+    plugin: str
+    runs: tuple[str, ...]
+    tags: tuple[str, ...]
+    step_min: int | None
+    step_max: int | None
+    latest: int | None
+    downsample: int | None
+    index_min: int | None
+    index_max: int | None
+    fmt: str
+
+
+def parse_params(request: Request, kind: str, *, values: bool) -> ReadParams:
+    """Reads and validates the query string; ApiError(400) says what is wrong."""
+    q = request.query_params
+    allowed = {"experiment", "plugin", "run", "tag"}
+    if values:
+        allowed |= {"step_min", "step_max", "latest", "downsample", "format"}
+        if kind == "blob_sequences":
+            allowed |= {"index_min", "index_max"}
+    unknown = sorted(set(q.keys()) - allowed)
+    if unknown:
+        raise ApiError(
+            400,
+            f"unknown parameter(s) {', '.join(unknown)}; allowed: " + ", ".join(sorted(allowed)),
+        )
+    plugin = q.get("plugin")
+    if not plugin:
+        raise ApiError(400, "plugin= is required (e.g. plugin=scalars)")
+    fmt = q.get("format", "json")
+    if fmt not in ("json", "csv", "columns") or (fmt != "json" and kind != "scalars"):
+        raise ApiError(400, f"format={fmt!r}: use json, or csv/columns for scalars")
+    step_min = _int(q.get("step_min"), "step_min", *_INT64)
+    step_max = _int(q.get("step_max"), "step_max", *_INT64)
+    if step_min is not None and step_max is not None and step_min > step_max:
+        raise ApiError(400, f"step_min={step_min} is greater than step_max={step_max}")
+    index_min = _int(q.get("index_min"), "index_min", 0, _INT64[1])
+    index_max = _int(q.get("index_max"), "index_max", 0, _INT64[1])
+    if index_min is not None and index_max is not None and index_min > index_max:
+        raise ApiError(400, f"index_min={index_min} is greater than index_max={index_max}")
+    return ReadParams(
+        plugin=plugin,
+        runs=tuple(dict.fromkeys(q.getlist("run"))),
+        tags=tuple(dict.fromkeys(q.getlist("tag"))),
+        step_min=step_min,
+        step_max=step_max,
+        latest=_int(q.get("latest"), "latest", 1, _INT64[1]),
+        downsample=_int(q.get("downsample"), "downsample", 0, _INT64[1]),
+        index_min=index_min,
+        index_max=index_max,
+        fmt=fmt,
+    )
+
+
+def _int(text: str | None, name: str, lo: int, hi: int) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise ApiError(400, f"{name}={text!r}: give a whole number") from None
+    if not lo <= value <= hi:
+        raise ApiError(400, f"{name}={value}: give a number from {lo} to {hi}")
+    return value
+
+
+def downsample_indices(steps: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.intp]:
+    """Indices (ascending) of at most ``k`` points: the last one, and the ``k - 1`` others of
+    lowest seeded priority. The choice depends only on the set of steps, so series that share
+    steps keep the same steps."""
+    n = int(steps.shape[0])
+    if k >= n:
+        return np.arange(n)
+    if k <= 0:
+        return np.arange(0)
+    if k == 1:
+        return np.array([n - 1])
+    priorities = step_priorities(DOWNSAMPLE_SEED, steps[:-1])
+    chosen = np.argpartition(priorities, k - 2)[: k - 1]
+    return np.sort(np.append(chosen, n - 1))
+
+
+def _check_size(
+    kind: str, series: list[queries.SeriesInfo], params: ReadParams, c: apsw.Connection
+) -> None:
+    if len(series) > MAX_SERIES_PER_REQUEST:
+        raise ApiError(
+            413,
+            f"{len(series)} series match; at most {MAX_SERIES_PER_REQUEST} per request: "
+            "name runs with run= and tags with tag=",
+        )
+    bound = (
+        min(v for v in (params.latest, params.downsample, None) if v is not None)
+        if (params.latest is not None or params.downsample is not None)
+        else None
+    )
+    total = 0
+    for s in series:
+        if bound is not None and (s.capacity is None or s.capacity > bound):
+            total += bound
+        elif s.capacity is not None:
+            total += s.capacity
+        else:
+            total += queries.point_count(c, _TABLE[kind], s.id)
+    if total > MAX_POINTS[kind]:
+        raise ApiError(
+            413,
+            f"this request could return {total} points (runs × tags × samples); the limit is "
+            f"{MAX_POINTS[kind]}: add downsample=, latest=, step_min/step_max, or fewer "
+            "run= / tag=",
+        )
+
+
+async def list_metadata(request: Request) -> Response:
+    """``GET /api/v1/{kind}/list``: ``{RUN: {TAG: {max_step, max_wall_time, plugin_name,
+    plugin_content, display_name, description[, max_length]}}}``."""
+    kind = _kind(request)
+    params = parse_params(request, kind, values=False)
+    handle = experiment_from(request)
+    exp_id = await experiment_id(handle)
+    generation = await handle.pool.run(queries.generation)
+    key = ("list", handle.spec.name, kind, params, generation)
+
+    def build(c: apsw.Connection) -> bytes:
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for s in queries.list_series(
+            c, exp_id, KINDS[kind], params.plugin, params.runs, params.tags
+        ):
+            entry: dict[str, Any] = {
+                "max_step": s.last_step,
+                "max_wall_time": s.last_wall_time,
+                "plugin_name": s.plugin_name,
+                "plugin_content": base64.b64encode(s.plugin_content).decode("ascii"),
+                "display_name": s.display_name,
+                "description": s.description,
+            }
+            if kind == "blob_sequences":
+                entry["max_length"] = s.max_length
+            out.setdefault(s.run, {})[s.tag] = entry
+        return json_bytes(out)
+
+    return await respond_cached(request, handle, key, build, "application/json")
+
+
+async def read_values(request: Request) -> Response:
+    """``GET /api/v1/{kind}``: ``{RUN: {TAG: [datum, ...]}}`` sorted by step."""
+    kind = _kind(request)
+    params = parse_params(request, kind, values=True)
+    handle = experiment_from(request)
+    exp_id = await experiment_id(handle)
+
+    def lookup(c: apsw.Connection) -> list[queries.SeriesInfo]:
+        series = queries.list_series(
+            c, exp_id, KINDS[kind], params.plugin, params.runs, params.tags
+        )
+        _check_size(kind, series, params, c)
+        return series
+
+    series = await handle.pool.run(lookup)
+    key = (
+        "values",
+        handle.spec.name,
+        kind,
+        params,
+        tuple((s.id, s.generation) for s in series),
+    )
+    media = {"csv": "text/csv; charset=utf-8"}.get(params.fmt, "application/json")
+
+    def build(c: apsw.Connection) -> bytes:
+        if kind == "scalars":
+            return _scalars(c, series, params)
+        if kind == "tensors":
+            return _tensors(c, series, params)
+        return _blob_sequences(c, handle, series, params)
+
+    return await respond_cached(request, handle, key, build, media)
+
+
+def _kind(request: Request) -> str:
+    kind = str(request.path_params["kind"])
+    if kind not in KINDS:
+        raise ApiError(404, f"no data kind {kind!r}; use scalars, tensors or blob_sequences")
+    return kind
+
+
+def _pick(steps: npt.NDArray[np.int64], params: ReadParams) -> npt.NDArray[np.intp] | None:
+    if params.downsample is None:
+        return None
+    return downsample_indices(steps, params.downsample)
+
+
+def _scalars(c: apsw.Connection, series: list[queries.SeriesInfo], params: ReadParams) -> bytes:
+    columns: dict[str, dict[str, tuple[Any, Any, Any]]] = {}
+    for s in series:
+        steps, walls, values = queries.scalar_columns(
+            c, s.id, step_min=params.step_min, step_max=params.step_max, latest=params.latest
+        )
+        chosen = _pick(steps, params)
+        if chosen is not None:
+            steps, walls, values = steps[chosen], walls[chosen], values[chosen]
+        columns.setdefault(s.run, {})[s.tag] = (steps, walls, values)
+    if params.fmt == "csv":
+        return _csv(columns)
+    if params.fmt == "columns":
+        return json_bytes(
+            {
+                run: {
+                    tag: {
+                        "step": st.tolist(),
+                        "wall_time": wt.tolist(),
+                        "value": _json_floats(va),
+                    }
+                    for tag, (st, wt, va) in tags.items()
+                }
+                for run, tags in columns.items()
+            }
+        )
+    return json_bytes(
+        {
+            run: {
+                tag: [
+                    {"step": a, "wall_time": b, "value": v}
+                    for a, b, v in zip(st.tolist(), wt.tolist(), _json_floats(va), strict=True)
+                ]
+                for tag, (st, wt, va) in tags.items()
+            }
+            for run, tags in columns.items()
+        }
+    )
+
+
+def _json_floats(values: npt.NDArray[np.float64]) -> list[Any]:
+    listed: list[Any] = values.tolist()
+    if not np.isfinite(values).all():
+        listed = [finite_or_text(v) for v in listed]
+    return listed
+
+
+def _csv(columns: dict[str, dict[str, tuple[Any, Any, Any]]]) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run", "tag", "step", "wall_time", "value"])
+    for run, tags in columns.items():
+        for tag, (st, wt, va) in tags.items():
+            for step, wall, value in zip(st.tolist(), wt.tolist(), va.tolist(), strict=True):
+                writer.writerow([run, tag, step, repr(wall), _csv_float(value)])
+    return out.getvalue().encode("utf-8")
+
+
+def _csv_float(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return repr(value)
+
+
+def _tensors(c: apsw.Connection, series: list[queries.SeriesInfo], params: ReadParams) -> bytes:
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for s in series:
+        rows = queries.tensor_rows(
+            c, s.id, step_min=params.step_min, step_max=params.step_max, latest=params.latest
+        )
+        steps = np.fromiter((r.step for r in rows), dtype=np.int64, count=len(rows))
+        chosen = _pick(steps, params)
+        if chosen is not None:
+            rows = [rows[i] for i in chosen.tolist()]
+        out.setdefault(s.run, {})[s.tag] = [
+            {
+                "step": r.step,
+                "wall_time": r.wall_time,
+                "dtype": dtype_name(r.dtype),
+                "shape": list(r.shape),
+                "values": _tensor_values(r),
+            }
+            for r in rows
+        ]
+    return json_bytes(out)
+
+
+def _tensor_values(row: queries.StoredTensor) -> Any:
+    try:
+        values = decode_tensor(row.dtype, row.shape, row.content)
+    except ValueError as exc:
+        return {"error": str(exc)}
+    if isinstance(values, list):
+        return [_text_or_base64(v) for v in values]
+    if values.dtype.kind == "c":
+        values = np.stack([values.real, values.imag], axis=-1)
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        return np.vectorize(finite_or_text, otypes=[object])(values).tolist()
+    return values.tolist()
+
+
+def _text_or_base64(value: bytes) -> Any:
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(value).decode("ascii")}
+
+
+def blob_key(experiment: str, blob_id: int) -> str:
+    """An opaque, URL-safe key for a blob (no path in it)."""
+    return f"{experiment}~{blob_id}"
+
+
+def _blob_sequences(
+    c: apsw.Connection,
+    handle: ExperimentHandle,
+    series: list[queries.SeriesInfo],
+    params: ReadParams,
+) -> bytes:
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for s in series:
+        rows = queries.blob_sequence_rows(
+            c,
+            s.id,
+            step_min=params.step_min,
+            step_max=params.step_max,
+            latest=params.latest,
+            index_min=params.index_min,
+            index_max=params.index_max,
+        )
+        steps = np.fromiter((r.step for r in rows), dtype=np.int64, count=len(rows))
+        chosen = _pick(steps, params)
+        if chosen is not None:
+            rows = [rows[i] for i in chosen.tolist()]
+        out.setdefault(s.run, {})[s.tag] = [
+            {
+                "step": r.step,
+                "wall_time": r.wall_time,
+                "blobs": [blob_key(handle.spec.name, b) for _, b in r.blobs],
+            }
+            for r in rows
+        ]
+    return json_bytes(out)
+
+
+_SNIFF = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"fLaC", "audio/flac"),
+    (b"OggS", "audio/ogg"),
+    (b"ID3", "audio/mpeg"),
+)
+
+
+def sniff(head: bytes) -> str:
+    """A content type from a blob's first bytes (application/octet-stream if unknown)."""
+    for magic, media in _SNIFF:
+        if head.startswith(magic):
+            return media
+    if head[:4] == b"RIFF" and head[8:12] == b"WAVE":
+        return "audio/wav"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return "application/octet-stream"
+
+
+async def read_blob(request: Request) -> Response:
+    """``GET /api/v1/blob/{key}``: the blob's bytes, streamed chunk by chunk."""
+    state: AppState = state_of(request)
+    key = str(request.path_params["key"])
+    experiment, sep, id_text = key.rpartition("~")
+    handle = state.experiments.get(experiment)
+    if not sep or handle is None or not id_text.isdigit() or len(id_text) > 18:
+        raise ApiError(404, "no such blob")
+    blob_id = int(id_text)
+
+    def open_stream() -> tuple[int, bytes, Iterator[bytes], apsw.Connection]:
+        # A connection of its own: the stream holds one snapshot for as long as the client
+        # reads, and must not pin the snapshot of other requests' connections.
+        try:
+            c = open_reader(handle.spec.db)
+        except StoreOpenError as exc:
+            raise ApiError(503, f"the store is not ready yet: {exc}") from exc
+        try:
+            size = blob_size(c, blob_id)
+            if size is None:
+                raise ApiError(404, "no such blob")
+            chunks = iter_blob(c, blob_id)
+            first = next(chunks, b"")
+        except BaseException:
+            c.close()
+            raise
+        return size, first, chunks, c
+
+    try:
+        size, first, chunks, connection = await run_in_threadpool(open_stream)
+    except BlobNotFoundError:
+        raise ApiError(404, "no such blob") from None
+    except StoreError as exc:
+        raise ApiError(500, f"cannot read blob: {exc}") from exc
+
+    def body() -> Iterator[bytes]:
+        try:
+            if first:
+                yield first
+            yield from chunks
+        finally:
+            connection.close()
+
+    return StreamingResponse(
+        body(),
+        media_type=sniff(first[:16]),
+        headers={"content-length": str(size), "cache-control": "private, max-age=31536000"},
+    )

@@ -1,0 +1,35 @@
+"""Turning a stored tensor (TF dtype number, shape, bytes) back into values."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from boardd.proto import tensor_pb2, types_pb2
+from boardd.reader.events import NUMERIC_DTYPES
+
+
+def dtype_name(dtype: int) -> str:
+    """TensorFlow's name of a DataType number (``DT_FLOAT``), or ``DT_<n>`` if unknown."""
+    try:
+        return str(types_pb2.DataType.Name(dtype))
+    except ValueError:
+        return f"DT_{dtype}"
+
+
+def decode_tensor(
+    dtype: int, shape: tuple[int, ...], content: bytes
+) -> npt.NDArray[np.generic] | list[bytes]:
+    """The values of a stored tensor: a numpy array for numeric dtypes (in the stored shape),
+    a flat list of byte strings for ``DT_STRING``.
+
+    Raises ValueError for a dtype boardd does not store or content of the wrong size.
+    """
+    if dtype == types_pb2.DT_STRING:
+        proto = tensor_pb2.TensorProto.FromString(content)
+        return list(proto.string_val)
+    numpy_dtype = NUMERIC_DTYPES.get(dtype)
+    if numpy_dtype is None:
+        raise ValueError(f"tensor dtype {dtype_name(dtype)} is not stored by boardd")
+    array = np.frombuffer(content, dtype=numpy_dtype)
+    return array.reshape(shape)
