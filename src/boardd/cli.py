@@ -118,6 +118,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--port-file", metavar="FILE", help="write the port actually bound to FILE once ready"
     )
     serve.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=(
+            "require 'Authorization: Bearer <token>' on every request, the token being FILE's "
+            "content (at least 16 characters); needed to listen on a non-loopback --host"
+        ),
+    )
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback --host without a token (anyone who can reach it reads all)",
+    )
+    serve.add_argument(
         "--poll",
         action="store_true",
         help="poll instead of using inotify (for NFS, FUSE and containers where inotify fails)",
@@ -342,6 +355,7 @@ def setup_logging(level: str) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from boardd.api.auth import is_loopback, read_token
     from boardd.config import ServeSettings, SettingsError, check_logdir, parse_experiments
     from boardd.daemon.service import PortInUseError, Service, bind_socket
     from boardd.reader.tfrecord import CrcMode
@@ -355,7 +369,14 @@ def _serve(args: argparse.Namespace) -> int:
             raise SettingsError("--rescan-interval and --poll-interval must be positive")
         if not 0 <= args.port <= 65535:
             raise SettingsError(f"--port {args.port}: give 0 to 65535")
-    except (SettingsError, ValueError) as exc:
+        token = read_token(args.token_file) if args.token_file else None
+        if token is None and not args.insecure and not is_loopback(args.host):
+            raise SettingsError(
+                f"--host {args.host} exposes your metrics beyond this machine: give "
+                "--token-file FILE (clients then send 'Authorization: Bearer <token>'), or "
+                "--insecure if you really mean it"
+            )
+    except (SettingsError, ValueError, OSError) as exc:
         print(f"boardd serve: {exc}", file=sys.stderr)
         return ExitCode.USAGE
     for spec in experiments:
@@ -374,6 +395,7 @@ def _serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         sampling=sampling,
         crc_mode=CrcMode(args.crc),
+        token=token,
     )
     try:
         sock = bind_socket(settings.host, settings.port)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,7 @@ class ServeSettings:
     log_level: str = DEFAULT_LOG_LEVEL
     sampling: Mapping[str, int | None] = field(default_factory=dict)
     crc_mode: CrcMode = CrcMode.ALWAYS
+    token: str | None = field(default=None, repr=False)
 
 
 def parse_experiments(
@@ -85,9 +87,17 @@ def parse_experiments(
 
 def check_logdir(logdir: Path) -> str | None:
     """Why a logdir cannot be watched, or None if it can."""
-    if not logdir.exists():
+    try:
+        st = logdir.stat()
+    except (FileNotFoundError, NotADirectoryError):
         return f"{logdir}: no such directory"
-    if not logdir.is_dir():
+    except OSError as exc:
+        # Path.exists() raises this (EACCES: a parent directory is not searchable).
+        return (
+            f"{logdir}: cannot be reached ({exc.strerror}): check the permissions of the "
+            "directories above it"
+        )
+    if not stat.S_ISDIR(st.st_mode):
         return f"{logdir}: not a directory"
     if not os.access(logdir, os.R_OK | os.X_OK):
         return f"{logdir}: directory is not readable by this user"

@@ -11,12 +11,14 @@ from typing import Any
 import apsw
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from boardd import __version__
 from boardd.api import data
+from boardd.api.auth import Guard
 from boardd.api.common import (
     AppState,
     ExperimentHandle,
@@ -39,11 +41,13 @@ def create_app(
     *,
     status: Mapping[str, Callable[[], Mapping[str, Any]]] | None = None,
     cache_bytes: int = DEFAULT_MAX_BYTES,
+    token: str | None = None,
 ) -> Starlette:
     """The boardd HTTP app over these experiments' stores.
 
     ``status`` maps an experiment name to a function giving its live ingest status (the
-    daemon passes its runners'); without it the app serves the stores as they are.
+    daemon passes its runners'); without it the app serves the stores as they are. With a
+    ``token``, every request must carry ``Authorization: Bearer <token>``.
     """
     handles = {
         spec.name: ExperimentHandle(spec, (status or {}).get(spec.name)) for spec in experiments
@@ -70,6 +74,7 @@ def create_app(
     return Starlette(
         routes=routes,
         lifespan=lifespan,
+        middleware=[Middleware(Guard, token=token)],
         exception_handlers={
             ApiError: handle_api_error,
             HTTPException: handle_http_exception,

@@ -129,6 +129,7 @@ class Service:
         app = create_app(
             self.settings.experiments,
             status={r.spec.name: _status_of(r) for r in self.runners},
+            token=self.settings.token,
         )
         config = uvicorn.Config(
             app,
