@@ -22,6 +22,7 @@ from boardd.config import (
     DEFAULT_RESCAN_INTERVAL,
     LOG_LEVELS,
 )
+from boardd.daemon.install import add_arguments as install_service_arguments
 
 
 class ExitCode(enum.IntEnum):
@@ -163,6 +164,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="as for ingest",
     )
 
+    install = sub.add_parser(
+        "install-service",
+        help="write a systemd unit that runs `boardd serve` on a logdir",
+        description=(
+            "Writes boardd@<escaped LOGDIR>.service (system-wide, or for your user with --user) "
+            "running this boardd, plus an environment file with its port, and prints the "
+            "systemctl commands that start it. It never runs systemctl."
+        ),
+    )
+    install_service_arguments(install)
+
     export = sub.add_parser(
         "export",
         help="write a consistent copy of a store, even while a writer runs",
@@ -228,6 +240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _export(args)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "install-service":
+        from boardd.daemon.install import run as install_service
+
+        return install_service(args)
     parser.error(f"unknown command {args.command!r}")
     return ExitCode.USAGE  # pragma: no cover - parser.error exits
 

@@ -69,7 +69,8 @@ def parse_experiments(
     experiments: list[ExperimentSpec] = []
     for spec in specs:
         name, sep, path_text = spec.partition("=")
-        if not sep or os.path.exists(spec):
+        if not sep or os.path.exists(spec) or spec.startswith(("/", ".", "~")):
+            # A path (possibly not mounted yet) may itself contain '='.
             name, path_text = "", spec
         logdir = Path(path_text).expanduser()
         if not name:

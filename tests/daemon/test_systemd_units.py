@@ -1,0 +1,231 @@
+"""The shipped systemd units: in sync with their renderer, and clean under systemd-analyze."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from boardd.daemon.install import (
+    find_boardd_executable,
+    quote_exec_path,
+    render_unit,
+    shipped_units,
+    systemd_escape_path,
+    verify_unit_file,
+)
+
+SYSTEMD_DIR = Path(__file__).resolve().parents[2] / "systemd"
+ANALYZE = shutil.which("systemd-analyze")
+needs_analyze = pytest.mark.skipif(
+    ANALYZE is None,
+    reason="systemd-analyze is not installed (Debian/Ubuntu: apt-get install -y systemd)",
+)
+
+UNITS = {
+    # relative path: (template, user)
+    "boardd.service": (False, False),
+    "boardd@.service": (True, False),
+    "user/boardd.service": (False, True),
+    "user/boardd@.service": (True, True),
+}
+
+
+def test_shipped_units_match_the_renderer() -> None:
+    assert set(shipped_units()) == set(UNITS)
+    for relative, expected in shipped_units().items():
+        shipped = (SYSTEMD_DIR / relative).read_text(encoding="utf-8")
+        assert shipped == expected, (
+            f"systemd/{relative} is out of date with boardd.daemon.install.render_unit; "
+            'regenerate with: .venv/bin/python -c "from boardd.daemon.install import '
+            "write_shipped_units; write_shipped_units('systemd')\""
+        )
+
+
+def test_shipped_units_have_the_required_settings() -> None:
+    for relative, (template, user) in UNITS.items():
+        settings = _settings(SYSTEMD_DIR / relative)
+        assert settings["Type"] == ["notify"]
+        assert settings["NotifyAccess"] == ["main"]
+        assert settings["WatchdogSec"] == ["30"]
+        assert settings["Restart"] == ["on-failure"]
+        assert settings["KillSignal"] == ["SIGTERM"]
+        assert settings["TimeoutStopSec"] == ["20"]
+        assert settings["NoNewPrivileges"] == ["yes"]
+        exec_start = settings["ExecStart"][0]
+        assert ("serve %f " in exec_start) == template
+        assert ("serve $BOARDD_LOGDIR " in exec_start) == (not template)
+        assert "--port ${BOARDD_PORT}" in exec_start
+        if user:
+            assert "User" not in settings
+            assert "StateDirectory" not in settings  # ~/.config before systemd 254
+            assert settings["WantedBy"] == ["default.target"]
+        else:
+            assert settings["User"] == ["boardd"]
+            assert settings["StateDirectory"] == ["boardd/%N"]
+            assert settings["ProtectSystem"] == ["strict"]
+            assert settings["ProtectHome"] == ["read-only"]
+            assert settings["PrivateTmp"] == ["yes"]
+            assert settings["CapabilityBoundingSet"] == [""]
+            assert "ReadWritePaths" not in settings
+            assert "DynamicUser" not in settings
+            assert settings["WantedBy"] == ["multi-user.target"]
+
+
+@needs_analyze
+@pytest.mark.parametrize("relative", sorted(UNITS))
+def test_raw_units_only_lack_the_placeholder_binary(relative: str) -> None:
+    # The shipped ExecStart names where pip/pipx put boardd, absent here: that must be the
+    # only complaint.
+    _, user = UNITS[relative]
+    diagnostics = verify_unit_file(SYSTEMD_DIR / relative, user=user)
+    assert diagnostics is not None
+    assert diagnostics, "systemd-analyze should report the missing placeholder binary"
+    for line in diagnostics:
+        assert "/bin/boardd is not executable" in line, line
+
+
+@needs_analyze
+@pytest.mark.parametrize("relative", sorted(UNITS))
+def test_units_rendered_for_this_installation_verify_clean(relative: str, tmp_path: Path) -> None:
+    template, user = UNITS[relative]
+    boardd = quote_exec_path(find_boardd_executable())
+    target = tmp_path / Path(relative).name
+    target.write_text(render_unit(template=template, user=user, boardd=boardd), encoding="utf-8")
+    assert verify_unit_file(target, user=user) == []
+
+
+@needs_analyze
+def test_verify_catches_a_broken_unit(tmp_path: Path) -> None:
+    boardd = quote_exec_path(find_boardd_executable())
+    text = render_unit(template=True, user=False, boardd=boardd)
+    broken = tmp_path / "boardd@.service"
+    broken.write_text(text.replace("WatchdogSec=30", "WatchdogSec=30\nWatchDogSec=30"), "utf-8")
+    diagnostics = verify_unit_file(broken, user=False)
+    assert diagnostics is not None
+    assert any("Unknown key 'WatchDogSec'" in line for line in diagnostics), diagnostics
+
+
+@needs_analyze
+@pytest.mark.parametrize("user", [False, True], ids=["system", "user"])
+def test_template_instance_runs_boardd_on_the_unescaped_logdir(user: bool, tmp_path: Path) -> None:
+    logdir = "/srv/exp-1/lr 0.01/ü/.hidden/50%"
+    boardd = find_boardd_executable()
+    unit = tmp_path / "boardd@.service"
+    unit.write_text(
+        render_unit(template=True, user=user, boardd=quote_exec_path(boardd)), encoding="utf-8"
+    )
+    name = f"boardd@{systemd_escape_path(logdir)}.service"
+    dump = _dump(unit, name, user=user, runtime=tmp_path)
+    argv = _command_line(dump, "ExecStart")
+    assert argv[:3] == [str(boardd), "serve", logdir]
+    assert argv[3:7] == ["--host", "${BOARDD_HOST}", "--port", "${BOARDD_PORT}"]
+    runtime = str(tmp_path) if user else "/run"
+    assert argv[7:] == [
+        "--port-file",
+        f"{runtime}/boardd/{name[: -len('.service')]}/port",
+        "$BOARDD_ARGS",
+    ]
+    assert f"RequiresMountsFor: {logdir} " in dump
+    if not user:
+        assert f"StateDirectory: boardd/{name[: -len('.service')]}" in dump
+        assert f"EnvironmentFile: -/etc/boardd/{systemd_escape_path(logdir)}.env" in dump
+
+
+@needs_analyze
+def test_sysusers_file_creates_the_boardd_user(tmp_path: Path) -> None:
+    sysusers = shutil.which("systemd-sysusers")
+    assert sysusers is not None, "systemd-sysusers comes with systemd-analyze"
+    (tmp_path / "etc").mkdir()
+    proc = subprocess.run(
+        [sysusers, f"--root={tmp_path}", str(SYSTEMD_DIR / "boardd.sysusers.conf")],
+        env={**os.environ, "SYSTEMD_LOG_TARGET": "console"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    passwd = (tmp_path / "etc" / "passwd").read_text()
+    entry = next(line for line in passwd.splitlines() if line.startswith("boardd:"))
+    _, _, uid, _, _, _, shell = entry.split(":")
+    assert 0 < int(uid) < 1000  # a system user
+    assert shell.endswith("nologin")
+
+
+def test_env_example_sets_every_variable_the_units_use() -> None:
+    values = {}
+    for line in (SYSTEMD_DIR / "boardd.env.example").read_text().splitlines():
+        if line and not line.startswith("#"):
+            key, sep, value = line.partition("=")
+            assert sep and key.isidentifier(), line
+            values[key] = value
+    assert set(values) == {"BOARDD_LOGDIR", "BOARDD_PORT", "BOARDD_HOST", "BOARDD_ARGS"}
+    used = set()
+    for relative in UNITS:
+        text = (SYSTEMD_DIR / relative).read_text()
+        used |= {key for key in values if f"${key}" in text or f"${{{key}}}" in text}
+    assert used == set(values)
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _settings(path: Path) -> dict[str, list[str]]:
+    settings: dict[str, list[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line or line.startswith(("#", ";", "[")):
+            continue
+        key, sep, value = line.partition("=")
+        assert sep, f"{path.name}: not a KEY=VALUE line: {line!r}"
+        settings.setdefault(key, []).append(value)
+    return settings
+
+
+def _dump(unit: Path, name: str, *, user: bool, runtime: Path) -> str:
+    """The unit as systemd parsed it: systemd-analyze's debug dump of the loaded unit."""
+    assert ANALYZE is not None
+    env = {
+        **os.environ,
+        "SYSTEMD_LOG_TARGET": "console",
+        "SYSTEMD_LOG_LEVEL": "debug",
+        "SYSTEMD_LOG_COLOR": "0",
+        "XDG_RUNTIME_DIR": str(runtime),
+    }
+    command = [ANALYZE, *(["--user"] if user else []), "verify", "--man=no", f"{unit}:{name}"]
+    proc = subprocess.run(command, env=env, capture_output=True, check=False)
+    dump = proc.stdout.decode("utf-8", "replace")
+    assert "Command Line:" in dump, proc.stderr.decode("utf-8", "replace")[-2000:]
+    return dump
+
+
+def _command_line(dump: str, setting: str) -> list[str]:
+    """The argv of a dumped command, unquoted (systemd quotes like a shell: "..." with \\)."""
+    lines = dump.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == f"-> {setting}:")
+    text = next(
+        line.split("Command Line: ", 1)[1] for line in lines[start:] if "Command Line: " in line
+    )
+    words: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] == " ":
+            i += 1
+            continue
+        word = []
+        while i < len(text) and text[i] != " ":
+            if text[i] == '"':
+                i += 1
+                while text[i] != '"':
+                    if text[i] == "\\":
+                        i += 1
+                    word.append(text[i])
+                    i += 1
+                i += 1
+            else:
+                word.append(text[i])
+                i += 1
+        words.append("".join(word))
+    return words
