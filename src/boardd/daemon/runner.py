@@ -71,11 +71,14 @@ class ExperimentRunner:
         settings: ServeSettings,
         *,
         beat: Callable[[str], None] | None = None,
+        beat_interval: float | None = None,
         on_commit: Callable[[str, int], None] | None = None,
     ) -> None:
         self.spec = spec
         self.settings = settings
         self._beat = beat or (lambda _name: None)
+        # An idle loop must still beat this often (systemd's watchdog: half of WatchdogSec).
+        self._beat_every = beat_interval if beat_interval else HEARTBEAT_SECONDS
         self._on_commit = on_commit
         self._stop = threading.Event()
         self._release = threading.Event()
@@ -195,8 +198,7 @@ class ExperimentRunner:
                     self.error = str(exc)
                     self.state = RunnerState.READ_ONLY
                     self.opened.set()
-                self._beat(self.spec.name)
-                self._stop.wait(LEASE_RETRY_SECONDS)
+                self._idle(LEASE_RETRY_SECONDS)
                 continue
             except StoreError as exc:
                 self.error = str(exc)
@@ -219,6 +221,15 @@ class ExperimentRunner:
             return True
         return False
 
+    def _idle(self, seconds: float) -> None:
+        """Waits ``seconds`` (or until stopped), beating all along."""
+        deadline = time.monotonic() + seconds
+        while True:
+            self._beat(self.spec.name)
+            left = deadline - time.monotonic()
+            if left <= 0 or self._stop.wait(min(left, self._beat_every)):
+                return
+
     def _committed(self, generation: int) -> None:
         self.generation = generation
         self.last_commit = time.time()
@@ -235,7 +246,14 @@ class ExperimentRunner:
             self.spec.logdir,
         )
         started = time.monotonic()
-        self._ingestor.run_pass(progress=self._progress)
+        result = self._ingestor.run_pass(progress=self._progress)
+        if self._ingestor.stop_requested():
+            log.info(
+                "%s: catch-up stopped after %.1f MB; the rest is read at the next start",
+                self.spec.name,
+                result.bytes_read / 1e6,
+            )
+            return
         self.bytes_done = self.bytes_total
         log.info("%s: caught up in %.2f s", self.spec.name, time.monotonic() - started)
 
@@ -257,7 +275,9 @@ class ExperimentRunner:
                 if watcher.mode == "polling"
                 else self.settings.rescan_interval
             )
-            timeout = min(interval - (time.monotonic() - last_pass), HEARTBEAT_SECONDS)
+            timeout = min(
+                interval - (time.monotonic() - last_pass), HEARTBEAT_SECONDS, self._beat_every
+            )
             self._wake.wait(max(0.0, timeout))
             if self._stop.is_set():
                 break

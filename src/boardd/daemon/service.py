@@ -27,9 +27,11 @@ from typing import Any
 import uvicorn
 
 from boardd.api.app import create_app
+from boardd.api.stream import ChangeHub
 from boardd.config import ServeSettings
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner, RunnerState, describe
+from boardd.store.location import state_directory
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +72,10 @@ class Liveness:
 def bind_socket(host: str, port: int) -> socket.socket:
     """Binds the listening socket now, so a port in use is reported before anything else."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on accepted
+    # sockets whose protocol says TCP; with it on, a stream message waits for the client's
+    # delayed ACK of the previous one (up to 40 ms; bench/bench_stream.py).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -108,6 +113,12 @@ class _Server(uvicorn.Server):
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # Open /api/v1/stream responses never finish on their own: end them first, or uvicorn
+        # waits for them until its graceful-shutdown timeout.
+        self._service.hub.close()
+        await super().shutdown(sockets)
+
 
 class Service:
     """Owns the runners, the HTTP server and the notifier for one ``boardd serve`` process."""
@@ -117,8 +128,16 @@ class Service:
         self.notifier = notifier or Notifier()
         names = [e.name for e in settings.experiments]
         self.liveness = Liveness(self.notifier, names)
+        # The runners announce each commit to the hub; /api/v1/stream wakes on it.
+        self.hub = ChangeHub()
         self.runners = [
-            ExperimentRunner(spec, settings, beat=self.liveness.beat)
+            ExperimentRunner(
+                spec,
+                settings,
+                beat=self.liveness.beat,
+                beat_interval=self.liveness.interval,
+                on_commit=self.hub.publish,
+            )
             for spec in settings.experiments
         ]
         self._server: _Server | None = None
@@ -130,6 +149,8 @@ class Service:
             self.settings.experiments,
             status={r.spec.name: _status_of(r) for r in self.runners},
             token=self.settings.token,
+            hub=self.hub,
+            disk_cache=state_directory() / "cache",
         )
         config = uvicorn.Config(
             app,

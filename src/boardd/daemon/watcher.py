@@ -72,15 +72,19 @@ class LogdirWatcher:
             if self._poll:
                 self.mode = "polling"
                 return self.mode
-            observer = Observer()
-            observer.daemon = True
+            observer: BaseObserver | None = None
             try:
+                # watchdog's inotify observer opens its inotify instance in its constructor,
+                # so an exhausted instance limit (EMFILE) is raised here, not by start().
+                observer = Observer()
+                observer.daemon = True
                 observer.schedule(_Handler(self._on_change), str(self.logdir), recursive=True)
                 observer.start()
             except Exception as exc:
                 self.failure = f"{type(exc).__name__}: {exc}"
                 log.warning("cannot watch %s with inotify (%s): polling instead", self.logdir, exc)
-                self._stop_observer(observer)
+                if observer is not None:
+                    self._stop_observer(observer)
                 self.mode = "polling"
                 return self.mode
             self._observer = observer
