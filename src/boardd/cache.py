@@ -1,19 +1,33 @@
-"""The in-memory response cache: encoded answers keyed by request and data generation.
+"""The response cache: encoded answers keyed by request and data generation, in memory and
+(for expensive answers) on disk.
 
 A key always includes the generation of the data the answer was built from (the store's
 commit counter, or the per-series generation for series reads), so a cached answer is never
 older than the last commit: a new commit changes the key, and the stale entry simply ages out
-of the LRU. Entries are bounded by their total size in bytes, not by count.
+of the LRU. Entries are bounded by their total size in bytes, not by count. The second tier
+(:class:`DiskTier`, diskcache) holds expensive derived answers under the same keys, shared by
+worker processes and kept across restarts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
+import logging
+import os
+import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import diskcache
+
+T = TypeVar("T")
 
 DEFAULT_MAX_BYTES = 256 * 2**20
 #: Bodies at least this large are sent gzip-compressed to clients that accept it.
@@ -113,3 +127,181 @@ class ResponseCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+#: The disk tier's default bound (diskcache culls the least recently stored entries past it).
+DEFAULT_DISK_BYTES = 512 * 2**20
+#: How long a disk-tier operation may wait on another process's lock before it counts as a miss.
+DISK_TIMEOUT_SECONDS = 1.0
+#: The version of the disk tier's value layout; a change makes old entries misses.
+_DISK_FORMAT = b"boardd-encoded-1"
+
+log = logging.getLogger(__name__)
+
+
+def disk_key(namespace: str, key: Hashable) -> str:
+    """The disk tier's key: the generation key rendered as text, under a namespace (the store's
+    identity), since ids and generations of different stores can be equal."""
+    return f"{namespace}|{key!r}"
+
+
+class DiskTier:
+    """The second tier: encoded answers in a diskcache directory, shared by every process that
+    opens the directory and kept across restarts, bounded by ``max_bytes``.
+
+    diskcache opens one SQLite connection per calling thread, and ``Cache.close()`` closes only
+    the caller's, so every operation runs on one thread of this tier's own: there is exactly
+    one connection, and :meth:`close` closes it. A DiskTier is per process (the app opens it in
+    its lifespan, after any fork); diskcache keeps concurrent processes safe (SQLite in WAL mode,
+    value files written before they are referenced). Entries are never pickled: a value is
+    bytes of our own layout. A failing disk (full, read-only, corrupt) counts an error and
+    answers a miss; it never fails a request.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        max_bytes: int = DEFAULT_DISK_BYTES,
+        *,
+        timeout: float = DISK_TIMEOUT_SECONDS,
+    ) -> None:
+        self.directory = Path(directory)
+        self.max_bytes = max_bytes
+        self.stats = CacheStats()
+        self.errors = 0
+        self._lock = threading.Lock()
+        self._closed = False
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="boardd-disk-cache")
+        try:
+            self._cache: diskcache.Cache = self._executor.submit(self._open, timeout).result()
+        except BaseException:
+            self._executor.shutdown(wait=True)
+            raise
+
+    def _open(self, timeout: float) -> diskcache.Cache:
+        # Private to the user: cached answers are as confidential as the store.
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return diskcache.Cache(
+            str(self.directory),
+            timeout=timeout,
+            size_limit=self.max_bytes,
+            # Culls by time of storing, so that a read stays a read (LRU would write on each).
+            eviction_policy="least-recently-stored",
+            statistics=False,
+        )
+
+    def get(self, key: str) -> Encoded | None:
+        """The entry stored under ``key``, or None (a miss, or an unreadable entry)."""
+        raw = self._call(lambda: self._cache.get(key, default=None))
+        entry = _decode(raw) if isinstance(raw, bytes) else None
+        with self._lock:
+            if entry is None:
+                self.stats.misses += 1
+            else:
+                self.stats.hits += 1
+        return entry
+
+    def put(self, key: str, entry: Encoded) -> None:
+        """Stores ``entry`` (one larger than an eighth of the tier is not stored)."""
+        value = _encode(entry)
+        if len(value) > self.max_bytes // 8:
+            return
+        self._call(lambda: self._cache.set(key, value))
+
+    def __len__(self) -> int:
+        count = self._call(lambda: len(self._cache))
+        return int(count) if count is not None else 0
+
+    def volume(self) -> int:
+        """Bytes the tier takes on disk (estimated by diskcache)."""
+        size = self._call(self._cache.volume)
+        return int(size) if size is not None else 0
+
+    def close(self) -> None:
+        """Closes the connection and stops the thread; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self._executor.submit(self._cache.close).result()
+        self._executor.shutdown(wait=True)
+
+    def _call(self, operation: Callable[[], T]) -> T | None:
+        if self._closed:
+            return None
+        try:
+            return self._executor.submit(operation).result()
+        except (OSError, sqlite3.Error, diskcache.Timeout, RuntimeError) as exc:
+            # RuntimeError: the executor was shut down by close() in another thread.
+            with self._lock:
+                self.errors += 1
+                first = self.errors == 1
+            if first:
+                log.warning("disk cache %s: %s (answers are built instead)", self.directory, exc)
+            return None
+
+
+def _encode(entry: Encoded) -> bytes:
+    return b"\n".join(
+        (_DISK_FORMAT, entry.media_type.encode("utf-8"), entry.etag.encode("ascii"), entry.body)
+    )
+
+
+def _decode(raw: bytes) -> Encoded | None:
+    parts = raw.split(b"\n", 3)
+    if len(parts) != 4 or parts[0] != _DISK_FORMAT:
+        return None
+    return Encoded(parts[3], parts[1].decode("utf-8"), parts[2].decode("ascii"))
+
+
+@dataclass(frozen=True, slots=True)
+class TierStats:
+    """Counters of both tiers (``disk`` is None without a disk tier)."""
+
+    memory: CacheStats
+    disk: CacheStats | None
+
+
+class TwoTierCache:
+    """The memory LRU first, then the disk tier; a disk hit is promoted to memory.
+
+    Both tiers use the same generation keys, so neither can answer older than the last
+    commit. Only answers that are expensive to build go to disk (the caller says which): a
+    disk read costs more than rebuilding a cheap answer from the store.
+    """
+
+    def __init__(self, memory: ResponseCache, disk: DiskTier | None = None) -> None:
+        self.memory = memory
+        self.disk = disk
+
+    def get(self, key: Hashable, namespace: str = "") -> Encoded | None:
+        """Memory, then disk. Blocking when it reaches the disk: call it off the event loop."""
+        entry = self.memory.get(key)
+        if entry is None:
+            entry = self.get_disk(key, namespace)
+        return entry
+
+    def get_disk(self, key: Hashable, namespace: str = "") -> Encoded | None:
+        """The disk tier only (promoting a hit to memory); blocking."""
+        if self.disk is None:
+            return None
+        entry = self.disk.get(disk_key(namespace, key))
+        if entry is not None:
+            self.memory.put(key, entry)
+        return entry
+
+    def put(self, key: Hashable, entry: Encoded, namespace: str = "") -> None:
+        """Stores in both tiers; blocking (disk)."""
+        self.memory.put(key, entry)
+        if self.disk is not None:
+            self.disk.put(disk_key(namespace, key), entry)
+
+    @property
+    def stats(self) -> TierStats:
+        """Hit and miss counters per tier."""
+        return TierStats(self.memory.stats, None if self.disk is None else self.disk.stats)
+
+    def close(self) -> None:
+        """Closes the disk tier; safe to call twice."""
+        if self.disk is not None:
+            self.disk.close()

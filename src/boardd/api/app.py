@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import apsw
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -17,11 +20,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from boardd import __version__
-from boardd.api import data
+from boardd.api import data, openapi
 from boardd.api.auth import Guard
 from boardd.api.common import (
     AppState,
     ExperimentHandle,
+    check_params,
     experiment_from,
     experiment_id,
     json_bytes,
@@ -30,10 +34,23 @@ from boardd.api.common import (
     state_of,
 )
 from boardd.api.errors import ApiError, handle_api_error, handle_http_exception, handle_unexpected
-from boardd.cache import DEFAULT_MAX_BYTES, ResponseCache
+from boardd.api.stream import HEARTBEAT_SECONDS, ChangeHub, LiveStreams
+from boardd.cache import (
+    DEFAULT_DISK_BYTES,
+    DEFAULT_MAX_BYTES,
+    CacheStats,
+    DiskTier,
+    ResponseCache,
+    TwoTierCache,
+)
 from boardd.config import ExperimentSpec
 from boardd.reader.types import DataClass
 from boardd.store import queries
+
+log = logging.getLogger(__name__)
+
+#: The query parameter of /api/v1/plugins and /api/v1/runs (health and experiments take none).
+EXPERIMENT_PARAMS = frozenset({"experiment"})
 
 
 def create_app(
@@ -42,31 +59,50 @@ def create_app(
     status: Mapping[str, Callable[[], Mapping[str, Any]]] | None = None,
     cache_bytes: int = DEFAULT_MAX_BYTES,
     token: str | None = None,
+    hub: ChangeHub | None = None,
+    stream_heartbeat: float = HEARTBEAT_SECONDS,
+    disk_cache: Path | None = None,
+    disk_cache_bytes: int = DEFAULT_DISK_BYTES,
 ) -> Starlette:
     """The boardd HTTP app over these experiments' stores.
 
     ``status`` maps an experiment name to a function giving its live ingest status (the
     daemon passes its runners'); without it the app serves the stores as they are. With a
     ``token``, every request must carry ``Authorization: Bearer <token>``.
+
+    ``hub``: the daemon's writers announce their commits to it, and /api/v1/stream wakes on
+    them; without it the stream watches the stores (another process writes them).
+    ``stream_heartbeat``: seconds without a message before the stream sends ``: ping``.
+    ``disk_cache``: the directory of the second cache tier (diskcache; shared by processes,
+    kept across restarts) for expensive answers; None: memory only.
     """
     handles = {
         spec.name: ExperimentHandle(spec, (status or {}).get(spec.name)) for spec in experiments
     }
 
+    streams = LiveStreams(handles, hub, heartbeat=stream_heartbeat)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, AppState]]:
-        state = AppState(handles, ResponseCache(cache_bytes), time.time())
+        memory = ResponseCache(cache_bytes)
+        tiers = TwoTierCache(memory, await _open_disk_tier(disk_cache, disk_cache_bytes))
+        state = AppState(handles, memory, time.time(), tiers=tiers)
         try:
             yield {"boardd": state}
         finally:
+            # Streams end first: their generators hold read-pool queries and the hub.
+            streams.close()
             for handle in handles.values():
                 handle.pool.close()
+            await run_in_threadpool(tiers.close)
 
     routes = [
         Route("/api/v1/health", health),
+        Route("/api/v1/openapi.json", openapi.serve_openapi),
         Route("/api/v1/experiments", list_experiments),
         Route("/api/v1/plugins", list_plugins),
         Route("/api/v1/runs", list_runs),
+        Route("/api/v1/stream", streams.endpoint),
         Route("/api/v1/blob/{key}", data.read_blob),
         Route("/api/v1/{kind}/list", data.list_metadata),
         Route("/api/v1/{kind}", data.read_values),
@@ -85,6 +121,7 @@ def create_app(
 
 async def health(request: Request) -> Response:
     """Liveness and ingest state of every experiment: state, lag, data-loss count, cache."""
+    check_params(request, ())
     state = state_of(request)
     experiments = []
     degraded = False
@@ -99,6 +136,7 @@ async def health(request: Request) -> Response:
             entry["data_loss"] = None
         experiments.append(entry)
     stats = state.cache.stats
+    disk = state.tiers.disk if state.tiers is not None else None
     return json_response(
         {
             "status": "degraded" if degraded else "ok",
@@ -110,6 +148,10 @@ async def health(request: Request) -> Response:
                 "hits": stats.hits,
                 "misses": stats.misses,
                 "hit_rate": round(stats.hit_rate, 4),
+                "tiers": {
+                    "memory": _tier_stats(stats),
+                    "disk": None if disk is None else _tier_stats(disk.stats, disk.errors),
+                },
             },
             "experiments": experiments,
         }
@@ -118,28 +160,28 @@ async def health(request: Request) -> Response:
 
 async def list_experiments(request: Request) -> Response:
     """``[{"id", "name", "logdir", "creation_time"}]``."""
+    check_params(request, ())
     out = []
     for handle in state_of(request).experiments.values():
         try:
             rows = await handle.pool.run(queries.experiments)
         except ApiError:
             continue
-        for row in rows:
-            if row.name == handle.spec.name:
-                out.append(
-                    {
-                        "id": row.name,
-                        "name": row.name,
-                        "logdir": row.logdir,
-                        "creation_time": row.creation_time,
-                    }
-                )
+        if rows:
+            out.append(
+                {
+                    "id": handle.spec.name,
+                    "name": handle.spec.name,
+                    "logdir": rows[0].logdir,
+                    "creation_time": rows[0].creation_time,
+                }
+            )
     return json_response(out)
 
 
 async def list_plugins(request: Request) -> Response:
     """``{PLUGIN: [DATA_CLASS, ...]}`` of the experiment's series."""
-    handle = experiment_from(request)
+    handle = _checked(request, EXPERIMENT_PARAMS)
     exp_id = await experiment_id(handle)
     found = await handle.pool.run(lambda c: queries.plugins(c, exp_id))
     return json_response(
@@ -149,7 +191,7 @@ async def list_plugins(request: Request) -> Response:
 
 async def list_runs(request: Request) -> Response:
     """``[{"name", "start_time"}]`` sorted by name (TensorBoard sorts runs by name)."""
-    handle = _checked(request, {"experiment"})
+    handle = _checked(request, EXPERIMENT_PARAMS)
     exp_id = await experiment_id(handle)
     generation = await handle.pool.run(queries.generation)
 
@@ -160,8 +202,28 @@ async def list_runs(request: Request) -> Response:
     return await respond_cached(request, handle, key, build, "application/json")
 
 
-def _checked(request: Request, allowed: set[str]) -> ExperimentHandle:
-    unknown = sorted(set(request.query_params.keys()) - allowed)
-    if unknown:
-        raise ApiError(400, f"unknown parameter(s) {', '.join(unknown)}")
+def _tier_stats(stats: CacheStats, errors: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "hits": stats.hits,
+        "misses": stats.misses,
+        "hit_rate": round(stats.hit_rate, 4),
+    }
+    if errors is not None:
+        out["errors"] = errors
+    return out
+
+
+async def _open_disk_tier(directory: Path | None, max_bytes: int) -> DiskTier | None:
+    """The disk tier, or None (none asked for, or it cannot be opened: memory only)."""
+    if directory is None:
+        return None
+    try:
+        return await run_in_threadpool(DiskTier, directory, max_bytes)
+    except Exception as exc:
+        log.warning("disk cache %s cannot be opened (%s): caching in memory only", directory, exc)
+        return None
+
+
+def _checked(request: Request, allowed: frozenset[str]) -> ExperimentHandle:
+    check_params(request, allowed)
     return experiment_from(request)

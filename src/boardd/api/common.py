@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Hashable, Mapping
+import os
+from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,7 @@ from starlette.responses import Response
 
 from boardd.api.errors import ApiError
 from boardd.api.readers import ReadPool
-from boardd.cache import GZIP_MIN_BYTES, Encoded, ResponseCache, make_etag
+from boardd.cache import GZIP_MIN_BYTES, Encoded, ResponseCache, TwoTierCache, make_etag
 from boardd.config import ExperimentSpec
 from boardd.store import queries
 
@@ -38,6 +39,8 @@ class AppState:
     experiments: dict[str, ExperimentHandle]
     cache: ResponseCache
     started: float
+    #: ``cache`` as the first tier, and the disk tier (if any) for expensive answers.
+    tiers: TwoTierCache | None = None
 
 
 def state_of(request: Request) -> AppState:
@@ -66,6 +69,18 @@ def finite_or_text(value: float) -> float | str:
     return "Infinity" if value > 0 else "-Infinity"
 
 
+def check_params(request: Request, allowed: Collection[str]) -> None:
+    """ApiError(400) naming the query parameters this route does not take: a misspelt filter
+    must not silently widen the answer."""
+    unknown = sorted(set(request.query_params.keys()) - set(allowed))
+    if unknown:
+        raise ApiError(
+            400,
+            f"unknown parameter(s) {', '.join(unknown)}; allowed: "
+            + (", ".join(sorted(allowed)) or "none"),
+        )
+
+
 def experiment_from(request: Request) -> ExperimentHandle:
     """The experiment named by ``experiment=`` (default: the first one)."""
     state = state_of(request)
@@ -85,10 +100,9 @@ async def experiment_id(handle: ExperimentHandle) -> int:
     """The experiment's row id in its store (503 while the store has none yet)."""
 
     def query(c: apsw.Connection) -> int | None:
+        # A store holds one experiment; the server names it (experiment names are the
+        # server's, e.g. NAME=PATH, not the store's).
         rows = queries.experiments(c)
-        for row in rows:
-            if row.name == handle.spec.name:
-                return row.id
         return rows[0].id if rows else None
 
     found = await handle.pool.run(query)
@@ -103,14 +117,27 @@ async def respond_cached(
     key: Hashable,
     build: Callable[[apsw.Connection], bytes],
     media_type: str,
+    *,
+    expensive: bool = False,
 ) -> Response:
-    """Answers from the cache or builds (off the event loop), with ETag/304 and gzip."""
-    cache = state_of(request).cache
+    """Answers from the cache or builds (off the event loop), with ETag/304 and gzip.
+
+    ``expensive`` answers (costly to build) also go through the disk tier, if the app has one:
+    shared with other processes and kept across restarts, under the same generation key.
+    """
+    state = state_of(request)
+    cache = state.cache
     entry = cache.get(key)
     if entry is None:
-        body = await handle.pool.run(build)
-        entry = Encoded(body, media_type, make_etag(key))
-        cache.put(key, entry)
+        tiers = state.tiers
+        if expensive and tiers is not None and tiers.disk is not None:
+            entry = await handle.pool.run(
+                lambda c: _through_disk(c, tiers, handle, key, build, media_type)
+            )
+        else:
+            body = await handle.pool.run(build)
+            entry = Encoded(body, media_type, make_etag(key))
+            cache.put(key, entry)
     if entry.etag in _etags(request.headers.get("if-none-match", "")):
         return Response(status_code=304, headers={"etag": entry.etag})
     headers = {"etag": entry.etag, "cache-control": "no-cache", "vary": "accept-encoding"}
@@ -121,6 +148,24 @@ async def respond_cached(
         headers["content-encoding"] = "gzip"
         return Response(compressed, media_type=entry.media_type, headers=headers)
     return Response(entry.body, media_type=entry.media_type, headers=headers)
+
+
+def _through_disk(
+    connection: apsw.Connection,
+    tiers: TwoTierCache,
+    handle: ExperimentHandle,
+    key: Hashable,
+    build: Callable[[apsw.Connection], bytes],
+    media_type: str,
+) -> Encoded:
+    # The store's identity and path name the namespace: another store (or this one rebuilt)
+    # counts ids and generations from the start again.
+    namespace = f"{queries.store_id(connection)}@{os.path.abspath(handle.spec.db)}"
+    entry = tiers.get_disk(key, namespace)
+    if entry is None:
+        entry = Encoded(build(connection), media_type, make_etag((namespace, key)))
+        tiers.put(key, entry, namespace)
+    return entry
 
 
 def _etags(header: str) -> set[str]:

@@ -7,6 +7,7 @@ import base64
 import csv
 import io
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from boardd.api.common import (
     AppState,
     ExperimentHandle,
+    check_params,
     experiment_from,
     experiment_id,
     finite_or_text,
@@ -51,6 +53,22 @@ KINDS: dict[str, tuple[DataClass, ...]] = {
 }
 _TABLE = {"scalars": "scalar_points", "tensors": "tensor_points", "blob_sequences": "blob_entries"}
 _INT64 = (-(2**63), 2**63 - 1)
+#: An integer parameter: ASCII digits only (int() alone would take "1_000", " 7" or "١").
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+#: The query parameters of ``GET /api/v1/{kind}/list`` (the OpenAPI description lists these).
+LIST_PARAMS = frozenset({"experiment", "plugin", "run", "tag"})
+#: The query parameters of ``GET /api/v1/{kind}`` for scalars and tensors.
+VALUE_PARAMS = LIST_PARAMS | {"step_min", "step_max", "latest", "downsample", "format"}
+#: The query parameters of ``GET /api/v1/blob_sequences``.
+BLOB_SEQUENCE_VALUE_PARAMS = VALUE_PARAMS | {"index_min", "index_max"}
+
+
+def allowed_params(kind: str, *, values: bool) -> frozenset[str]:
+    """The query parameters a list (``values=False``) or values request of ``kind`` takes."""
+    if not values:
+        return LIST_PARAMS
+    return BLOB_SEQUENCE_VALUE_PARAMS if kind == "blob_sequences" else VALUE_PARAMS
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,17 +90,7 @@ class ReadParams:
 def parse_params(request: Request, kind: str, *, values: bool) -> ReadParams:
     """Reads and validates the query string; ApiError(400) says what is wrong."""
     q = request.query_params
-    allowed = {"experiment", "plugin", "run", "tag"}
-    if values:
-        allowed |= {"step_min", "step_max", "latest", "downsample", "format"}
-        if kind == "blob_sequences":
-            allowed |= {"index_min", "index_max"}
-    unknown = sorted(set(q.keys()) - allowed)
-    if unknown:
-        raise ApiError(
-            400,
-            f"unknown parameter(s) {', '.join(unknown)}; allowed: " + ", ".join(sorted(allowed)),
-        )
+    check_params(request, allowed_params(kind, values=values))
     plugin = q.get("plugin")
     if not plugin:
         raise ApiError(400, "plugin= is required (e.g. plugin=scalars)")
@@ -114,6 +122,8 @@ def parse_params(request: Request, kind: str, *, values: bool) -> ReadParams:
 def _int(text: str | None, name: str, lo: int, hi: int) -> int | None:
     if text is None:
         return None
+    if not _INTEGER.fullmatch(text):
+        raise ApiError(400, f"{name}={text!r}: give a whole number")
     try:
         value = int(text, 10)
     except ValueError:
@@ -153,14 +163,20 @@ def _check_size(
         if (params.latest is not None or params.downsample is not None)
         else None
     )
-    total = 0
-    for s in series:
-        if bound is not None and (s.capacity is None or s.capacity > bound):
-            total += bound
-        elif s.capacity is not None:
-            total += s.capacity
-        else:
-            total += queries.point_count(c, _TABLE[kind], s.id)
+
+    def count(s: queries.SeriesInfo) -> int:
+        return queries.point_count(
+            c, _TABLE[kind], s.id, step_min=params.step_min, step_max=params.step_max
+        )
+
+    # Capacities, latest= and downsample= are cheap upper bounds; short series and step
+    # ranges make them overcount, so the points are counted before refusing.
+    uppers = [min((v for v in (s.capacity, bound) if v is not None), default=None) for s in series]
+    total = sum(count(s) if u is None else u for s, u in zip(series, uppers, strict=True))
+    if total > MAX_POINTS[kind] and any(u is not None for u in uppers):
+        total = sum(
+            count(s) if u is None else min(u, count(s)) for s, u in zip(series, uppers, strict=True)
+        )
     if total > MAX_POINTS[kind]:
         raise ApiError(
             413,
@@ -232,7 +248,10 @@ async def read_values(request: Request) -> Response:
             return _tensors(c, series, params)
         return _blob_sequences(c, handle, series, params)
 
-    return await respond_cached(request, handle, key, build, media)
+    # Downsampled tensor reads decode and re-encode every kept tensor (histograms above all):
+    # the costliest answers to build so far, so the disk tier keeps them across processes.
+    expensive = kind == "tensors" and params.downsample is not None
+    return await respond_cached(request, handle, key, build, media, expensive=expensive)
 
 
 def _kind(request: Request) -> str:
@@ -420,11 +439,18 @@ def sniff(head: bytes) -> str:
 
 async def read_blob(request: Request) -> Response:
     """``GET /api/v1/blob/{key}``: the blob's bytes, streamed chunk by chunk."""
+    check_params(request, ())
     state: AppState = state_of(request)
     key = str(request.path_params["key"])
     experiment, sep, id_text = key.rpartition("~")
     handle = state.experiments.get(experiment)
-    if not sep or handle is None or not id_text.isdigit() or len(id_text) > 18:
+    # isdigit() alone is true for "²", which int() refuses.
+    if (
+        not sep
+        or handle is None
+        or not (id_text.isascii() and id_text.isdigit())
+        or len(id_text) > 18
+    ):
         raise ApiError(404, "no such blob")
     blob_id = int(id_text)
 

@@ -202,12 +202,20 @@ def plugins(connection: apsw.Connection, experiment_id: int) -> dict[str, list[i
     return out
 
 
-def point_count(connection: apsw.Connection, table: str, series_id: int) -> int:
-    """How many points (steps) a series keeps."""
+def point_count(
+    connection: apsw.Connection,
+    table: str,
+    series_id: int,
+    *,
+    step_min: int | None = None,
+    step_max: int | None = None,
+) -> int:
+    """How many points (steps) a series keeps (within the step range, if given)."""
     if table not in _TABLES:
         raise ValueError(table)
-    sql = f"SELECT count(DISTINCT step) FROM {table} WHERE series_id = ?"
-    value = connection.execute(sql, (series_id,)).get
+    where, args = _step_filter(step_min, step_max)
+    sql = f"SELECT count(DISTINCT step) FROM {table} WHERE series_id = ? {where}"
+    value = connection.execute(sql, (series_id, *args)).get
     return int(value) if value is not None else 0
 
 
@@ -343,3 +351,82 @@ def generation(connection: apsw.Connection) -> int:
     """The generation of the store's last commit (bumped by every commit of the writer)."""
     value = connection.execute("SELECT value FROM meta WHERE key = 'generation'").get
     return int(value) if value is not None else 0
+
+
+def store_id(connection: apsw.Connection) -> str:
+    """This store file's identity (random, made when the store was created)."""
+    value = connection.execute("SELECT value FROM meta WHERE key = 'store_id'").get
+    return str(value) if value is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
+class RunChange:
+    """A run created (or undeleted) or deleted by the commit of ``generation``."""
+
+    run: str
+    deleted: bool
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesChange:
+    """A series' state after the last commit that changed it (of ``generation``)."""
+
+    run: str
+    tag: str
+    plugin_name: str
+    data_class: int
+    last_step: int
+    last_wall_time: float
+    last_value: float | None
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What changed in one experiment after a generation, as of the snapshot ``generation``."""
+
+    generation: int
+    runs: list[RunChange]
+    series: list[SeriesChange]
+
+
+def changes_since(connection: apsw.Connection, experiment: str, since: int) -> Changes:
+    """Runs and series of ``experiment`` changed by commits after generation ``since``, and the
+    store's generation, all from one read snapshot. Each series comes once, in its state now
+    (a NULL ``last_value`` is a NaN scalar). An unknown experiment name falls back to the
+    store's first experiment, as the data API does."""
+    connection.execute("BEGIN")
+    try:
+        now = generation(connection)
+        exp_id = connection.execute(
+            "SELECT id FROM experiments ORDER BY name != ?, id LIMIT 1", (experiment,)
+        ).get
+        if exp_id is None or since >= now:
+            return Changes(now, [], [])
+        runs = [
+            RunChange(str(name), bool(deleted), int(gen))
+            for name, deleted, gen in connection.execute(
+                "SELECT name, deleted, generation FROM runs "
+                "WHERE experiment_id = ? AND generation > ? ORDER BY generation, name",
+                (exp_id, since),
+            )
+        ]
+        # CROSS JOIN keeps series as the outer loop, on its generation index: the cost follows
+        # what changed, not how many series the store holds.
+        series = [
+            SeriesChange(
+                str(run), str(tag), str(plugin), int(dc), int(step), float(wall), value, int(gen)
+            )
+            for run, tag, plugin, dc, step, wall, value, gen in connection.execute(
+                "SELECT r.name, s.tag, s.plugin_name, s.data_class, s.last_step, "
+                "s.last_wall_time, s.last_value, s.generation FROM series s "
+                "CROSS JOIN runs r ON r.id = s.run_id WHERE s.generation > ? "
+                "AND r.experiment_id = ? AND r.deleted = 0 AND s.last_step IS NOT NULL "
+                "ORDER BY s.generation, r.name, s.tag",
+                (since, exp_id),
+            )
+        ]
+        return Changes(now, runs, series)
+    finally:
+        connection.execute("COMMIT")

@@ -16,6 +16,9 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     -- Bumped by every commit of the writer; readers key their caches on it.
     INSERT INTO meta (key, value) VALUES ('generation', 0);
+    -- This store file's identity: caches shared across processes and restarts (the disk tier)
+    -- key on it, since generations and ids start again in a rebuilt or recreated store.
+    INSERT INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))));
 
     -- The single writer's claim on this store (the snapshot RFC's writer state).
     CREATE TABLE lease (
@@ -41,6 +44,9 @@ MIGRATIONS: tuple[str, ...] = (
         name TEXT NOT NULL,
         start_time REAL,
         deleted INTEGER NOT NULL DEFAULT 0,
+        -- The store generation of the commit that created, undeleted or deleted this run:
+        -- the live stream (GET /api/v1/stream) resumes from a generation with it.
+        generation INTEGER NOT NULL DEFAULT 0,
         UNIQUE (experiment_id, name)
     );
 
@@ -66,6 +72,8 @@ MIGRATIONS: tuple[str, ...] = (
         generation INTEGER NOT NULL DEFAULT 0,
         UNIQUE (run_id, tag)
     );
+    -- The live stream asks for "series changed since generation G" after every commit.
+    CREATE INDEX series_by_generation ON series (generation);
 
     CREATE TABLE scalar_points (
         series_id INTEGER NOT NULL,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -31,6 +32,9 @@ from boardd.store.connection import immediate
 from boardd.store.lease import Lease
 from boardd.store.reservoir import ReservoirState, offer, run_seed
 from boardd.store.sampling import capacity_for
+
+#: How many series' sampling states the writer keeps in memory at most.
+MAX_CACHED_SERIES = 1024
 
 
 @dataclass(slots=True)
@@ -105,7 +109,10 @@ class StoreWriter:
         self._lease = lease
         self._sampling = dict(sampling or {})
         self._seed_key = seed_key
-        self._series: dict[tuple[int, str], _Series] = {}
+        # Sampling states of recently written series (each holds its kept steps), bounded so
+        # memory stays flat however many runs a logdir has; an evicted one is reloaded from
+        # the store (one indexed query) when its series is written again.
+        self._series: OrderedDict[tuple[int, str], _Series] = OrderedDict()
         self._run_seeds: dict[int, int] = {}
         self._run_started: dict[int, bool] = {}
         self._in_transaction = False
@@ -159,8 +166,13 @@ class StoreWriter:
     # -- experiments, runs, files -----------------------------------------------------------
 
     def ensure_experiment(self, name: str, logdir: str) -> int:
-        """The id of the experiment ``name`` (created if new)."""
-        row = self._db.execute("SELECT id FROM experiments WHERE name = ?", (name,)).get
+        """The id of the store's experiment (created as ``name`` if the store has none).
+
+        A store holds one logdir (it is part of the fingerprint), hence one experiment: a
+        store built by ``boardd ingest`` is the same experiment under ``boardd serve``,
+        whatever name either gave it.
+        """
+        row = self._db.execute("SELECT id FROM experiments ORDER BY id LIMIT 1").get
         if row is not None:
             return int(row)
         self._db.execute(
@@ -178,10 +190,14 @@ class StoreWriter:
         if row is not None:
             run_id, deleted = int(row[0]), int(row[1])
             if deleted:
-                self._db.execute("UPDATE runs SET deleted = 0 WHERE id = ?", (run_id,))
+                self._db.execute(
+                    "UPDATE runs SET deleted = 0, generation = ? WHERE id = ?",
+                    (self._pending_generation, run_id),
+                )
             return run_id
         self._db.execute(
-            "INSERT INTO runs (experiment_id, name) VALUES (?, ?)", (experiment_id, name)
+            "INSERT INTO runs (experiment_id, name, generation) VALUES (?, ?, ?)",
+            (experiment_id, name, self._pending_generation),
         )
         return int(self._db.last_insert_rowid())
 
@@ -215,7 +231,10 @@ class StoreWriter:
         self._db.execute("DELETE FROM series WHERE run_id = ?", (run_id,))
         self._db.execute("DELETE FROM files WHERE run_id = ?", (run_id,))
         self._db.execute("DELETE FROM run_events WHERE run_id = ?", (run_id,))
-        self._db.execute("UPDATE runs SET deleted = 1, start_time = NULL WHERE id = ?", (run_id,))
+        self._db.execute(
+            "UPDATE runs SET deleted = 1, start_time = NULL, generation = ? WHERE id = ?",
+            (self._pending_generation, run_id),
+        )
         for key in [k for k in self._series if k[0] == run_id]:
             del self._series[key]
         self._run_started.pop(run_id, None)
@@ -338,6 +357,7 @@ class StoreWriter:
         key = (run_id, tag)
         series = self._series.get(key)
         if series is not None:
+            self._series.move_to_end(key)
             return series
         row = self._db.execute(
             "SELECT id, data_class, plugin_name, seen, threshold, first_step, max_length "
@@ -366,6 +386,8 @@ class StoreWriter:
         )
         series = _Series(int(series_id), dc, state, first_step, int(max_length))
         self._series[key] = series
+        while len(self._series) > MAX_CACHED_SERIES:
+            self._series.popitem(last=False)
         return series
 
     def _seed(self, run_id: int) -> int:

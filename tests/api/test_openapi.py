@@ -1,0 +1,249 @@
+"""The OpenAPI description against the app: valid OpenAPI 3.1, the same paths as the route
+table, the same query parameters as the handlers take, and real answers that fit its schemas."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema
+import pytest
+from conftest import EXPERIMENT, assert_error, get_json, serve
+from openapi_spec_validator import validate
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from boardd.api import data, openapi, stream
+from boardd.api.app import EXPERIMENT_PARAMS
+from boardd.config import ExperimentSpec
+
+SPEC = openapi.SPEC
+
+
+@pytest.fixture(scope="module")
+def api(spec_all: ExperimentSpec) -> Iterator[TestClient]:
+    """The app over the keep-everything store."""
+    with serve(spec_all, stream_heartbeat=0.05) as client:
+        yield client
+
+
+def spec_paths_of_route(path: str) -> list[str]:
+    """The paths of the description that a route template serves ({kind} is one per kind)."""
+    if "{kind}" in path:
+        return [path.replace("{kind}", kind) for kind in data.KINDS]
+    return [path]
+
+
+def accepted(path: str) -> frozenset[str]:
+    """The query parameters the handler of a described path takes (from the code's own sets)."""
+    for kind in data.KINDS:
+        if path == f"/api/v1/{kind}/list":
+            return data.allowed_params(kind, values=False)
+        if path == f"/api/v1/{kind}":
+            return data.allowed_params(kind, values=True)
+    return {
+        "/api/v1/plugins": EXPERIMENT_PARAMS,
+        "/api/v1/runs": EXPERIMENT_PARAMS,
+        "/api/v1/stream": stream.STREAM_PARAMS,
+    }.get(path, frozenset())
+
+
+def parameters(path: str) -> list[dict[str, Any]]:
+    """The parameters of a path's GET, references resolved."""
+    out = []
+    for param in SPEC["paths"][path]["get"]["parameters"]:
+        if "$ref" in param:
+            param = SPEC["components"]["parameters"][param["$ref"].rsplit("/", 1)[1]]
+        out.append(param)
+    return out
+
+
+def query_parameters(path: str) -> dict[str, dict[str, Any]]:
+    """name → parameter, of a path's query parameters."""
+    return {p["name"]: p for p in parameters(path) if p["in"] == "query"}
+
+
+def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    """A JSON Schema 2020-12 validator for a schema of the description (its $refs resolve
+    against the description's components)."""
+    root = {**schema, "components": SPEC["components"]}
+    cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+    assert cls is jsonschema.Draft202012Validator
+    return jsonschema.Draft202012Validator(root)
+
+
+def response_schema(path: str, status: int, media: str = "application/json") -> dict[str, Any]:
+    """The schema of one documented answer."""
+    response = SPEC["paths"][path]["get"]["responses"][str(status)]
+    if "$ref" in response:
+        response = SPEC["components"]["responses"][response["$ref"].rsplit("/", 1)[1]]
+    schema: dict[str, Any] = response["content"][media]["schema"]
+    return schema
+
+
+def test_served_and_valid(api: TestClient) -> None:
+    served = get_json(api, "/api/v1/openapi.json")
+    assert served == json.loads(json.dumps(SPEC))
+    assert served["openapi"].startswith("3.1")
+    validate(served)
+
+
+def test_paths_are_the_routes(api: TestClient) -> None:
+    routes = [r for r in api.app.routes if isinstance(r, Route)]
+    assert len(routes) == len(api.app.routes)
+    from_routes = {p for r in routes for p in spec_paths_of_route(r.path)}
+    assert from_routes == set(SPEC["paths"]), "describe new routes in src/boardd/api/openapi.py"
+    for route in routes:
+        assert route.methods == {"GET", "HEAD"}, route.path
+    for path, item in SPEC["paths"].items():
+        assert set(item) == {"get"}, path
+        assert item["get"]["operationId"], path
+
+
+@pytest.mark.parametrize("path", sorted(SPEC["paths"]))
+def test_parameters_are_what_the_handlers_take(api: TestClient, path: str) -> None:
+    assert set(query_parameters(path)) == accepted(path)
+    path_params = {p["name"] for p in parameters(path) if p["in"] == "path"}
+    assert path_params == {part[1:-1] for part in path.split("/") if part.startswith("{")}
+
+
+def sample_value(param: dict[str, Any]) -> str:
+    """A value the server accepts for a described parameter."""
+    schema = param["schema"]
+    if param["name"] == "experiment":
+        return EXPERIMENT
+    if param["name"] == "since":
+        return "0"
+    if "enum" in schema:
+        return str(schema["enum"][0])
+    if schema["type"] == "integer":
+        return str(max(schema["minimum"], 0))
+    return "scalars" if param["name"] == "plugin" else "x"
+
+
+def url_of(path: str, key: str) -> str:
+    return path.replace("{key}", key)
+
+
+@pytest.fixture(scope="module")
+def blob_key(api: TestClient) -> str:
+    answer = get_json(api, "/api/v1/blob_sequences", plugin="images", latest=1, index_min=2)
+    return str(answer["train"]["multi"][0]["blobs"][0])
+
+
+def fetch(client: TestClient, url: str, params: list[tuple[str, str]]) -> Any:
+    """GET; a live stream is closed after its headers."""
+    with client.stream("GET", url, params=params) as response:
+        if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            response.read()
+        return response
+
+
+@pytest.mark.parametrize("path", sorted(SPEC["paths"]))
+def test_every_described_parameter_is_taken(api: TestClient, path: str, blob_key: str) -> None:
+    described = query_parameters(path)
+    required = [(n, sample_value(p)) for n, p in described.items() if p.get("required")]
+    url = url_of(path, blob_key)
+    for name, param in described.items():
+        params = [*dict([*required, (name, sample_value(param))]).items()]
+        response = fetch(api, url, params)
+        assert response.status_code == 200, (path, params, response.text)
+    assert_error(fetch(api, url, [*required, ("undescribed", "1")]), 400)
+    for name, param in described.items():
+        if param.get("required"):
+            missing = [(n, v) for n, v in required if n != name]
+            assert_error(fetch(api, url, missing), 400)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        p
+        for p in sorted(SPEC["paths"])
+        if any(
+            q["schema"].get("type") == "integer" or "enum" in q["schema"]
+            for q in query_parameters(p).values()
+        )
+    ],
+)
+def test_parameter_schemas_are_what_the_handlers_check(api: TestClient, path: str) -> None:
+    described = query_parameters(path)
+    base = [("plugin", "scalars")] if "plugin" in described else []
+    for name, param in described.items():
+        schema = param["schema"]
+        if schema.get("type") == "integer":
+            lo, hi = schema["minimum"], schema["maximum"]
+            for value in (lo, hi):
+                response = fetch(api, path, [*base, (name, str(value))])
+                assert response.status_code == 200, (path, name, value, response.text)
+            for value in (lo - 1, hi + 1, "1.0", "one"):
+                assert_error(fetch(api, path, [*base, (name, str(value))]), 400)
+        elif "enum" in schema:
+            for value in schema["enum"]:
+                assert fetch(api, path, [*base, (name, value)]).status_code == 200
+            assert_error(fetch(api, path, [*base, (name, "yaml")]), 400)
+
+
+#: Real requests whose JSON answers must fit the described 200 schema.
+ANSWERS = [
+    ("/api/v1/health", []),
+    ("/api/v1/openapi.json", []),
+    ("/api/v1/experiments", []),
+    ("/api/v1/plugins", []),
+    ("/api/v1/runs", []),
+    ("/api/v1/scalars/list", [("plugin", "scalars")]),
+    ("/api/v1/tensors/list", [("plugin", "histograms")]),
+    ("/api/v1/tensors/list", [("plugin", "text")]),
+    ("/api/v1/blob_sequences/list", [("plugin", "images")]),
+    ("/api/v1/blob_sequences/list", [("plugin", "audio")]),
+    ("/api/v1/scalars", [("plugin", "scalars")]),
+    ("/api/v1/scalars", [("plugin", "scalars"), ("format", "columns")]),
+    ("/api/v1/scalars", [("plugin", "scalars"), ("downsample", "0")]),
+    ("/api/v1/tensors", [("plugin", "histograms")]),
+    ("/api/v1/tensors", [("plugin", "text")]),
+    ("/api/v1/blob_sequences", [("plugin", "images")]),
+    ("/api/v1/blob_sequences", [("plugin", "audio")]),
+    ("/api/v1/scalars", [("plugin", "absent")]),
+]
+
+
+@pytest.mark.parametrize("path,params", ANSWERS)
+def test_answers_fit_the_schemas(api: TestClient, path: str, params: list[tuple[str, str]]) -> None:
+    body = get_json(api, path, **dict(params))
+    schema_validator(response_schema(path, 200)).validate(body)
+
+
+def test_schemas_are_strict_enough_to_fail(api: TestClient) -> None:
+    # The schemas must be able to reject: a datum missing its value, a bare float where a
+    # NaN string belongs, an error with extra keys.
+    datum = schema_validator(response_schema("/api/v1/scalars", 200))
+    with pytest.raises(jsonschema.ValidationError):
+        datum.validate({"train": {"acc": [{"step": 1, "wall_time": 2.0}]}})
+    with pytest.raises(jsonschema.ValidationError):
+        datum.validate({"train": {"acc": [{"step": 1, "wall_time": 2.0, "value": "nan"}]}})
+    error = schema_validator({"$ref": "#/components/schemas/Error"})
+    with pytest.raises(jsonschema.ValidationError):
+        error.validate({"error": {"code": "x", "message": "y", "detail": 1}})
+
+
+def test_errors_fit_the_error_schema(api: TestClient) -> None:
+    error = schema_validator({"$ref": "#/components/schemas/Error"})
+    for url, status in [
+        ("/api/v1/scalars?plugin=scalars&latest=0", 400),
+        ("/api/v1/runs?experiment=nope", 404),
+        ("/api/v1/nope?plugin=x", 404),
+        ("/api/v1/blob/nope~1", 404),
+        ("/nowhere", 404),
+    ]:
+        response = api.get(url)
+        assert response.status_code == status
+        error.validate(response.json())
+    assert api.post("/api/v1/runs").status_code == 405
+    error.validate(api.post("/api/v1/runs").json())
+
+
+def test_csv_is_described(api: TestClient) -> None:
+    response = api.get("/api/v1/scalars", params={"plugin": "scalars", "format": "csv"})
+    media = response.headers["content-type"].split(";")[0]
+    assert response_schema("/api/v1/scalars", 200, media)["type"] == "string"
