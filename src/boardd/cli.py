@@ -250,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _inspect(args: argparse.Namespace) -> int:
     from boardd.inspect import InspectError, format_table, inspect_path
-    from boardd.reader.tfrecord import CrcMode
+    from boardd.reader.modes import CrcMode
 
     progress = _ProgressLine(sys.stderr) if sys.stderr.isatty() and not args.json else None
     try:
@@ -270,7 +270,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from boardd.reader.tfrecord import CrcMode
+    from boardd.reader.modes import CrcMode
     from boardd.store.errors import FingerprintMismatchError, LeaseHeldError, StoreError
     from boardd.store.ingest import DEFAULT_BATCH_BYTES, DEFAULT_COMMIT_BYTES, Ingestor
     from boardd.store.location import default_store_path
@@ -374,7 +374,7 @@ def _serve(args: argparse.Namespace) -> int:
     from boardd.api.auth import is_loopback, read_token
     from boardd.config import ServeSettings, SettingsError, check_logdir, parse_experiments
     from boardd.daemon.service import PortInUseError, Service, bind_socket
-    from boardd.reader.tfrecord import CrcMode
+    from boardd.reader.modes import CrcMode
     from boardd.store.sampling import parse_samples_per_plugin
 
     setup_logging(args.log_level)
@@ -425,8 +425,8 @@ def _serve(args: argparse.Namespace) -> int:
         )
         return ExitCode.USAGE
     with sock:
-        Service(settings).run(sock)
-    return ExitCode.OK
+        started = Service(settings).run(sock)
+    return ExitCode.OK if started else ExitCode.ERROR
 
 
 def _export(args: argparse.Namespace) -> int:

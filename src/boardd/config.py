@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from boardd.reader.tfrecord import CrcMode
+from boardd.reader.modes import CrcMode
 from boardd.store.location import default_store_path
 
 DEFAULT_HOST = "127.0.0.1"

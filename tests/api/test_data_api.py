@@ -18,7 +18,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import (
+from starlette.testclient import TestClient
+from tensorboard.backend.event_processing import event_accumulator as legacy
+from tensorboard.backend.event_processing import plugin_event_accumulator, plugin_event_multiplexer
+from tensorboard.util import tensor_util
+from tensorboardX import SummaryWriter
+
+from boardd.api import data
+from boardd.config import ExperimentSpec
+from tests.api.conftest import (
     ALL,
     AUDIO_STEPS,
     EXPERIMENT,
@@ -33,14 +41,6 @@ from conftest import (
     serve,
     write_train,
 )
-from starlette.testclient import TestClient
-from tensorboard.backend.event_processing import event_accumulator as legacy
-from tensorboard.backend.event_processing import plugin_event_accumulator, plugin_event_multiplexer
-from tensorboard.util import tensor_util
-from tensorboardX import SummaryWriter
-
-from boardd.api import data
-from boardd.config import ExperimentSpec
 
 KEEP_ALL = dict.fromkeys(
     [

@@ -15,7 +15,6 @@ from urllib.parse import parse_qsl, urlencode
 
 import anyio
 import pytest
-from conftest import EXPERIMENT, assert_error, serve
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
@@ -23,6 +22,7 @@ from boardd.api import data
 from boardd.api.app import create_app
 from boardd.api.auth import MAX_QUERY_BYTES
 from boardd.config import ExperimentSpec
+from tests.api.conftest import EXPERIMENT, assert_error, serve
 
 #: Valid requests of each route: path and query string.
 EXAMPLES: dict[str, list[str]] = {

@@ -13,7 +13,6 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
-from conftest import EXPERIMENT, assert_error, serve
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.routing import Route
@@ -22,6 +21,7 @@ from starlette.testclient import TestClient
 from boardd.api import data
 from boardd.api.app import EXPERIMENT_PARAMS
 from boardd.config import ExperimentSpec
+from tests.api.conftest import EXPERIMENT, assert_error, serve
 
 OK = {200, 304}
 CLIENT_ERRORS = {400, 404, 413, 503}

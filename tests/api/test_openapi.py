@@ -9,7 +9,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import EXPERIMENT, assert_error, get_json, serve
 from openapi_spec_validator import validate
 from starlette.routing import Route
 from starlette.testclient import TestClient
@@ -17,6 +16,7 @@ from starlette.testclient import TestClient
 from boardd.api import data, openapi, stream
 from boardd.api.app import EXPERIMENT_PARAMS
 from boardd.config import ExperimentSpec
+from tests.api.conftest import EXPERIMENT, assert_error, get_json, serve
 
 SPEC = openapi.SPEC
 

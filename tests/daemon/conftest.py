@@ -29,11 +29,6 @@ T = TypeVar("T")
 
 _DAEMONS = pytest.StashKey[list["Daemon"]]()
 
-# Other test directories have a conftest.py too, and ``import conftest`` yields whichever pytest
-# imported last (it depends on the paths given on the command line); test modules here import
-# this one by a name of its own.
-sys.modules.setdefault("daemon_conftest", sys.modules[__name__])
-
 
 def wait_until(
     probe: Callable[[], T],

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from daemon_conftest import ServeFactory, boardd_env, wait_until
 from tensorboard.compat.proto import event_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.summary.writer.record_writer import RecordWriter
@@ -34,6 +33,7 @@ from boardd.daemon.runner import ExperimentRunner
 from boardd.daemon.watcher import LogdirWatcher
 from boardd.store.connection import open_reader
 from boardd.store.errors import StoreOpenError
+from tests.daemon.conftest import ServeFactory, boardd_env, wait_until
 
 WALL = 1_700_000_000.0
 

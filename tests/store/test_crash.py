@@ -10,7 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (
+
+from boardd.cli import ExitCode
+from boardd.store.connection import open_reader
+from boardd.store.errors import StoreOpenError
+from boardd.store.lease import current_holder
+from tests.store.conftest import (
     assert_same_store,
     boardd_command,
     boardd_env,
@@ -18,11 +23,6 @@ from conftest import (
     snapshot,
     start_boardd,
 )
-
-from boardd.cli import ExitCode
-from boardd.store.connection import open_reader
-from boardd.store.errors import StoreOpenError
-from boardd.store.lease import current_holder
 
 SAMPLING = {"scalars": 2000}
 SPEC = "scalars=2000"

@@ -10,15 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import (
-    WALL,
-    LiveWriter,
-    assert_same_store,
-    ingest,
-    record_ends,
-    snapshot,
-    write_mixed,
-)
 from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
 from tensorboardX import SummaryWriter
 
@@ -29,6 +20,15 @@ from boardd.reader.pipeline import read_event_file
 from boardd.reader.types import DataLoss
 from boardd.store.blobs import CHUNK_SIZE, read_blob
 from boardd.store.connection import open_reader
+from tests.store.conftest import (
+    WALL,
+    LiveWriter,
+    assert_same_store,
+    ingest,
+    record_ends,
+    snapshot,
+    write_mixed,
+)
 
 #: Small capacities, so that sampling, eviction and its persisted state take part everywhere.
 SMALL = {"scalars": 40, "histograms": 15, "images": 3, "text": 5}

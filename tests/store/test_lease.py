@@ -12,7 +12,14 @@ from pathlib import Path
 
 import apsw
 import pytest
-from conftest import (
+
+from boardd.cli import ExitCode, main
+from boardd.store.connection import immediate, open_reader, open_writer
+from boardd.store.errors import LeaseHeldError
+from boardd.store.ingest import Ingestor
+from boardd.store.lease import Lease, LeaseLostError, current_holder
+from boardd.store.session import WriteSession
+from tests.store.conftest import (
     LiveWriter,
     boardd_command,
     boardd_env,
@@ -22,13 +29,6 @@ from conftest import (
     wait_for_lease,
     write_mixed,
 )
-
-from boardd.cli import ExitCode, main
-from boardd.store.connection import immediate, open_reader, open_writer
-from boardd.store.errors import LeaseHeldError
-from boardd.store.ingest import Ingestor
-from boardd.store.lease import Lease, LeaseLostError, current_holder
-from boardd.store.session import WriteSession
 
 #: Far below the lease's 30 s expiry: a run that waited for it could not finish in time.
 NO_WAIT = 20.0

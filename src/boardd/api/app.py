@@ -63,6 +63,7 @@ def create_app(
     stream_heartbeat: float = HEARTBEAT_SECONDS,
     disk_cache: Path | None = None,
     disk_cache_bytes: int = DEFAULT_DISK_BYTES,
+    generation: Mapping[str, Callable[[], int | None]] | None = None,
 ) -> Starlette:
     """The boardd HTTP app over these experiments' stores.
 
@@ -75,9 +76,14 @@ def create_app(
     ``stream_heartbeat``: seconds without a message before the stream sends ``: ping``.
     ``disk_cache``: the directory of the second cache tier (diskcache; shared by processes,
     kept across restarts) for expensive answers; None: memory only.
+    ``generation``: per experiment, the generation of its last commit when this process is
+    its writer (None otherwise); with it a cache hit needs no store access at all.
     """
     handles = {
-        spec.name: ExperimentHandle(spec, (status or {}).get(spec.name)) for spec in experiments
+        spec.name: ExperimentHandle(
+            spec, (status or {}).get(spec.name), (generation or {}).get(spec.name)
+        )
+        for spec in experiments
     }
 
     streams = LiveStreams(handles, hub, heartbeat=stream_heartbeat)

@@ -22,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from boardd.api.common import (
     AppState,
     ExperimentHandle,
+    cached_reply,
     check_params,
     experiment_from,
     experiment_id,
@@ -190,8 +191,11 @@ async def list_metadata(request: Request) -> Response:
     """``GET /api/v1/{kind}/list``: ``{RUN: {TAG: {max_step, max_wall_time, plugin_name,
     plugin_content, display_name, description[, max_length]}}}``."""
     kind = _kind(request)
-    params = parse_params(request, kind, values=False)
     handle = experiment_from(request)
+    hit, fast = cached_reply(request, handle)
+    if hit is not None:
+        return hit
+    params = parse_params(request, kind, values=False)
     exp_id = await experiment_id(handle)
     generation = await handle.pool.run(queries.generation)
     key = ("list", handle.spec.name, kind, params, generation)
@@ -214,14 +218,17 @@ async def list_metadata(request: Request) -> Response:
             out.setdefault(s.run, {})[s.tag] = entry
         return json_bytes(out)
 
-    return await respond_cached(request, handle, key, build, "application/json")
+    return await respond_cached(request, handle, key, build, "application/json", alias=fast)
 
 
 async def read_values(request: Request) -> Response:
     """``GET /api/v1/{kind}``: ``{RUN: {TAG: [datum, ...]}}`` sorted by step."""
     kind = _kind(request)
-    params = parse_params(request, kind, values=True)
     handle = experiment_from(request)
+    hit, fast = cached_reply(request, handle)
+    if hit is not None:
+        return hit
+    params = parse_params(request, kind, values=True)
     exp_id = await experiment_id(handle)
 
     def lookup(c: apsw.Connection) -> list[queries.SeriesInfo]:
@@ -251,7 +258,7 @@ async def read_values(request: Request) -> Response:
     # Downsampled tensor reads decode and re-encode every kept tensor (histograms above all):
     # the costliest answers to build so far, so the disk tier keeps them across processes.
     expensive = kind == "tensors" and params.downsample is not None
-    return await respond_cached(request, handle, key, build, media, expensive=expensive)
+    return await respond_cached(request, handle, key, build, media, expensive=expensive, alias=fast)
 
 
 def _kind(request: Request) -> str:

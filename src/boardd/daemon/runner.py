@@ -168,15 +168,22 @@ class ExperimentRunner:
 
     def _main(self) -> None:
         try:
-            if not self._open():
-                return
-            self._catch_up()
-            if not self._stop.is_set():
-                self._live()
-        except LeaseLostError as exc:
-            self.error = str(exc)
-            log.error("%s: %s", self.spec.name, exc)
-            self.state = RunnerState.READ_ONLY
+            while not self._stop.is_set():
+                if not self._open():
+                    return
+                try:
+                    self._catch_up()
+                    if not self._stop.is_set():
+                        self._live()
+                    return
+                except LeaseLostError as exc:
+                    # Another boardd took the store over (ours had stalled past the expiry):
+                    # serve read-only, and take it back once that one stops.
+                    self.error = str(exc)
+                    log.error("%s: %s", self.spec.name, exc)
+                    self.state = RunnerState.READ_ONLY
+                    self._drop_session()
+                    self._idle(LEASE_RETRY_SECONDS)
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
             self.state = RunnerState.FAILED
@@ -210,6 +217,7 @@ class ExperimentRunner:
                 log.info("%s: took the store's lease over: now writing", self.spec.name)
             self.error = None
             writer = self._session.writer
+            self.generation = writer.generation
             writer.on_commit(self._committed)
             self._ingestor = Ingestor(
                 writer, self.spec.logdir, experiment=self.spec.name, crc_mode=self.settings.crc_mode
@@ -220,6 +228,25 @@ class ExperimentRunner:
             self.opened.set()
             return True
         return False
+
+    def writer_generation(self) -> int | None:
+        """The generation of the last commit while this runner is the store's writer."""
+        if self.state in (RunnerState.CATCHING_UP, RunnerState.LIVE):
+            return self.generation
+        return None
+
+    def _drop_session(self) -> None:
+        """Lets go of a store whose lease was lost (nothing more can be committed to it)."""
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+        self._ingestor = None
+        if self._session is not None:
+            try:
+                self._session.close()
+            except Exception:
+                log.exception("%s: closing the store failed", self.spec.name)
+            self._session = None
 
     def _idle(self, seconds: float) -> None:
         """Waits ``seconds`` (or until stopped), beating all along."""
@@ -290,7 +317,7 @@ class ExperimentRunner:
             now = time.monotonic()
             full = rediscover or rescan or now - last_pass >= interval
             if full:
-                self._ingestor.run_pass()
+                self._ingestor.run_pass(progress=lambda _done, _total: self._beat(self.spec.name))
                 last_pass = time.monotonic()
             elif changed:
                 self._ingest_changed(changed)

@@ -143,14 +143,19 @@ class Service:
         self._server: _Server | None = None
         self._stopping = threading.Event()
 
-    def run(self, sock: socket.socket) -> None:
-        """Serves until SIGTERM/SIGINT; returns after a clean shutdown."""
+    def run(self, sock: socket.socket) -> bool:
+        """Serves until SIGTERM/SIGINT; returns after a clean shutdown.
+
+        Returns False if the HTTP server never started (its startup failed): the process must
+        then exit non-zero so that systemd's Restart=on-failure applies.
+        """
         app = create_app(
             self.settings.experiments,
             status={r.spec.name: _status_of(r) for r in self.runners},
             token=self.settings.token,
             hub=self.hub,
             disk_cache=state_directory() / "cache",
+            generation={r.spec.name: r.writer_generation for r in self.runners},
         )
         config = uvicorn.Config(
             app,
@@ -174,6 +179,10 @@ class Service:
             asyncio.run(self._server.serve(sockets=[sock]))
         finally:
             self.shutdown()
+        if not self._server.started:
+            log.error("the HTTP server failed to start; see the messages above")
+            return False
+        return True
 
     def handle_stop(self, signum: int, frame: FrameType | None) -> None:
         """SIGTERM/SIGINT: a second one while stopping forces the HTTP server down."""

@@ -23,7 +23,6 @@ Performance notes (the hot path reads millions of ~80-byte records):
 
 from __future__ import annotations
 
-import enum
 import itertools
 import os
 import struct
@@ -37,6 +36,7 @@ import numpy.typing as npt
 
 from boardd.reader import crc
 from boardd.reader.errors import ReaderError
+from boardd.reader.modes import CrcMode as CrcMode
 from boardd.reader.types import DataLoss
 
 HEADER_BYTES = 12  # u64 length + u32 masked CRC of the length
@@ -66,15 +66,6 @@ _CRC_CHUNK = 4 * 2**20
 _CRC_SLICE = 256 * 2**10
 # Lengths are compared as int64; no real limit comes near this.
 _MAX_LIMIT = 2**62
-
-
-class CrcMode(enum.Enum):
-    """When payload CRCs are checked. Length CRCs are always checked: framing depends on them."""
-
-    ALWAYS = "always"
-    """Check every payload CRC (the default; costs little with the batched check)."""
-    ON_ERROR = "on-error"
-    """Check a payload's CRC only when decoding it fails (rustboard's behaviour)."""
 
 
 class RecordFileError(ReaderError):

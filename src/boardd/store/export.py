@@ -170,6 +170,10 @@ def _finish_copy(temp: Path) -> None:
             # The copy has no writer: a lease row would make the first writer on it wait for
             # (or take over from) a process that never wrote to this file.
             copy.execute("DELETE FROM lease")
+            # A copy is another store: caches keyed by store identity must not mix them.
+            copy.execute(
+                "UPDATE meta SET value = lower(hex(randomblob(16))) WHERE key = 'store_id'"
+            )
         check_readable(copy)
     except (apsw.Error, SchemaError) as exc:
         raise ExportError(f"the copy {temp} is not a valid store: {exc}") from exc

@@ -30,10 +30,11 @@ from boardd.store.writer import FileProgress, FileRecord, StoreWriter
 
 log = logging.getLogger(__name__)
 
-#: Defaults chosen with bench/bench_ingest.py: larger groups gain little past these.
-DEFAULT_COMMIT_BYTES = 64 * 2**20
+#: Defaults chosen with bench/bench_commit.py: CPU is flat across commit sizes; smaller ones
+#: cost less memory and WAL and commit more often (8 MiB reads beat 4 MiB, tie 16 MiB).
+DEFAULT_COMMIT_BYTES = 16 * 2**20
 DEFAULT_COMMIT_SECONDS = 0.5
-DEFAULT_BATCH_BYTES = 16 * 2**20
+DEFAULT_BATCH_BYTES = 8 * 2**20
 
 #: A catch-up of at least this many bytes over several runs is decoded in worker processes.
 DEFAULT_PARALLEL_MIN_BYTES = 64 * 2**20
@@ -42,12 +43,14 @@ SEGMENT_BYTES = 32 * 2**20
 
 
 def default_workers() -> int:
-    """Decoding processes for a large catch-up: the CPUs this process may use, at most 4."""
+    """Decoding processes for a large catch-up: none (decode in-process) on a machine with
+    two CPUs or fewer, where workers compete with the writer for little gain
+    (bench/bench_commit.py) and cost ~150 MiB more memory; else half the CPUs, at most 4."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 4))
+    return 1 if cpus <= 2 else min(cpus // 2, 4)
 
 
 #: Called with (bytes done, bytes to do) as ingest goes.
