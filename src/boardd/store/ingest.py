@@ -18,15 +18,20 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from boardd.reader.errors import ReaderError
-from boardd.reader.events import EventDecoder
 from boardd.reader.logdir import Discovery, discover
-from boardd.reader.pipeline import EventFileReader
-from boardd.reader.tfrecord import CrcMode
-from boardd.reader.types import DecodedBatch
-from boardd.reader.worker import WorkerError, WorkerPool
+from boardd.reader.modes import CrcMode
 from boardd.store.writer import FileProgress, FileRecord, StoreWriter
+
+if TYPE_CHECKING:
+    from boardd.reader.events import EventDecoder
+    from boardd.reader.types import DecodedBatch
+    from boardd.reader.worker import WorkerPool
+
+# The decoding side (protobuf, the framing and decode pipeline, worker processes) is imported
+# when there is something to read: a restart with nothing new never loads it.
 
 log = logging.getLogger(__name__)
 
@@ -243,6 +248,8 @@ class Ingestor:
     def _decoder(self, run_id: int) -> EventDecoder:
         decoder = self._decoders.get(run_id)
         if decoder is None:
+            from boardd.reader.events import EventDecoder
+
             decoder = EventDecoder()
             decoder.tags.update(self.writer.run_tags(run_id))
             self._decoders[run_id] = decoder
@@ -296,6 +303,8 @@ class Ingestor:
     def _read_file(
         self, work: _FileWork, result: PassResult, progress: Progress | None, total: int
     ) -> None:
+        from boardd.reader.pipeline import EventFileReader
+
         offset = work.offset
         try:
             with EventFileReader(
@@ -337,6 +346,8 @@ class Ingestor:
             queues.setdefault(work.run_id, collections.deque()).append(work)
         offsets = {work.run_id: work.offset for work in (q[0] for q in queues.values())}
         ready = collections.deque(queues)
+        from boardd.reader.worker import WorkerError, WorkerPool
+
         pool = WorkerPool(min(self.workers, len(queues)))
         try:
             self._drive_pool(pool, queues, offsets, ready, result, progress, total)
@@ -416,6 +427,8 @@ class Ingestor:
 
     def _remember_identity(self, work: _FileWork, result: PassResult) -> None:
         # Nothing complete to read yet, but record the file's identity (inode, size).
+        from boardd.reader.types import DecodedBatch
+
         batch = DecodedBatch(end_offset=work.offset)
         self._queue(work.run_id, batch, work.progress(work.offset), 0, result)
 
