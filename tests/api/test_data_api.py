@@ -671,7 +671,8 @@ def test_a_commit_after_a_cached_answer_gives_a_new_answer(tmp_path: Path) -> No
             new = client.get(path, params=params, headers={"if-none-match": etag})
             assert new.status_code == 200, (path, params)
             assert new.headers["etag"] != etag and new.content != old.content, (path, params)
-        assert [r["name"] for r in get_json(client, "/api/v1/runs")] == ["late", "train"]
+        # TensorBoard's order: by start time, so the run started later comes last.
+        assert [r["name"] for r in get_json(client, "/api/v1/runs")] == ["train", "late"]
         acc = get_json(client, "/api/v1/scalars", plugin="scalars", run="train", tag="acc")
         assert [p["step"] for p in acc["train"]["acc"]] == list(range(160))
         listed = get_json(client, "/api/v1/scalars/list", plugin="scalars")

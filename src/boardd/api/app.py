@@ -196,7 +196,7 @@ async def list_plugins(request: Request) -> Response:
 
 
 async def list_runs(request: Request) -> Response:
-    """``[{"name", "start_time"}]`` sorted by name (TensorBoard sorts runs by name)."""
+    """``[{"name", "start_time"}]`` in TensorBoard's order: start time, then name."""
     handle = _checked(request, EXPERIMENT_PARAMS)
     exp_id = await experiment_id(handle)
     generation = await handle.pool.run(queries.generation)

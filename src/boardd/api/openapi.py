@@ -514,7 +514,8 @@ SPEC: dict[str, Any] = {
         "/api/v1/runs": _op(
             "list_runs",
             "List runs",
-            "The live runs, sorted by name.",
+            "The live runs, in TensorBoard's order: by start time (runs without one last), "
+            "then by name.",
             [_param("experiment")],
             {
                 "200": _json(

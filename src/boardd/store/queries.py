@@ -73,12 +73,13 @@ def experiments(connection: apsw.Connection) -> list[ExperimentRow]:
 
 
 def runs(connection: apsw.Connection, experiment_id: int) -> list[RunRow]:
-    """The live runs of an experiment, by name."""
+    """The live runs of an experiment, as TensorBoard orders them (its /data/runs): by start
+    time (the first event's wall time), runs without one last, ties by name."""
     return [
         RunRow(str(name), None if start is None else float(start))
         for name, start in connection.execute(
             "SELECT name, start_time FROM runs WHERE experiment_id = ? AND deleted = 0 "
-            "ORDER BY name",
+            "ORDER BY start_time IS NULL, start_time, name",
             (experiment_id,),
         )
     ]
