@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 import numpy as np
@@ -340,16 +340,23 @@ def _csv_float(value: float) -> str:
     return repr(value)
 
 
+_Row = TypeVar("_Row", queries.StoredTensor, queries.StoredBlobStep)
+
+
+def _downsampled(rows: list[_Row], params: ReadParams) -> list[_Row]:
+    """The rows ``downsample=`` keeps (all of them without it)."""
+    steps = np.fromiter((r.step for r in rows), dtype=np.int64, count=len(rows))
+    chosen = _pick(steps, params)
+    return rows if chosen is None else [rows[i] for i in chosen.tolist()]
+
+
 def _tensors(c: apsw.Connection, series: list[queries.SeriesInfo], params: ReadParams) -> bytes:
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for s in series:
         rows = queries.tensor_rows(
             c, s.id, step_min=params.step_min, step_max=params.step_max, latest=params.latest
         )
-        steps = np.fromiter((r.step for r in rows), dtype=np.int64, count=len(rows))
-        chosen = _pick(steps, params)
-        if chosen is not None:
-            rows = [rows[i] for i in chosen.tolist()]
+        rows = _downsampled(rows, params)
         out.setdefault(s.run, {})[s.tag] = [
             {
                 "step": r.step,
@@ -406,10 +413,7 @@ def _blob_sequences(
             index_min=params.index_min,
             index_max=params.index_max,
         )
-        steps = np.fromiter((r.step for r in rows), dtype=np.int64, count=len(rows))
-        chosen = _pick(steps, params)
-        if chosen is not None:
-            rows = [rows[i] for i in chosen.tolist()]
+        rows = _downsampled(rows, params)
         out.setdefault(s.run, {})[s.tag] = [
             {
                 "step": r.step,
