@@ -118,9 +118,9 @@ class Daemon:
         raise AssertionError(f"no experiment {experiment!r} in health: {entries}")
 
     def runs(self, experiment: str | None = None) -> list[str]:
-        """The names of the live runs."""
+        """The names of the live runs, sorted (their order is tested with the API)."""
         params = {} if experiment is None else {"experiment": experiment}
-        return [r["name"] for r in self.get("runs", **params)]
+        return sorted(r["name"] for r in self.get("runs", **params))
 
     def scalars(
         self, run: str, tag: str, *, experiment: str | None = None, latest: int | None = None
