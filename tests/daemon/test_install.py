@@ -9,6 +9,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import traceback
 from pathlib import Path
 
 import pytest
@@ -312,7 +313,7 @@ def test_apply_reports_unwritable_targets(tmp_path: Path) -> None:
 def test_system_install_without_root_says_how() -> None:
     """The real /etc/systemd/system, as an unprivileged user: a clear error, nothing written."""
     logdir = _system_logdir()
-    code, err = _run_unprivileged("--run-as", "nobody", str(logdir))
+    code, err = _install_unprivileged(logdir)
     assert code == 1, err
     assert "permission denied" in err
     assert "sudo" in err
@@ -322,13 +323,14 @@ def test_system_install_without_root_says_how() -> None:
     assert not Path(f"/etc/boardd/{instance}.env").exists()
 
 
-def _run_unprivileged(*argv: str) -> tuple[int, str]:
-    """Runs install-service as 'nobody'. As root (CI), in a forked child that drops its user,
-    group and so its capabilities: the code is already imported, so it does not matter
-    whether 'nobody' could read this checkout."""
+def _install_unprivileged(logdir: Path) -> tuple[int, str]:
+    """Installs system-wide as 'nobody' (exit code, message). As root (CI), a forked child
+    drops its user and groups, and with them its capabilities; the plan is made before, so
+    that it does not matter whether 'nobody' may read this checkout."""
     if os.geteuid() != 0:
-        code, _, err = _run(*argv)
+        code, _, err = _run("--run-as", "nobody", str(logdir))
         return code, err
+    plan = plan_install(logdir, user=False, boardd_path=find_boardd_executable(), run_as="nobody")
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
@@ -338,9 +340,14 @@ def _run_unprivileged(*argv: str) -> tuple[int, str]:
             os.setgroups([])
             os.setgid(nobody.pw_gid)
             os.setuid(nobody.pw_uid)
-            os.environ["HOME"] = "/nonexistent"
-            code, _, err = _run(*argv)
-            os.write(write_end, json.dumps([code, err]).encode())
+            try:
+                apply_install(plan)
+                result = [0, ""]
+            except InstallError as exc:
+                result = [exc.exit_code, str(exc)]
+            os.write(write_end, json.dumps(result).encode())
+        except BaseException:
+            os.write(write_end, json.dumps([-1, traceback.format_exc()]).encode())
         finally:
             os._exit(0)
     os.close(write_end)

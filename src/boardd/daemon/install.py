@@ -425,7 +425,9 @@ def verify_unit_file(path: Path, *, user: bool, as_name: str | None = None) -> l
 def find_boardd_executable() -> Path:
     """The ``boardd`` console script of the running installation (not just any on $PATH)."""
     sibling = Path(sys.executable).with_name("boardd")
-    if sibling.is_file() and os.access(sibling, os.X_OK):
+    # os.path.isfile, not Path.is_file: a directory this user cannot enter is "not found",
+    # not an exception.
+    if os.path.isfile(sibling) and os.access(sibling, os.X_OK):
         return Path(os.path.abspath(sibling))
     found = shutil.which("boardd")
     if found is None:
