@@ -92,6 +92,7 @@ NOT_FOUND: dict[str, list[str]] = {
     "/api/v1/blob/{key}": [
         "/api/v1/blob/nope~1",
         f"/api/v1/blob/{EXPERIMENT}~999999",
+        f"/api/v1/blob/{EXPERIMENT}~0123abcd4567.999999",
         f"/api/v1/blob/{EXPERIMENT}~-1",
         f"/api/v1/blob/{EXPERIMENT}~abc",
         f"/api/v1/blob/{EXPERIMENT}~%C2%B2",  # "²": a digit to str.isdigit(), not to int()
@@ -345,7 +346,7 @@ def test_store_not_ready(missing_store: ExperimentSpec, spec_all: ExperimentSpec
             # The other experiment is served meanwhile.
             other = with_param(url, "experiment", EXPERIMENT)
             assert request(client, "GET", other).status_code == 200, other
-        assert_error(request(client, "GET", "/api/v1/blob/gone~1"), 503)
+        assert_error(request(client, "GET", "/api/v1/blob/gone~0123abcd4567.1"), 503)
         # The server-wide routes still answer, and say what is missing.
         health = client.get("/api/v1/health").json()
         assert [e["data_loss"] for e in health["experiments"]] == [None, 0]

@@ -204,7 +204,7 @@ async def list_runs(request: Request) -> Response:
     def build(c: apsw.Connection) -> bytes:
         return json_bytes([asdict(r) for r in queries.runs(c, exp_id)])
 
-    key = ("runs", handle.spec.name, generation)
+    key = ("runs", handle.spec.name, handle.pool.swaps, generation)
     return await respond_cached(request, handle, key, build, "application/json")
 
 

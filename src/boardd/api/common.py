@@ -30,7 +30,7 @@ class ExperimentHandle:
     #: is exact: set right after each commit); None otherwise.
     generation: Callable[[], int | None] | None = None
     pool: ReadPool = field(init=False)
-    experiment_row: int | None = field(default=None, init=False)
+    experiment_row: tuple[int, int] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.pool = ReadPool(self.spec.db)
@@ -113,8 +113,8 @@ def experiment_from(request: Request) -> ExperimentHandle:
 
 async def experiment_id(handle: ExperimentHandle) -> int:
     """The experiment's row id in its store (503 while the store has none yet)."""
-    if handle.experiment_row is not None:
-        return handle.experiment_row
+    if handle.experiment_row is not None and handle.experiment_row[0] == handle.pool.swaps:
+        return handle.experiment_row[1]
 
     def query(c: apsw.Connection) -> int | None:
         # A store holds one experiment; the server names it (experiment names are the
@@ -125,7 +125,8 @@ async def experiment_id(handle: ExperimentHandle) -> int:
     found = await handle.pool.run(query)
     if found is None:
         raise ApiError(503, f"experiment {handle.spec.name!r} has no data yet")
-    handle.experiment_row = found  # a store's experiment row never changes
+    # A store's experiment row never changes; a store swapped in by --rebuild may differ.
+    handle.experiment_row = (handle.pool.swaps, found)
     return found
 
 

@@ -198,7 +198,7 @@ async def list_metadata(request: Request) -> Response:
     params = parse_params(request, kind, values=False)
     exp_id = await experiment_id(handle)
     generation = await handle.pool.run(queries.generation)
-    key = ("list", handle.spec.name, kind, params, generation)
+    key = ("list", handle.spec.name, handle.pool.swaps, kind, params, generation)
 
     def build(c: apsw.Connection) -> bytes:
         out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -242,6 +242,7 @@ async def read_values(request: Request) -> Response:
     key = (
         "values",
         handle.spec.name,
+        handle.pool.swaps,
         kind,
         params,
         tuple((s.id, s.generation) for s in series),
@@ -391,9 +392,22 @@ def _text_or_base64(value: bytes) -> Any:
         return {"base64": base64.b64encode(value).decode("ascii")}
 
 
-def blob_key(experiment: str, blob_id: int) -> str:
-    """An opaque, URL-safe key for a blob (no path in it)."""
-    return f"{experiment}~{blob_id}"
+def blob_key(experiment: str, store: str, blob_id: int) -> str:
+    """An opaque, URL-safe key for a blob (no path in it). It names the store file too, so a
+    key handed out before a store was rebuilt never names another blob (browsers cache
+    blobs for a long time)."""
+    return f"{experiment}~{store[:12]}.{blob_id}"
+
+
+def parse_blob_key(key: str) -> tuple[str, str, int] | None:
+    """(experiment, store id prefix, blob id) of a key, or None if it is not one of ours."""
+    experiment, sep, rest = key.rpartition("~")
+    store, dot, id_text = rest.partition(".")
+    if not sep or not dot or not store.isascii() or not store.isalnum():
+        return None
+    if not (id_text.isascii() and id_text.isdigit()) or len(id_text) > 18:
+        return None
+    return experiment, store, int(id_text)
 
 
 def _blob_sequences(
@@ -402,6 +416,7 @@ def _blob_sequences(
     series: list[queries.SeriesInfo],
     params: ReadParams,
 ) -> bytes:
+    store = queries.store_id(c)
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for s in series:
         rows = queries.blob_sequence_rows(
@@ -418,7 +433,7 @@ def _blob_sequences(
             {
                 "step": r.step,
                 "wall_time": r.wall_time,
-                "blobs": [blob_key(handle.spec.name, b) for _, b in r.blobs],
+                "blobs": [blob_key(handle.spec.name, store, b) for _, b in r.blobs],
             }
             for r in rows
         ]
@@ -452,18 +467,11 @@ async def read_blob(request: Request) -> Response:
     """``GET /api/v1/blob/{key}``: the blob's bytes, streamed chunk by chunk."""
     check_params(request, ())
     state: AppState = state_of(request)
-    key = str(request.path_params["key"])
-    experiment, sep, id_text = key.rpartition("~")
-    handle = state.experiments.get(experiment)
-    # isdigit() alone is true for "²", which int() refuses.
-    if (
-        not sep
-        or handle is None
-        or not (id_text.isascii() and id_text.isdigit())
-        or len(id_text) > 18
-    ):
+    parsed = parse_blob_key(str(request.path_params["key"]))
+    handle = state.experiments.get(parsed[0]) if parsed is not None else None
+    if parsed is None or handle is None:
         raise ApiError(404, "no such blob")
-    blob_id = int(id_text)
+    _, store, blob_id = parsed
 
     def open_stream() -> tuple[int, bytes, Iterator[bytes], apsw.Connection]:
         # A connection of its own: the stream holds one snapshot for as long as the client
@@ -473,6 +481,8 @@ async def read_blob(request: Request) -> Response:
         except StoreOpenError as exc:
             raise ApiError(503, f"the store is not ready yet: {exc}") from exc
         try:
+            if not queries.store_id(c).startswith(store):
+                raise ApiError(404, "no such blob in this store: it was rebuilt; list again")
             size = blob_size(c, blob_id)
             if size is None:
                 raise ApiError(404, "no such blob")
