@@ -383,5 +383,7 @@ def describe(status: RunnerStatus) -> str:
         pct = 100.0 * status.bytes_done / status.bytes_total
         return f"{status.name}: catching up {pct:.0f}% of {status.bytes_total / 1e6:.0f} MB"
     if status.state == RunnerState.LIVE.value:
-        return f"{status.name}: live ({status.watch_mode}), generation {status.generation}"
-    return f"{status.name}: {status.state}"
+        # Lag: how long the oldest change not yet committed has waited (none: up to date).
+        lag = "up to date" if status.lag_seconds is None else f"lag {status.lag_seconds:.1f} s"
+        return f"{status.name}: live ({status.watch_mode}), {lag}, generation {status.generation}"
+    return f"{status.name}: {status.state.replace('_', ' ')}"
