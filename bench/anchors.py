@@ -7,11 +7,14 @@ reuse ``rustboard_load``, ``tensorboard_python_load`` and ``run_measured``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
 import queue
 import re
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -390,6 +393,85 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  CPU time     {cpu.fmt()} s (all threads)")
     print(f"  peak RSS     {rss.fmt('.0f')} MiB")
     return 0
+
+
+# -- helpers shared by the server benchmarks ---------------------------------------------
+
+
+def child_env() -> dict[str, str]:
+    """The environment of boardd children: ``src/`` first on the path, as for every benchmark."""
+    env = dict(os.environ)
+    src = str(REPO_DIR / "src")
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def spawn(argv: Sequence[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Starts a server in a session of its own: stop_process can then reach its children."""
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def stop_process(
+    proc: subprocess.Popen[Any], *, term: bool = True, group: bool = True, grace: float = 10.0
+) -> None:
+    """SIGTERM (if ``term``), wait ``grace`` seconds, SIGKILL; then whatever is left of its group.
+
+    ``group``: the process leads a session of its own (``spawn``), and its children (rustboard
+    under tensorboard) are killed too once it has exited.
+    """
+    if term:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+    done = exited(proc, grace)
+    if not done:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        done = exited(proc, 10.0)
+    if group and done and proc.returncode is None:
+        # Not reaped yet, so the leader's pid (the group's id) cannot have been reused: this
+        # reaches only what the server itself started.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(10.0)
+
+
+def exited(proc: subprocess.Popen[Any], timeout: float) -> bool:
+    """Wait for ``proc`` to exit without reaping it (waitid with WNOWAIT)."""
+    if proc.returncode is not None:
+        return True
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        if info is not None:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default); ``q`` in [0, 100]."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    position = (len(ordered) - 1) * q / 100.0
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    if ordered[high] == math.inf:
+        return math.inf if position > low or ordered[low] == math.inf else ordered[low]
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,14 @@ REPO_DIR = BENCH_DIR.parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
+from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
+    child_env,
+    exited,
+    percentile,
+    spawn,
+    stop_process,
+)
+
 RUN = "live"
 TAG = "freshness/value"
 #: Points written before the servers start; every server must show the last one first.
@@ -271,14 +279,6 @@ def _tensorboard_last_step(conn: http.client.HTTPConnection) -> tuple[int | None
     return int(data[-1][1]), ""
 
 
-def child_env() -> dict[str, str]:
-    """The environment of boardd children: ``src/`` first on the path, as for every benchmark."""
-    env = dict(os.environ)
-    src = str(REPO_DIR / "src")
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
-
-
 def boardd_command() -> list[str]:
     """The ``boardd`` console script next to this interpreter, else ``python -m boardd``."""
     script = Path(sys.executable).parent / "boardd"
@@ -293,19 +293,6 @@ def tensorboard_command() -> list[str]:
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
     return [sys.executable, "-m", "tensorboard.main"]
-
-
-def _spawn(argv: Sequence[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    # A session of its own: stop_process can then reach the server's children (rustboard).
-    with open(log_path, "wb") as log:
-        return subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
 
 
 def start_boardd(
@@ -330,7 +317,7 @@ def start_boardd(
     if poll:
         argv += ["--poll", "--poll-interval", f"{poll_interval:g}"]
     log_path = workdir / f"{name}.log"
-    proc = _spawn(argv, log_path, child_env())
+    proc = spawn(argv, log_path, child_env())
     label = f"boardd --poll (every {poll_interval:g} s)" if poll else "boardd (inotify)"
     server = Server(name, label, proc, log_path, poll_seconds, _boardd_last_step)
     _started(server, lambda: _read_port_file(port_file), "its port file")
@@ -361,7 +348,7 @@ def start_tensorboard(
     if reload_interval is not None:
         argv += ["--reload_interval", f"{reload_interval:g}"]
     log_path = workdir / "tensorboard.log"
-    proc = _spawn(argv, log_path, dict(os.environ))
+    proc = spawn(argv, log_path, dict(os.environ))
     every = f"{reload_interval:g}" if reload_interval is not None else "5"
     label = f"tensorboard --load_fast=true (reload {every} s)"
     server = Server("tensorboard", label, proc, log_path, poll_seconds, _tensorboard_last_step)
@@ -389,7 +376,7 @@ def _wait_for(probe: Callable[[], int | None], server: Server, timeout: float, w
         value = probe()
         if value is not None:
             return value
-        if _exited(server.proc, 0.0):
+        if exited(server.proc, 0.0):
             tail = server.log_path.read_text(errors="replace")[-2000:]
             raise BenchError(f"{server.name} exited early:\n{tail}")
         time.sleep(0.05)
@@ -415,48 +402,6 @@ def wait_caught_up(server: Server, step: int, timeout: float) -> float:
     finally:
         conn.close()
     return time.monotonic() - started
-
-
-def stop_process(
-    proc: subprocess.Popen[Any], *, term: bool = True, group: bool = True, grace: float = 10.0
-) -> None:
-    """SIGTERM (if ``term``), wait ``grace`` seconds, SIGKILL; then whatever is left of its group.
-
-    ``group``: the process leads a session of its own (``_spawn``), and its children (rustboard
-    under tensorboard) are killed too once it has exited.
-    """
-    if term:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-    exited = _exited(proc, grace)
-    if not exited:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        exited = _exited(proc, 10.0)
-    if group and exited and proc.returncode is None:
-        # Not reaped yet, so the leader's pid (the group's id) cannot have been reused: this
-        # reaches only what the server itself started.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(10.0)
-
-
-def _exited(proc: subprocess.Popen[Any], timeout: float) -> bool:
-    """Wait for ``proc`` to exit without reaping it (waitid with WNOWAIT)."""
-    if proc.returncode is not None:
-        return True
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return True
-        if info is not None:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
 
 
 # -- the pollers ------------------------------------------------------------------------------
@@ -534,19 +479,6 @@ class Poller:
 
 
 # -- statistics -------------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default); ``q`` in [0, 100]."""
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    position = (len(ordered) - 1) * q / 100.0
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    if ordered[high] == math.inf:
-        return math.inf if position > low or ordered[low] == math.inf else ordered[low]
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 @dataclass

@@ -48,7 +48,12 @@ if str(BENCH_DIR) not in sys.path:
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     AnchorError,
     Stats,
+    child_env,
+    exited,
+    percentile,
     run_measured,
+    spawn,
+    stop_process,
     warm_page_cache,
 )
 
@@ -132,67 +137,11 @@ def request_set(logdir: Path) -> RequestSet:
 # -- processes ---------------------------------------------------------------------------------
 
 
-def child_env() -> dict[str, str]:
-    """The environment of boardd children: ``src/`` first on the path, as for every benchmark."""
-    env = dict(os.environ)
-    src = str(REPO_DIR / "src")
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
-
-
 def _script(name: str, module: str) -> list[str]:
     script = Path(sys.executable).parent / name
     if script.is_file() and os.access(script, os.X_OK):
         return [str(script)]
     return [sys.executable, "-m", module]
-
-
-def spawn(argv: Sequence[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """Start a server in a session of its own (so its children can be found and stopped)."""
-    with open(log_path, "wb") as log:
-        return subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-
-
-def stop_process(proc: subprocess.Popen[Any], *, grace: float = 10.0) -> None:
-    """SIGTERM, wait ``grace`` s, SIGKILL; then whatever is left of its session (rustboard)."""
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM)
-    exited = _exited(proc, grace)
-    if not exited:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        exited = _exited(proc, 10.0)
-    if exited and proc.returncode is None:
-        # Not reaped yet, so the leader's pid (the group's id) cannot have been reused: this
-        # reaches only what the server itself started.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(10.0)
-
-
-def _exited(proc: subprocess.Popen[Any], timeout: float) -> bool:
-    """Wait for ``proc`` to exit without reaping it (waitid with WNOWAIT)."""
-    if proc.returncode is not None:
-        return True
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return True
-        if info is not None:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
 
 
 def session_cpu_seconds(leader: int) -> float:
@@ -234,7 +183,7 @@ class Server:
 
     def check_alive(self) -> None:
         """Raise with the log's tail if the server has exited."""
-        if _exited(self.proc, 0.0):
+        if exited(self.proc, 0.0):
             tail = self.log_path.read_text(errors="replace")[-2000:]
             raise BenchError(f"{self.name} exited early:\n{tail}")
 
@@ -496,17 +445,6 @@ class Load:
     def client_cpu_us_per_request(self) -> float:
         """The load generator's own CPU per request."""
         return self.client_cpu_seconds * 1e6 / self.requests if self.requests else math.nan
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default); ``q`` in [0, 100]."""
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    position = (len(ordered) - 1) * q / 100.0
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def wrk_binary() -> str | None:

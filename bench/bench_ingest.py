@@ -31,6 +31,7 @@ from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a
     AnchorError,
     MeasuredRun,
     Stats,
+    child_env,
     run_measured,
     rustboard_load,
     total_bytes,
@@ -214,14 +215,6 @@ def measure(argv: Sequence[str], *, env: dict[str, str], timeout: float) -> Meas
         cpu_seconds=max(run.cpu_seconds, tree.cpu_seconds),
         max_processes=max(1, tree.max_processes),
     )
-
-
-def child_env() -> dict[str, str]:
-    """The environment of boardd children: ``src/`` first on the path, as for every benchmark."""
-    env = dict(os.environ)
-    src = str(REPO_DIR / "src")
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
 
 
 def boardd_command() -> list[str]:
