@@ -143,3 +143,39 @@ class DecodedBatch:
     data_loss: list[DataLoss] = field(default_factory=list)
     records: int = 0
     end_offset: int = 0
+
+
+def merge_batches(batches: list[DecodedBatch]) -> DecodedBatch:
+    """Consecutive batches of one file as one batch, in file order.
+
+    Sampling a series' points in one go keeps only the survivors: offered batch by batch, a
+    point kept by an early batch and evicted by a later one is written and deleted again.
+    """
+    if len(batches) == 1:
+        return batches[0]
+    out = DecodedBatch()
+    columns: dict[str, list[ScalarColumns]] = {}
+    for batch in batches:
+        for tag, c in batch.scalars.items():
+            columns.setdefault(tag, []).append(c)
+        for tag, points in batch.tensors.items():
+            out.tensors.setdefault(tag, []).extend(points)
+        for tag, blobs in batch.blob_sequences.items():
+            out.blob_sequences.setdefault(tag, []).extend(blobs)
+        for tag, metadata in batch.new_tags.items():
+            out.new_tags.setdefault(tag, metadata)
+        out.run_events.extend(batch.run_events)
+        out.data_loss.extend(batch.data_loss)
+        out.records += batch.records
+        out.end_offset = batch.end_offset
+    for tag, parts in columns.items():
+        out.scalars[tag] = (
+            parts[0]
+            if len(parts) == 1
+            else ScalarColumns(
+                np.concatenate([p.steps for p in parts]),
+                np.concatenate([p.wall_times for p in parts]),
+                np.concatenate([p.values for p in parts]),
+            )
+        )
+    return out

@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -462,8 +462,8 @@ class Ingestor:
         pending, self._pending, self._pending_bytes = self._pending, [], 0
         try:
             with self.writer.transaction():
-                for item in pending:
-                    self.writer.apply(item.run_id, item.batch, item.progress)
+                for run_id, batch, progress in _coalesce(pending):
+                    self.writer.apply(run_id, batch, progress)
         except BaseException:
             # Decoders ran ahead of what is now committed: rebuild them from the store.
             self._decoders.clear()
@@ -492,6 +492,20 @@ class Ingestor:
             self._with_transaction(result, functools.partial(self.writer.delete_run, run_id))
             self._decoders.pop(run_id, None)
             result.runs_deleted.append(run)
+
+
+def _coalesce(pending: list[_Pending]) -> Iterator[tuple[int, DecodedBatch, FileProgress]]:
+    """Consecutive batches of the same file as one (one sampling pass per series and commit)."""
+    from boardd.reader.types import merge_batches
+
+    group: list[_Pending] = []
+    for item in pending:
+        if group and item.progress.file_id != group[-1].progress.file_id:
+            yield group[0].run_id, merge_batches([g.batch for g in group]), group[-1].progress
+            group = []
+        group.append(item)
+    if group:
+        yield group[0].run_id, merge_batches([g.batch for g in group]), group[-1].progress
 
 
 #: How many leading bytes identify a file's content (its first record, usually).
