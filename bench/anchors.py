@@ -406,6 +406,14 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def console_script(name: str, module: str) -> list[str]:
+    """The console script ``name`` next to this interpreter, else ``python -m module``."""
+    script = Path(sys.executable).parent / name
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", module]
+
+
 def spawn(argv: Sequence[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """Starts a server in a session of its own: stop_process can then reach its children."""
     with open(log_path, "wb") as log:

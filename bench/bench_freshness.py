@@ -38,6 +38,7 @@ if str(BENCH_DIR) not in sys.path:
 
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     child_env,
+    console_script,
     exited,
     percentile,
     spawn,
@@ -279,22 +280,6 @@ def _tensorboard_last_step(conn: http.client.HTTPConnection) -> tuple[int | None
     return int(data[-1][1]), ""
 
 
-def boardd_command() -> list[str]:
-    """The ``boardd`` console script next to this interpreter, else ``python -m boardd``."""
-    script = Path(sys.executable).parent / "boardd"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [sys.executable, "-m", "boardd"]
-
-
-def tensorboard_command() -> list[str]:
-    """The ``tensorboard`` script next to this interpreter, else ``python -m tensorboard.main``."""
-    script = Path(sys.executable).parent / "tensorboard"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [sys.executable, "-m", "tensorboard.main"]
-
-
 def start_boardd(
     logdir: Path, workdir: Path, *, poll: bool, poll_interval: float, poll_seconds: float
 ) -> Server:
@@ -302,7 +287,7 @@ def start_boardd(
     name = "boardd-poll" if poll else "boardd"
     port_file = workdir / f"{name}.port"
     argv = [
-        *boardd_command(),
+        *console_script("boardd", "boardd"),
         "serve",
         str(logdir),
         "--host",
@@ -336,7 +321,7 @@ def start_tensorboard(
 ) -> Server:
     """``tensorboard --logdir D --load_fast=true --host 127.0.0.1 --port 0`` (rustboard inside)."""
     argv = [
-        *tensorboard_command(),
+        *console_script("tensorboard", "tensorboard.main"),
         "--logdir",
         str(logdir),
         "--load_fast=true",

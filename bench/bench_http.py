@@ -49,6 +49,7 @@ from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a
     AnchorError,
     Stats,
     child_env,
+    console_script,
     exited,
     percentile,
     run_measured,
@@ -137,13 +138,6 @@ def request_set(logdir: Path) -> RequestSet:
 # -- processes ---------------------------------------------------------------------------------
 
 
-def _script(name: str, module: str) -> list[str]:
-    script = Path(sys.executable).parent / name
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [sys.executable, "-m", module]
-
-
 def session_cpu_seconds(leader: int) -> float:
     """User + system CPU seconds of every live process in the session ``leader`` started."""
     total = 0
@@ -214,7 +208,7 @@ def start_boardd(logdir: Path, workdir: Path, requests: RequestSet, timeout: flo
     """``boardd serve`` on a fresh store; returns once every experiment is live (caught up)."""
     port_file = workdir / "boardd.port"
     argv = [
-        *_script("boardd", "boardd"),
+        *console_script("boardd", "boardd"),
         "serve",
         str(logdir),
         "--host",
@@ -280,7 +274,7 @@ def start_tensorboard(logdir: Path, workdir: Path, requests: RequestSet, timeout
     ending at the last step (rustboard commits a run's data as it reads it).
     """
     argv = [
-        *_script("tensorboard", "tensorboard.main"),
+        *console_script("tensorboard", "tensorboard.main"),
         "--logdir",
         str(logdir),
         "--load_fast=true",

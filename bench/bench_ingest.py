@@ -32,6 +32,7 @@ from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a
     MeasuredRun,
     Stats,
     child_env,
+    console_script,
     run_measured,
     rustboard_load,
     total_bytes,
@@ -217,14 +218,6 @@ def measure(argv: Sequence[str], *, env: dict[str, str], timeout: float) -> Meas
     )
 
 
-def boardd_command() -> list[str]:
-    """The ``boardd`` console script next to this interpreter, else ``python -m boardd``."""
-    script = Path(sys.executable).parent / "boardd"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [sys.executable, "-m", "boardd"]
-
-
 def store_files(db: Path) -> dict[str, int]:
     """Sizes of the store's files (db, -wal, -shm); missing ones count 0."""
     sizes = {}
@@ -247,7 +240,16 @@ def boardd_ingest(
     logdir: Path, db: Path, config: Config, crc: str, timeout: float
 ) -> dict[str, Any]:
     """One ``boardd ingest --json`` run; returns a sample (seconds, RSS, sizes, its report)."""
-    argv = [*boardd_command(), "ingest", str(logdir), "--db", str(db), "--json", "--crc", crc]
+    argv = [
+        *console_script("boardd", "boardd"),
+        "ingest",
+        str(logdir),
+        "--db",
+        str(db),
+        "--json",
+        "--crc",
+        crc,
+    ]
     if config.boardd_spec:
         argv += ["--samples-per-plugin", config.boardd_spec]
     m = measure(argv, env=child_env(), timeout=timeout)
@@ -668,7 +670,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "workload": {"logdir": str(logdir), "description": desc, "total_bytes": nbytes},
             "rounds": args.repeat,
             "crc": args.crc,
-            "boardd_command": boardd_command(),
+            "boardd_command": console_script("boardd", "boardd"),
             "seconds_total": time.perf_counter() - started,
             "results": [
                 {
