@@ -22,10 +22,12 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.summary.writer.record_writer import RecordWriter
 from tensorboardX import SummaryWriter
 
+from boardd.reader import tfrecord
 from boardd.reader.errors import ReaderError
 from boardd.reader.tfrecord import (
     BAD_LENGTH_CRC,
     BAD_PAYLOAD_CRC,
+    OVERHEAD_BYTES,
     CrcMode,
     RecordBatch,
     RecordFileError,
@@ -806,3 +808,76 @@ def test_invalid_arguments(tmp_path: Path, kwargs: dict[str, int], message: str)
     make: Callable[..., RecordReader] = RecordReader
     with pytest.raises(ValueError, match=message):
         make(tmp_path / FILE_NAME, **kwargs)
+
+
+# -- the guessing boundary walk --------------------------------------------------------------
+
+
+def _framed(payload_sizes: list[int]) -> bytes:
+    out = io.BytesIO()
+    writer = RecordWriter(out)
+    for i, n in enumerate(payload_sizes):
+        writer.write(bytes([i % 251]) * n)
+    return out.getvalue()
+
+
+def _walk_both(buf: bytes, pos: int, last: int) -> None:
+    u64 = np.ndarray((len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
+    expected_heads, expected_end = tfrecord._walk_simple(buf, pos, last)
+    if expected_end > len(buf):
+        expected_end = expected_heads.pop()
+    heads, end = tfrecord._walk(buf, u64, pos, last)
+    assert heads.tolist() == expected_heads
+    assert end == expected_end
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cycle=st.lists(st.integers(0, 90), min_size=1, max_size=20),
+    repeats=st.integers(1, 400),
+    noise=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 300)), max_size=8),
+    cut=st.integers(0, 200),
+    garbage=st.binary(max_size=64),
+    last_back=st.integers(0, 5000),
+)
+def test_guessing_walk_finds_exactly_the_plain_walks_records(
+    cycle: list[int],
+    repeats: int,
+    noise: list[tuple[int, int]],
+    cut: int,
+    garbage: bytes,
+    last_back: int,
+) -> None:
+    # Periodic record sizes (what training loops write), broken here and there by records of
+    # other sizes, then a torn tail or garbage: every guess must be checked, none trusted.
+    sizes = cycle * repeats
+    for where, size in noise:
+        sizes.insert(where % (len(sizes) + 1), size)
+    buf = _framed(sizes)
+    buf = buf[: max(0, len(buf) - cut)] + garbage
+    if len(buf) < OVERHEAD_BYTES:
+        return
+    last = len(buf) - OVERHEAD_BYTES
+    _walk_both(buf, 0, last)
+    _walk_both(buf, 0, max(0, last - last_back))
+
+
+def test_guessing_walk_on_a_real_training_log(tmp_path: Path) -> None:
+    with SummaryWriter(str(tmp_path)) as writer:
+        for step in range(3000):
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
+            writer.add_scalar("train/accuracy", step / 3000, step)
+            if step % 7 == 0:
+                writer.add_scalar("lr", 0.1, step)
+            if step % 100 == 0:
+                writer.add_histogram("weights", np.random.default_rng(step).normal(size=50), step)
+    (path,) = tmp_path.glob("*tfevents*")
+    buf = path.read_bytes()
+    _walk_both(buf, 0, len(buf) - OVERHEAD_BYTES)
+    # A torn last record, and a length field that points far past the end.
+    _walk_both(buf[:-5], 0, len(buf) - 5 - OVERHEAD_BYTES)
+    heads, _ = tfrecord._walk_simple(buf, 0, len(buf) - OVERHEAD_BYTES)
+    middle = heads[len(heads) // 2]
+    broken = bytearray(buf)
+    broken[middle : middle + 8] = (2**63).to_bytes(8, "little")
+    _walk_both(bytes(broken), 0, len(buf) - OVERHEAD_BYTES)
