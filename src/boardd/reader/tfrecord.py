@@ -13,8 +13,10 @@ on. The scan is vectorized with numpy, so holes of many megabytes cost milliseco
 
 Performance notes (the hot path reads millions of ~80-byte records):
 
-- Record boundaries are found by a lean Python loop over the length fields; everything else
-  (length CRCs, payload CRCs, offsets) is checked for a whole window of records at once.
+- Record boundaries are found by following the length fields, which guesses ahead: event
+  files repeat a cycle of record sizes step after step, so after a few records read one by one
+  the walk checks hundreds of guessed boundaries in one numpy pass (:func:`_walk`); everything
+  else (length CRCs, payload CRCs, offsets) is checked for a whole window of records at once.
 - A window's CRCs are verified with a single ``google_crc32c`` pass: every stored CRC is
   replaced by its "cancelling word" (:func:`boardd.reader.crc.cancelling_word`), after which the
   CRC register ends at zero exactly when every record is intact. Only when that fails are
