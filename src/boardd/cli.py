@@ -84,6 +84,16 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("logdir", metavar="LOGDIR", help="the TensorBoard logdir to read")
     _store_arguments(ingest)
     ingest.add_argument("--json", action="store_true", help="print a JSON summary at the end")
+    ingest.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=(
+            "processes that decode a large logdir, this one included (1: no other process); "
+            "default one per CPU, at most 4"
+        ),
+    )
     # Hidden, for tests only: commit (and read) in groups of about this many bytes, so that an
     # ingest killed at a random moment is tested between many commits, mid-file too.
     ingest.add_argument("--commit-bytes", type=int, default=None, help=argparse.SUPPRESS)
@@ -187,6 +197,16 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, metavar="FILE", help="where to write the copy")
     export.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
 
 
 def _store_arguments(parser: argparse.ArgumentParser) -> None:
@@ -313,6 +333,7 @@ def _ingest(args: argparse.Namespace) -> int:
                 crc_mode=CrcMode(args.crc),
                 commit_bytes=commit_bytes,
                 batch_bytes=min(DEFAULT_BATCH_BYTES, commit_bytes),
+                workers=args.workers,
             )
             result = ingestor.run_pass(progress=progress)
             ingestor.close()

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +20,8 @@ from boardd.reader.worker import WorkerError, WorkerPool
 from boardd.store.connection import open_reader
 from boardd.store.ingest import Ingestor
 from boardd.store.session import WriteSession
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +69,14 @@ def _dump(db: Path) -> dict[str, list[tuple[object, ...]]]:
         c.close()
 
 
-def _ingest(logdir: Path, db: Path, workers: int) -> None:
+def _ingest(
+    logdir: Path,
+    db: Path,
+    workers: int,
+    *,
+    fork: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
     with WriteSession(db, logdir, sampling={"scalars": 500}) as session:
         ingestor = Ingestor(
             session.writer,
@@ -72,24 +85,78 @@ def _ingest(logdir: Path, db: Path, workers: int) -> None:
             parallel_min_bytes=0,
             batch_bytes=64 * 1024,
             segment_bytes=100_000,
+            fork=fork,
         )
-        ingestor.run_pass()
+        ingestor.run_pass(progress)
         ingestor.close()
 
 
-def test_parallel_equals_sequential(logdir: Path, tmp_path: Path) -> None:
-    _ingest(logdir, tmp_path / "seq" / "store.sqlite", workers=1)
-    _ingest(logdir, tmp_path / "par" / "store.sqlite", workers=2)
-    seq = _dump(tmp_path / "seq" / "store.sqlite")
-    par = _dump(tmp_path / "par" / "store.sqlite")
+def _children() -> list[int]:
+    """This process's child processes (the decode workers of a pass in progress)."""
+    pid = os.getpid()
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.parametrize(("workers", "fork"), [(2, True), (3, True), (2, False), (3, False)])
+def test_parallel_equals_sequential(logdir: Path, tmp_path: Path, workers: int, fork: bool) -> None:
+    seq_db, par_db = tmp_path / "seq" / "store.sqlite", tmp_path / "par" / "store.sqlite"
+    _ingest(logdir, seq_db, workers=1)
+    # In a fresh process: workers are forked only from a single-threaded one (boardd ingest).
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.store.parallel_child",
+            str(logdir),
+            str(par_db),
+            str(workers),
+            "1" if fork else "0",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    report = json.loads(done.stdout)
+    assert report["single_thread"]
+    # The workers really ran (one fewer than the decoders: this process decodes too), and
+    # were started the way asked.
+    assert report["workers"] == workers - 1
+    assert report["forked"] == [fork]
+    seq, par = _dump(seq_db), _dump(par_db)
     assert seq["scalars"] and seq["tensors"]
     for key in seq:
         assert seq[key] == par[key], key
 
 
-def test_worker_pool_round_trip_and_death(logdir: Path) -> None:
+def test_killed_worker_mid_pass_loses_nothing(logdir: Path, tmp_path: Path) -> None:
+    # A worker dies (OOM killer, kill -9) in the middle of a pass: this process decodes the
+    # rest itself, from exactly where the committed-or-queued batches stop.
+    seq_db, par_db = tmp_path / "seq" / "store.sqlite", tmp_path / "par" / "store.sqlite"
+    _ingest(logdir, seq_db, workers=1)
+    killed: list[int] = []
+
+    def progress(done: int, total: int) -> None:
+        if not killed and done > total // 4:
+            for pid in _children():
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    _ingest(logdir, par_db, workers=3, progress=progress)
+    assert killed
+    seq, par = _dump(seq_db), _dump(par_db)
+    for key in seq:
+        assert seq[key] == par[key], key
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_worker_pool_round_trip_and_death(logdir: Path, fork: bool) -> None:
     path = str(next((logdir / "run0").glob("*tfevents*")))
-    pool = WorkerPool(2)
+    pool = WorkerPool(2, fork=fork)
     try:
         pool.submit(0, (path, 0, {}, CrcMode.ALWAYS, 2**30, 2**20), "first")
         tag, segment = pool.wait()
@@ -98,7 +165,7 @@ def test_worker_pool_round_trip_and_death(logdir: Path) -> None:
         assert segment.end_offset == local.end_offset == os.path.getsize(path)
         assert segment.at_end
         assert sum(b.records for b in segment.batches) == sum(b.records for b in local.batches)
-        os.kill(pool._procs[1].pid, signal.SIGKILL)
+        os.kill(pool.pid(1), signal.SIGKILL)
         pool._procs[1].wait()
         with pytest.raises(WorkerError):
             pool.submit(1, (path, 0, {}, CrcMode.ALWAYS, 2**30, 2**20), "second")

@@ -27,6 +27,7 @@ from boardd.store.writer import FileProgress, FileRecord, StoreWriter
 
 if TYPE_CHECKING:
     from boardd.reader.events import EventDecoder
+    from boardd.reader.segment import Segment
     from boardd.reader.types import DecodedBatch
     from boardd.reader.worker import WorkerPool
 
@@ -44,17 +45,33 @@ DEFAULT_BATCH_BYTES = 8 * 2**20
 #: A catch-up of at least this many bytes over several runs is decoded in worker processes.
 DEFAULT_PARALLEL_MIN_BYTES = 64 * 2**20
 #: How much of a file one worker task decodes before handing the batches back.
-SEGMENT_BYTES = 32 * 2**20
+SEGMENT_BYTES = 8 * 2**20
 
 
-def default_workers() -> int:
-    """Decoding processes for a large catch-up: none (decode in-process) on a machine with
-    two CPUs or fewer, where workers compete with the writer for little gain
-    (bench/bench_commit.py) and cost ~150 MiB more memory; else half the CPUs, at most 4."""
+def can_fork() -> bool:
+    """Whether decode workers may be forked from this process: only while it runs a single
+    thread (a fork copies no other thread, so a lock one of them held stays held forever)."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def default_workers(*, fork: bool | None = None) -> int:
+    """Processes that decode a large catch-up, this one included (1: no worker).
+
+    This process commits what the workers decode and decodes too whenever it has nothing to
+    commit. Forked workers (``fork``, by default whether this process may fork: see
+    :func:`can_fork`) start in a millisecond and share this process's memory pages, so they pay
+    from two CPUs up: one decoder per CPU, at most 4 (bench/bench_ingest.py). Spawned workers
+    import boardd anew (~0.2 s of CPU and ~80 MiB each), so they are used only from three CPUs
+    up: half the CPUs, at most 4.
+    """
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         cpus = os.cpu_count() or 1
+    if fork is None:
+        fork = can_fork()
+    if fork:
+        return 1 if cpus <= 1 else min(cpus, 4)
     return 1 if cpus <= 2 else min(cpus // 2, 4)
 
 
@@ -122,6 +139,7 @@ class Ingestor:
         workers: int | None = None,
         parallel_min_bytes: int = DEFAULT_PARALLEL_MIN_BYTES,
         segment_bytes: int = SEGMENT_BYTES,
+        fork: bool = True,
     ) -> None:
         self.writer = writer
         self.logdir = Path(logdir)
@@ -132,6 +150,8 @@ class Ingestor:
         self.workers = default_workers() if workers is None else workers
         self.parallel_min_bytes = parallel_min_bytes
         self.segment_bytes = segment_bytes
+        #: Whether decode workers may be forked (when :func:`can_fork`), not spawned.
+        self.fork = fork
         #: Set it (from any thread) to make a pass stop taking work: what was read is committed.
         self.stop_event = threading.Event()
         with writer.transaction():
@@ -348,7 +368,8 @@ class Ingestor:
         ready = collections.deque(queues)
         from boardd.reader.worker import WorkerError, WorkerPool
 
-        pool = WorkerPool(min(self.workers, len(queues)))
+        # This process decodes too, whenever it has nothing to commit.
+        pool = WorkerPool(min(self.workers - 1, len(queues)), fork=self.fork and can_fork())
         try:
             self._drive_pool(pool, queues, offsets, ready, result, progress, total)
         except WorkerError as exc:
@@ -378,9 +399,7 @@ class Ingestor:
         while True:
             if self.stop_requested():
                 ready.clear()  # take no new work; finish (and commit) what is in flight
-            for worker in pool.idle():
-                if not ready:
-                    break
+            while ready and (worker := pool.vacant()) is not None:
                 run_id = ready.popleft()
                 work = queues[run_id][0]
                 task = (
@@ -392,9 +411,16 @@ class Ingestor:
                     self.batch_bytes,
                 )
                 pool.submit(worker, task, run_id)
-            if len(pool.idle()) == pool.size:
-                return
-            run_id, segment = pool.wait()
+            answer = pool.poll()
+            if answer is None and ready:
+                # Nothing to commit: decode a segment here too, rather than wait.
+                run_id = ready.popleft()
+                answer = run_id, self._decode_here(queues[run_id][0], offsets[run_id])
+            elif answer is None:
+                if not pool.pending:
+                    return
+                answer = pool.wait()
+            run_id, segment = answer
             work = queues[run_id][0]
             offset = offsets[run_id]
             tags = self._decoder(run_id).tags
@@ -415,6 +441,14 @@ class Ingestor:
             if queues[run_id]:
                 offsets[run_id] = queues[run_id][0].offset
                 ready.append(run_id)
+
+    def _decode_here(self, work: _FileWork, offset: int) -> Segment:
+        from boardd.reader.segment import decode_segment
+
+        tags = dict(self._decoder(work.run_id).tags)
+        return decode_segment(
+            str(work.path), offset, tags, self.crc_mode, self.segment_bytes, self.batch_bytes
+        )
 
     def _accept(self, work: _FileWork, batch: DecodedBatch, offset: int, result: PassResult) -> int:
         """Queues one decoded batch of a file for commit; returns the file's new offset."""
@@ -495,16 +529,15 @@ class Ingestor:
 
 
 def _coalesce(pending: list[_Pending]) -> Iterator[tuple[int, DecodedBatch, FileProgress]]:
-    """Consecutive batches of the same file as one (one sampling pass per series and commit)."""
+    """The batches of each file as one, files in the order they first appear: one sampling
+    pass per series and commit, however decoders interleaved their files. A run's files never
+    interleave (one is read after the other), so each series still gets its points in order."""
     from boardd.reader.types import merge_batches
 
-    group: list[_Pending] = []
+    groups: dict[int, list[_Pending]] = {}
     for item in pending:
-        if group and item.progress.file_id != group[-1].progress.file_id:
-            yield group[0].run_id, merge_batches([g.batch for g in group]), group[-1].progress
-            group = []
-        group.append(item)
-    if group:
+        groups.setdefault(item.progress.file_id, []).append(item)
+    for group in groups.values():
         yield group[0].run_id, merge_batches([g.batch for g in group]), group[-1].progress
 
 
