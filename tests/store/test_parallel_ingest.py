@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -173,3 +174,15 @@ def test_worker_pool_round_trip_and_death(logdir: Path, fork: bool) -> None:
     finally:
         pool.close()
         pool.close()
+
+
+def test_closing_with_answers_not_taken_ends_every_thread(logdir: Path) -> None:
+    # Answers pile up beyond what the pool reads ahead (held=1); closing must still end the
+    # reader threads and the workers at once, without taking the answers.
+    path = str(next((logdir / "run0").glob("*tfevents*")))
+    pool = WorkerPool(1, fork=True, depth=4, held=1)
+    for i in range(4):
+        pool.submit(0, (path, 0, {}, CrcMode.ALWAYS, 2**30, 2**20), i)
+    assert pool.wait()[0] == 0
+    pool.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("boardd-worker")]

@@ -86,12 +86,15 @@ class _Forked:
         # Objects that exist now are never collected in the worker: its collector then leaves
         # them alone instead of writing to every page of the shared heap (copy on write).
         gc.freeze()
-        self.pid = -1
         try:
             self.pid = os.fork()
-        finally:
-            if self.pid != 0:
-                gc.unfreeze()
+        except OSError:
+            gc.unfreeze()
+            for fd in (task_read, task_write, result_read, result_write):
+                os.close(fd)
+            raise
+        if self.pid != 0:
+            gc.unfreeze()
         if self.pid == 0:  # pragma: no cover - the child; its work is checked by its results
             _forked_child(task_read, result_write, [task_write, result_read, *inherited])
         os.close(task_read)
@@ -149,14 +152,18 @@ class WorkerPool:
     held would stay held forever in the worker).
 
     Each worker takes up to ``depth`` tasks at a time (the next one waits in its pipe), and a
-    thread per worker reads its answers as they come: a worker never waits for this process,
-    which meanwhile commits what was decoded.
+    thread per worker reads its answers as they come, up to ``held`` answers not yet taken: a
+    worker seldom waits for this process, which meanwhile commits what was decoded.
     """
 
-    def __init__(self, size: int, *, fork: bool = False, depth: int = 4) -> None:
+    def __init__(self, size: int, *, fork: bool = False, depth: int = 4, held: int = 2) -> None:
         self._procs: list[subprocess.Popen[bytes] | _Forked] = []
         self._tasks: list[collections.deque[Any]] = []
         self._results: queue.SimpleQueue[tuple[int, bytes | None]] = queue.SimpleQueue()
+        # Answers read but not yet taken: at most ``held`` (memory). A worker with more to say
+        # waits in its pipe, its next task already there.
+        self._room = threading.Semaphore(max(1, held))
+        self._closing = False
         self._readers: list[threading.Thread] = []
         self.depth = max(1, depth)
         self.forked = fork
@@ -199,7 +206,12 @@ class WorkerPool:
     def _drain(self, worker: int, stream: IO[bytes]) -> None:
         try:
             while True:
-                self._results.put((worker, _read_frame(stream)))
+                header = _read_exact(stream, _HEADER)
+                if not self._closing:
+                    self._room.acquire()
+                payload = _read_exact(stream, int.from_bytes(header, "little"))
+                if not self._closing:
+                    self._results.put((worker, payload))
         except (EOFError, OSError, ValueError):
             self._results.put((worker, None))  # the worker is gone (or the pool closed)
 
@@ -240,7 +252,7 @@ class WorkerPool:
         if not self.pending:
             raise RuntimeError("no task is running")
         while True:
-            answer = self._answer(*self._results.get())
+            answer = self._answer(*self._take(self._results.get()))
             if answer is not None:
                 return answer
 
@@ -251,10 +263,15 @@ class WorkerPool:
                 item = self._results.get_nowait()
             except queue.Empty:
                 return None
-            answer = self._answer(*item)
+            answer = self._answer(*self._take(item))
             if answer is not None:
                 return answer
         return None
+
+    def _take(self, item: tuple[int, bytes | None]) -> tuple[int, bytes | None]:
+        if item[1] is not None:
+            self._room.release()
+        return item
 
     def _answer(self, worker: int, payload: bytes | None) -> tuple[Any, Segment] | None:
         if payload is None:
@@ -270,11 +287,20 @@ class WorkerPool:
         return self._tasks[worker].popleft(), result
 
     def close(self) -> None:
-        """Stops every worker (closing its task pipe ends its loop); safe to call twice."""
+        """Stops every worker (closing its task pipe ends its loop); safe to call twice.
+
+        Answers still to come are not waited for: workers with tasks left are killed.
+        """
+        self._closing = True
         for proc in self._procs:
             if proc.stdin is not None and not proc.stdin.closed:
                 with contextlib.suppress(OSError):
                     proc.stdin.close()
+        for worker, proc in enumerate(self._procs):
+            if self._tasks[worker]:
+                proc.kill()
+        for _ in self._readers:
+            self._room.release()  # a reader waiting for room reads on, to the end of its pipe
         for proc in self._procs:
             try:
                 proc.wait(timeout=5)

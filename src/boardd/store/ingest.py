@@ -46,6 +46,9 @@ DEFAULT_BATCH_BYTES = 8 * 2**20
 DEFAULT_PARALLEL_MIN_BYTES = 64 * 2**20
 #: How much of a file one worker task decodes before handing the batches back.
 SEGMENT_BYTES = 8 * 2**20
+#: While workers run, this process decodes in smaller batches: it also holds what they send.
+#: (bench_ingest (a): the tree's PSS drops from ~145 to ~125 MiB, time within noise.)
+HERE_BATCH_BYTES = 4 * 2**20
 
 
 def can_fork() -> bool:
@@ -447,7 +450,12 @@ class Ingestor:
 
         tags = dict(self._decoder(work.run_id).tags)
         return decode_segment(
-            str(work.path), offset, tags, self.crc_mode, self.segment_bytes, self.batch_bytes
+            str(work.path),
+            offset,
+            tags,
+            self.crc_mode,
+            self.segment_bytes,
+            min(self.batch_bytes, HERE_BATCH_BYTES),
         )
 
     def _accept(self, work: _FileWork, batch: DecodedBatch, offset: int, result: PassResult) -> int:
