@@ -178,6 +178,15 @@ def snapshot(db: Path, logdir: Path | None = None) -> dict[str, Any]:
                     "JOIN runs r ON r.id = e.run_id"
                 )
             ),
+            # Series whose count of kept points (what summaries use) is not what they hold.
+            "miscounted": rows(
+                "SELECT id, kept, actual FROM (SELECT s.id, s.kept, CASE s.data_class "
+                "WHEN 1 THEN (SELECT count(*) FROM scalar_points p WHERE p.series_id = s.id) "
+                "WHEN 3 THEN (SELECT count(DISTINCT step) FROM blob_entries b "
+                "WHERE b.series_id = s.id) "
+                "ELSE (SELECT count(*) FROM tensor_points t WHERE t.series_id = s.id) END "
+                "AS actual FROM series s) WHERE kept != actual"
+            ),
             # Blobs no entry refers to, and chunks of no blob: leaks.
             "orphans": rows(
                 "SELECT (SELECT count(*) FROM blobs WHERE id NOT IN "
@@ -193,6 +202,7 @@ def assert_same_store(actual: Path, expected: Path, logdir: Path | None = None) 
     """Asserts two stores hold the same content, table by table (for readable failures)."""
     got, want = snapshot(actual, logdir), snapshot(expected, logdir)
     assert got["orphans"] == [(0, 0)]
+    assert got["miscounted"] == want["miscounted"] == []
     for table in want:
         assert got[table] == want[table], f"table {table} differs"
 

@@ -10,6 +10,8 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from boardd.reader.types import DataClass
+
 
 @dataclass(frozen=True, slots=True)
 class StoreSummary:
@@ -25,20 +27,28 @@ class StoreSummary:
 
 
 def summary(connection: apsw.Connection) -> StoreSummary:
-    """Counts runs (not deleted), series, kept points by class, blobs and data-loss records."""
+    """Counts runs (not deleted), series, kept points by class, blobs and data-loss records.
+
+    Points are the series' ``kept`` counts (kept up to date by the writer): the cost grows with
+    the number of series, not of points.
+    """
 
     def count(sql: str) -> int:
         value = connection.execute(sql).get
         return int(value) if value is not None else 0
 
+    kept = {
+        int(data_class): int(total)
+        for data_class, total in connection.execute(
+            "SELECT data_class, sum(kept) FROM series GROUP BY data_class"
+        )
+    }
     return StoreSummary(
         runs=count("SELECT count(*) FROM runs WHERE deleted = 0"),
         series=count("SELECT count(*) FROM series"),
-        scalar_points=count("SELECT count(*) FROM scalar_points"),
-        tensor_points=count("SELECT count(*) FROM tensor_points"),
-        blob_sequence_points=count(
-            "SELECT count(*) FROM (SELECT DISTINCT series_id, step FROM blob_entries)"
-        ),
+        scalar_points=kept.get(DataClass.SCALAR, 0),
+        tensor_points=kept.get(DataClass.TENSOR, 0) + kept.get(DataClass.UNKNOWN, 0),
+        blob_sequence_points=kept.get(DataClass.BLOB_SEQUENCE, 0),
         blobs=count("SELECT count(*) FROM blobs"),
         data_loss=count("SELECT count(*) FROM data_loss"),
     )

@@ -152,6 +152,18 @@ MIGRATIONS: tuple[str, ...] = (
         detail TEXT NOT NULL
     );
     """,
+    # 2: how many points each series keeps (rows; steps for blob sequences), so that a store's
+    # summary costs a query over its series, not a count of every point it holds.
+    """
+    ALTER TABLE series ADD COLUMN kept INTEGER NOT NULL DEFAULT 0;
+    UPDATE series SET kept = (SELECT count(*) FROM scalar_points p WHERE p.series_id = series.id)
+    WHERE data_class = 1;
+    UPDATE series SET kept = (SELECT count(*) FROM tensor_points p WHERE p.series_id = series.id)
+    WHERE data_class IN (0, 2);
+    UPDATE series
+    SET kept = (SELECT count(DISTINCT step) FROM blob_entries b WHERE b.series_id = series.id)
+    WHERE data_class = 3;
+    """,
 )
 
 #: The schema version this code writes.

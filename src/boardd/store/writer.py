@@ -419,7 +419,8 @@ class StoreWriter:
         series.first_step = int(kept[0]) if kept.shape[0] else None
         self._db.execute(
             "UPDATE series SET seen = ?, threshold = ?, first_step = ?, last_step = ?, "
-            "last_wall_time = ?, last_value = ?, max_length = ?, generation = ? WHERE id = ?",
+            "last_wall_time = ?, last_value = ?, max_length = ?, generation = ?, kept = ? "
+            "WHERE id = ?",
             (
                 series.state.seen,
                 series.state.threshold,
@@ -429,6 +430,7 @@ class StoreWriter:
                 last_value,
                 series.max_length,
                 self._pending_generation,
+                int(kept.shape[0]),
                 series.id,
             ),
         )
