@@ -645,3 +645,27 @@ def test_five_mebibyte_image_round_trip(tmp_path: Path) -> None:
     assert image == png
     assert entries[2][3:] == (len(png), -(-len(png) // CHUNK_SIZE))
     assert os.path.getsize(db) < 3 * len(png)
+
+
+@pytest.mark.parametrize("sampling", [SMALL, ALL])
+def test_forgotten_sampling_states_are_read_back_exactly(
+    tmp_path: Path, sampling: dict[str, int | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer keeps the sampling states of recent series only (bounded by series and by
+    # steps held); a series written again after being forgotten is read back from the store,
+    # mid-transaction too, and must sample exactly as if it had never been forgotten.
+    logdir = tmp_path / "logs"
+    writers = [LiveWriter(logdir / f"run{i}") for i in range(3)]
+    for chunk in range(3):
+        for i, writer in enumerate(writers):
+            write_mixed(writer, range(chunk * 100, (chunk + 1) * 100), seed=i)
+            writer.flush()
+    for writer in writers:
+        writer.close()
+    remembered = tmp_path / "remembered.db"
+    ingest(logdir, remembered, sampling=sampling, commit_bytes=4096, batch_bytes=4096)
+    monkeypatch.setattr("boardd.store.writer.MAX_CACHED_STEPS", 30)
+    forgetful = tmp_path / "forgetful.db"
+    ingest(logdir, forgetful, sampling=sampling, commit_bytes=4096, batch_bytes=4096)
+    assert_same_store(forgetful, remembered)
+    assert sum(len(steps) for steps in kept_steps(forgetful).values()) > 30

@@ -190,6 +190,12 @@ class ReservoirState:
         clone._priorities_of = clone.kept_steps if self._priorities_of is self.kept_steps else None
         return clone
 
+    def held_steps(self) -> int:
+        """How many steps this state holds in memory (spare room of its buffer included)."""
+        if self._buffer is not None and self._buffer_view is self.kept_steps:
+            return int(self._buffer.shape[0])
+        return int(self.kept_steps.shape[0])
+
     def _kept_priorities(self) -> Steps:
         if self._priorities is None or self._priorities_of is not self.kept_steps:
             self._priorities = step_priorities(self.seed, self.kept_steps)
@@ -470,8 +476,10 @@ def _offer_sampled(
     state.kept_steps = _readonly(work.steps)
     state.seen = work.seen
     state.threshold = work.threshold
-    state._priorities = work.priorities
-    state._priorities_of = state.kept_steps
+    # Not cached: a writer holds the states of many series, and recomputing the priorities of
+    # a sample at its next batch costs microseconds where keeping them costs 8 bytes a point.
+    state._priorities = None
+    state._priorities_of = None
     return work.index[first_new:], _evicted(work.evicted, work.steps[first_new:])
 
 

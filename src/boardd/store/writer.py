@@ -33,8 +33,11 @@ from boardd.store.lease import Lease
 from boardd.store.reservoir import ReservoirState, offer, run_seed
 from boardd.store.sampling import capacity_for
 
-#: How many series' sampling states the writer keeps in memory at most.
+#: How many series' sampling states the writer keeps in memory at most...
 MAX_CACHED_SERIES = 1024
+#: ... and how many kept steps they may hold together (8 bytes each): a catch-up that keeps
+#: 10,000 points in each of thousands of series must not hold all their samples at once.
+MAX_CACHED_STEPS = 2 * 2**20
 
 
 @dataclass(slots=True)
@@ -386,9 +389,18 @@ class StoreWriter:
         )
         series = _Series(int(series_id), dc, state, first_step, int(max_length))
         self._series[key] = series
-        while len(self._series) > MAX_CACHED_SERIES:
-            self._series.popitem(last=False)
+        self._trim_series_cache()
         return series
+
+    def _trim_series_cache(self) -> None:
+        """Forgets the least recently written series beyond the bounds (never the newest one);
+        a forgotten series is read back from the store when it is written again."""
+        steps = sum(s.state.held_steps() for s in self._series.values())
+        while len(self._series) > 1 and (
+            len(self._series) > MAX_CACHED_SERIES or steps > MAX_CACHED_STEPS
+        ):
+            _, oldest = self._series.popitem(last=False)
+            steps -= oldest.state.held_steps()
 
     def _seed(self, run_id: int) -> int:
         seed = self._run_seeds.get(run_id)
