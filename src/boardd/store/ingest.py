@@ -8,9 +8,11 @@ batches are committed in groups (by bytes and by time) together with the new off
 
 from __future__ import annotations
 
+import bisect
 import collections
 import dataclasses
 import functools
+import itertools
 import logging
 import os
 import threading
@@ -368,7 +370,9 @@ class Ingestor:
         for work in works:
             queues.setdefault(work.run_id, collections.deque()).append(work)
         offsets = {work.run_id: work.offset for work in (q[0] for q in queues.values())}
-        ready = collections.deque(queues)
+        ready = _Ready(queues, offsets)
+        for run_id in queues:
+            ready.put(run_id)
         from boardd.reader.worker import WorkerError, WorkerPool
 
         # This process decodes too, whenever it has nothing to commit.
@@ -394,7 +398,7 @@ class Ingestor:
         pool: WorkerPool,
         queues: dict[int, collections.deque[_FileWork]],
         offsets: dict[int, int],
-        ready: collections.deque[int],
+        ready: _Ready,
         result: PassResult,
         progress: Progress | None,
         total: int,
@@ -403,7 +407,7 @@ class Ingestor:
             if self.stop_requested():
                 ready.clear()  # take no new work; finish (and commit) what is in flight
             while ready and (worker := pool.vacant()) is not None:
-                run_id = ready.popleft()
+                run_id = ready.take_largest()
                 work = queues[run_id][0]
                 task = (
                     str(work.path),
@@ -416,8 +420,9 @@ class Ingestor:
                 pool.submit(worker, task, run_id)
             answer = pool.poll()
             if answer is None and ready:
-                # Nothing to commit: decode a segment here too, rather than wait.
-                run_id = ready.popleft()
+                # Nothing to commit: decode a segment here too, rather than wait; the least
+                # work there is, to be back soon for what the workers send.
+                run_id = ready.take_smallest()
                 answer = run_id, self._decode_here(queues[run_id][0], offsets[run_id])
             elif answer is None:
                 if not pool.pending:
@@ -436,14 +441,14 @@ class Ingestor:
             if segment.error is not None:
                 self._unreadable(work, segment.error, result)
             elif not segment.at_end:
-                ready.append(run_id)
+                ready.put(run_id)
                 continue
             else:
                 self._finish_file(work, offset, result)
             queues[run_id].popleft()
             if queues[run_id]:
                 offsets[run_id] = queues[run_id][0].offset
-                ready.append(run_id)
+                ready.put(run_id)
 
     def _decode_here(self, work: _FileWork, offset: int) -> Segment:
         from boardd.reader.segment import decode_segment
@@ -534,6 +539,37 @@ class Ingestor:
             self._with_transaction(result, functools.partial(self.writer.delete_run, run_id))
             self._decoders.pop(run_id, None)
             result.runs_deleted.append(run)
+
+
+class _Ready:
+    """Runs with work to hand out, by bytes left to read: workers take the largest first (the
+    longest tasks start early, so none is left alone at the end), this process the smallest."""
+
+    def __init__(
+        self, queues: dict[int, collections.deque[_FileWork]], offsets: dict[int, int]
+    ) -> None:
+        self._queues = queues
+        self._offsets = offsets
+        self._order: list[tuple[int, int]] = []  # (bytes left, run id), ascending
+
+    def __bool__(self) -> bool:
+        return bool(self._order)
+
+    def put(self, run_id: int) -> None:
+        queue = self._queues[run_id]
+        # The first file is read on from where the run stopped, the others from their offsets.
+        left = queue[0].stat.st_size - self._offsets[run_id]
+        left += sum(w.stat.st_size - w.offset for w in itertools.islice(queue, 1, None))
+        bisect.insort(self._order, (left, run_id))
+
+    def take_largest(self) -> int:
+        return self._order.pop()[1]
+
+    def take_smallest(self) -> int:
+        return self._order.pop(0)[1]
+
+    def clear(self) -> None:
+        self._order.clear()
 
 
 def _coalesce(pending: list[_Pending]) -> Iterator[tuple[int, DecodedBatch, FileProgress]]:
