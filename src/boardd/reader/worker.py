@@ -67,8 +67,10 @@ def _serve(tasks: IO[bytes], results: IO[bytes]) -> None:
             task = pickle.loads(_read_frame(tasks))
         except EOFError:
             return
-        segment = decode_segment(*task)
-        _write_frame(results, pickle.dumps(segment, protocol=pickle.HIGHEST_PROTOCOL))
+        answer = pickle.dumps(decode_segment(*task), protocol=pickle.HIGHEST_PROTOCOL)
+        _write_frame(results, answer)
+        # Freed before the next task is decoded, not when the next answer replaces it.
+        del answer, task
 
 
 def main() -> int:

@@ -429,26 +429,39 @@ class Ingestor:
                     return
                 answer = pool.wait()
             run_id, segment = answer
-            work = queues[run_id][0]
-            offset = offsets[run_id]
-            tags = self._decoder(run_id).tags
-            for batch in segment.batches:
-                tags.update(batch.new_tags)
-                offset = self._accept(work, batch, offset, result)
-            offsets[run_id] = offset
+            self._take_answer(run_id, segment, queues, offsets, ready, result)
+            # Dropped now: the next segment decoded here must not find this one in memory.
+            del answer, segment
             if progress is not None:
                 progress(result.bytes_read, total)
-            if segment.error is not None:
-                self._unreadable(work, segment.error, result)
-            elif not segment.at_end:
-                ready.put(run_id)
-                continue
-            else:
-                self._finish_file(work, offset, result)
-            queues[run_id].popleft()
-            if queues[run_id]:
-                offsets[run_id] = queues[run_id][0].offset
-                ready.put(run_id)
+
+    def _take_answer(
+        self,
+        run_id: int,
+        segment: Segment,
+        queues: dict[int, collections.deque[_FileWork]],
+        offsets: dict[int, int],
+        ready: _Ready,
+        result: PassResult,
+    ) -> None:
+        work = queues[run_id][0]
+        offset = offsets[run_id]
+        tags = self._decoder(run_id).tags
+        for batch in segment.batches:
+            tags.update(batch.new_tags)
+            offset = self._accept(work, batch, offset, result)
+        offsets[run_id] = offset
+        if segment.error is not None:
+            self._unreadable(work, segment.error, result)
+        elif not segment.at_end:
+            ready.put(run_id)
+            return
+        else:
+            self._finish_file(work, offset, result)
+        queues[run_id].popleft()
+        if queues[run_id]:
+            offsets[run_id] = queues[run_id][0].offset
+            ready.put(run_id)
 
     def _decode_here(self, work: _FileWork, offset: int) -> Segment:
         from boardd.reader.segment import decode_segment
