@@ -35,8 +35,10 @@ from boardd.store.sampling import capacity_for
 
 #: How many series' sampling states the writer keeps in memory at most...
 MAX_CACHED_SERIES = 1024
-#: ... and how many kept steps they may hold together (8 bytes each): a catch-up that keeps
-#: 10,000 points in each of thousands of series must not hold all their samples at once.
+#: ... and how many kept steps they hold together (8 bytes each), beyond which the states of
+#: series not written by the last two commits are forgotten: a catch-up that keeps 10,000
+#: points in each of thousands of series does not hold all their samples at once, while a
+#: daemon writing many series at every commit never reads one back from the store.
 MAX_CACHED_STEPS = 2 * 2**20
 
 
@@ -47,6 +49,8 @@ class _Series:
     state: ReservoirState
     first_step: int | None
     max_length: int
+    #: The generation of the last commit that wrote this series (see _trim_series_cache).
+    written: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,9 @@ class WriteCounts:
     data_loss: int = 0
     records: int = 0
     bytes_read: int = 0
+    #: Sampling states read from the store (a series first written, or written again after
+    #: its state was forgotten).
+    states_read: int = 0
     extra: dict[str, int] = field(default_factory=dict)
 
 
@@ -361,6 +368,7 @@ class StoreWriter:
         series = self._series.get(key)
         if series is not None:
             self._series.move_to_end(key)
+            series.written = self._pending_generation
             return series
         row = self._db.execute(
             "SELECT id, data_class, plugin_name, seen, threshold, first_step, max_length "
@@ -369,6 +377,7 @@ class StoreWriter:
         ).fetchone()
         if row is None:
             raise KeyError(f"series {tag!r} of run {run_id} was never defined")
+        self.counts.states_read += 1
         series_id, data_class, plugin, seen, threshold, first_step, max_length = row
         dc = DataClass(int(data_class))
         # The capacity follows the current sampling settings (the fingerprint guards changes).
@@ -387,19 +396,24 @@ class StoreWriter:
         state = ReservoirState(
             capacity, self._seed(run_id), int(seen), kept, None if threshold is None else threshold
         )
-        series = _Series(int(series_id), dc, state, first_step, int(max_length))
+        series = _Series(
+            int(series_id), dc, state, first_step, int(max_length), self._pending_generation
+        )
         self._series[key] = series
         self._trim_series_cache()
         return series
 
     def _trim_series_cache(self) -> None:
-        """Forgets the least recently written series beyond the bounds (never the newest one);
-        a forgotten series is read back from the store when it is written again."""
+        """Forgets the least recently written series beyond the bounds; a forgotten series is
+        read back from the store when it is written again."""
+        while len(self._series) > MAX_CACHED_SERIES:
+            self._series.popitem(last=False)
         steps = sum(s.state.held_steps() for s in self._series.values())
-        while len(self._series) > 1 and (
-            len(self._series) > MAX_CACHED_SERIES or steps > MAX_CACHED_STEPS
-        ):
-            _, oldest = self._series.popitem(last=False)
+        recent = self._pending_generation - 1
+        for key, oldest in list(self._series.items()):
+            if steps <= MAX_CACHED_STEPS or oldest.written >= recent:
+                break
+            del self._series[key]
             steps -= oldest.state.held_steps()
 
     def _seed(self, run_id: int) -> int:
