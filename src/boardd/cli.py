@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     # Hidden, for tests only: commit (and read) in groups of about this many bytes, so that an
     # ingest killed at a random moment is tested between many commits, mid-file too.
     ingest.add_argument("--commit-bytes", type=int, default=None, help=argparse.SUPPRESS)
+    # Hidden, for tests only: decode in parallel from this many bytes to read (small logdirs).
+    ingest.add_argument("--parallel-min-bytes", type=int, default=None, help=argparse.SUPPRESS)
 
     serve = sub.add_parser(
         "serve",
@@ -292,7 +294,12 @@ def _inspect(args: argparse.Namespace) -> int:
 def _ingest(args: argparse.Namespace) -> int:
     from boardd.reader.modes import CrcMode
     from boardd.store.errors import FingerprintMismatchError, LeaseHeldError, StoreError
-    from boardd.store.ingest import DEFAULT_BATCH_BYTES, DEFAULT_COMMIT_BYTES, Ingestor
+    from boardd.store.ingest import (
+        DEFAULT_BATCH_BYTES,
+        DEFAULT_COMMIT_BYTES,
+        DEFAULT_PARALLEL_MIN_BYTES,
+        Ingestor,
+    )
     from boardd.store.location import default_store_path
     from boardd.store.queries import summary
     from boardd.store.sampling import parse_samples_per_plugin
@@ -334,6 +341,11 @@ def _ingest(args: argparse.Namespace) -> int:
                 commit_bytes=commit_bytes,
                 batch_bytes=min(DEFAULT_BATCH_BYTES, commit_bytes),
                 workers=args.workers,
+                parallel_min_bytes=(
+                    DEFAULT_PARALLEL_MIN_BYTES
+                    if args.parallel_min_bytes is None
+                    else args.parallel_min_bytes
+                ),
             )
             result = ingestor.run_pass(progress=progress)
             ingestor.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import signal
@@ -79,9 +80,42 @@ def check_consistent(db: Path) -> None:
         connection.close()
 
 
+#: Decoding in this process only, or with a forked worker (the hidden flag makes the test
+#: logdir count as a large catch-up).
+MODES = {
+    "one process": ("--workers", "1"),
+    "parallel": ("--workers", "2", "--parallel-min-bytes", "0"),
+}
+
+
+def no_process_left(db: Path, timeout: float = 10.0) -> bool:
+    """Whether every process whose command line names ``db`` (a killed ingest's workers
+    included: a forked worker runs its parent's command line) is gone, within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    needle = str(db).encode()
+    while True:
+        alive = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if needle in cmdline and state != "Z":
+                alive.append(entry.name)
+        if not alive:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("mode", list(MODES))
 def test_sigkill_at_random_moments_then_resume(
-    big_logdir: Path, reference: Path, tmp_path: Path
+    big_logdir: Path, reference: Path, tmp_path: Path, mode: str
 ) -> None:
     db = tmp_path / "killed.db"
     rng = random.Random(20240611)
@@ -91,7 +125,7 @@ def test_sigkill_at_random_moments_then_resume(
         started = time.monotonic()
         process = start_boardd(
             "ingest", big_logdir, "--db", db, "--samples-per-plugin", SPEC,
-            "--commit-bytes", COMMIT_BYTES,
+            "--commit-bytes", COMMIT_BYTES, *MODES[mode],
         )  # fmt: skip
         if attempt == 0:
             # Anywhere from start-up (imports, migration, lease) to the first commits.
@@ -119,6 +153,8 @@ def test_sigkill_at_random_moments_then_resume(
                     assert holder is not None and holder.pid == process.pid
                 else:
                     assert holder is None or holder.pid == process.pid
+        # Workers do not outlive the process that started them.
+        assert no_process_left(db)
         # Committed offsets never go back.
         for path, consumed in (last or {}).items():
             assert (now or {}).get(path, 0) >= consumed
@@ -135,6 +171,33 @@ def test_sigkill_at_random_moments_then_resume(
     )
     assert final.returncode == ExitCode.OK, final.stderr.decode()
     assert time.monotonic() - started < NO_WAIT
+    assert_same_store(db, reference)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_parallel_ingest(big_logdir: Path, reference: Path, tmp_path: Path) -> None:
+    # Ctrl-C reaches the whole process group: the workers ignore it, the ingest stops taking
+    # work, says what happened, exits 130 and leaves no worker behind; a rerun completes.
+    db = tmp_path / "interrupted.db"
+    process = start_boardd(
+        "ingest", big_logdir, "--db", db, "--samples-per-plugin", SPEC,
+        "--commit-bytes", COMMIT_BYTES, *MODES["parallel"], start_new_session=True,
+    )  # fmt: skip
+    wait_for_progress(db, None, process)
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == ExitCode.INTERRUPTED, err.decode()
+    assert "interrupted; what was committed is kept" in err.decode()
+    assert no_process_left(db)
+    check_consistent(db)
+    assert progress(db) != progress(reference), "the interrupt came too late"
+    final = subprocess.run(
+        boardd_command("ingest", big_logdir, "--db", db, "--samples-per-plugin", SPEC),
+        capture_output=True,
+        env=boardd_env(),
+        timeout=120,
+    )
+    assert final.returncode == ExitCode.OK, final.stderr.decode()
     assert_same_store(db, reference)
 
 
