@@ -22,7 +22,6 @@ from boardd.config import (
     DEFAULT_RESCAN_INTERVAL,
     LOG_LEVELS,
 )
-from boardd.daemon.install import add_arguments as install_service_arguments
 
 
 class ExitCode(enum.IntEnum):
@@ -199,6 +198,38 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, metavar="FILE", help="where to write the copy")
     export.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     return parser
+
+
+def install_service_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``boardd install-service`` (here, not in boardd.daemon.install, so
+    that other commands start without importing it)."""
+    parser.add_argument("logdir", metavar="LOGDIR", help="the logdir the service watches")
+    parser.add_argument(
+        "--user",
+        action="store_true",
+        help="install a service of your user's systemd (systemctl --user); no root needed",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help=(
+            f"the HTTP port (default: the port of an earlier install of this logdir, else the "
+            f"first from {DEFAULT_PORT} that no other installed boardd uses; 0 picks a free "
+            "port at each start)"
+        ),
+    )
+    parser.add_argument(
+        "--run-as",
+        metavar="USER",
+        default=None,
+        help="system services only: the user the service runs as (default: the logdir's owner)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the files and commands, write nothing",
+    )
 
 
 def _positive_int(text: str) -> int:

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from boardd.cli import install_service_arguments
 from boardd.daemon.install import (
     EXIT_BAD_LOGDIR,
     EXIT_OK,
     EXIT_USAGE,
     InstallError,
     InstallPlan,
-    add_arguments,
     apply_install,
     find_boardd_executable,
     plan_install,
@@ -136,7 +136,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run(*argv: str) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser(prog="boardd install-service")
-    add_arguments(parser)
+    install_service_arguments(parser)
     out, err = io.StringIO(), io.StringIO()
     code = run(parser.parse_args(argv), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()

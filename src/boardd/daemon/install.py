@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+#: The first port handed out; later installations take the next free one.
+from boardd.config import DEFAULT_PORT
+
 #: System units go here; ``--user`` units under $XDG_CONFIG_HOME/systemd/user.
 SYSTEM_UNIT_DIR = Path("/etc/systemd/system")
 #: Per-instance environment files of system units (``%E`` of the system manager is /etc).
 SYSTEM_ENV_DIR = Path("/etc/boardd")
-#: The first port handed out; later installations take the next free one.
-DEFAULT_PORT = 6007
 #: The unprivileged user of the shipped system units (see systemd/boardd.sysusers.conf).
 DEFAULT_SYSTEM_USER = "boardd"
 #: ExecStart of the shipped units: where ``pip install`` (system) and pipx (user) put boardd.
@@ -716,37 +717,6 @@ def _write_atomically(path: Path, text: str) -> None:
 # --- command line -----------------------------------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``boardd install-service`` (for the CLI's subparser)."""
-    parser.add_argument("logdir", metavar="LOGDIR", help="the logdir the service watches")
-    parser.add_argument(
-        "--user",
-        action="store_true",
-        help="install a service of your user's systemd (systemctl --user); no root needed",
-    )
-    parser.add_argument(
-        "--port",
-        type=int,
-        default=None,
-        help=(
-            f"the HTTP port (default: the port of an earlier install of this logdir, else the "
-            f"first from {DEFAULT_PORT} that no other installed boardd uses; 0 picks a free "
-            "port at each start)"
-        ),
-    )
-    parser.add_argument(
-        "--run-as",
-        metavar="USER",
-        default=None,
-        help="system services only: the user the service runs as (default: the logdir's owner)",
-    )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the files and commands, write nothing",
-    )
-
-
 def run(
     args: argparse.Namespace,
     *,
@@ -822,8 +792,10 @@ def _current_user() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m boardd.daemon.install``: install-service without the full CLI (tests)."""
+    from boardd.cli import install_service_arguments
+
     parser = argparse.ArgumentParser(prog="boardd install-service")
-    add_arguments(parser)
+    install_service_arguments(parser)
     return run(parser.parse_args(argv))
 
 

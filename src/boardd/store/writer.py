@@ -516,7 +516,9 @@ class StoreWriter:
         kept = [p for p, k in zip(points, result.keep.tolist(), strict=True) if k]
         # A kept step may replace a row of the same step (a rewrite after a restart): its old
         # blobs go too, since the new sequence may be shorter.
-        gone = np.union1d(result.evicted_steps, np.array([p.step for p in kept], dtype=np.int64))
+        gone = _sorted_distinct(
+            np.concatenate((result.evicted_steps, np.array([p.step for p in kept], np.int64)))
+        )
         self._delete_blob_steps(series.id, gone)
         blob_ids = put_blobs(self._db, [b for p in kept for b in p.blobs])
         rows = []
@@ -577,6 +579,18 @@ _POINT_TABLE = {
     DataClass.BLOB_SEQUENCE: "blob_entries",
     DataClass.UNKNOWN: "tensor_points",
 }
+
+
+def _sorted_distinct(steps: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``np.unique`` of a 1-D array, without it importing numpy.ma (~7 ms per process)."""
+    ordered = np.sort(steps)
+    if ordered.shape[0] < 2:
+        return ordered
+    first = np.empty(ordered.shape[0], dtype=np.bool_)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    distinct: npt.NDArray[np.int64] = ordered[first]
+    return distinct
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
