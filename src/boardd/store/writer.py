@@ -131,6 +131,7 @@ class StoreWriter:
         self.counts = WriteCounts()
         self._listeners: list[Callable[[int], None]] = []
         self._pending_generation = self.generation
+        self._trimmed = -1  # the generation whose commit last trimmed the series cache
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -409,6 +410,9 @@ class StoreWriter:
         read back from the store when it is written again."""
         while len(self._series) > MAX_CACHED_SERIES:
             self._series.popitem(last=False)
+        if self._trimmed == self._pending_generation:
+            return  # counting the steps held costs a pass over the cache: once per commit
+        self._trimmed = self._pending_generation
         steps = sum(s.state.held_steps() for s in self._series.values())
         recent = self._pending_generation - 1
         for key, oldest in list(self._series.items()):
