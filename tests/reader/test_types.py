@@ -41,3 +41,18 @@ def test_merge_keeps_file_order_and_first_metadata() -> None:
 def test_merge_of_one_is_itself() -> None:
     only = _batch([1], 5, "x")
     assert merge_batches([only]) is only
+
+
+def test_points_survive_pickling_between_processes() -> None:
+    # Decode workers send points to the committing process pickled; their compact
+    # __reduce__ must round-trip every field (and keep them frozen).
+    import pickle
+
+    from boardd.reader.types import BlobSequencePoint, TensorPoint
+
+    tensor = TensorPoint(7, 1.5, 2, (3, 4), b"\x00" * 96)
+    blobs = BlobSequencePoint(8, 2.5, (b"png", b"wav"))
+    for point in (tensor, blobs):
+        loaded = pickle.loads(pickle.dumps(point, protocol=pickle.HIGHEST_PROTOCOL))
+        assert loaded == point and type(loaded) is type(point)
+    assert pickle.loads(pickle.dumps(tensor)).shape == (3, 4)
