@@ -6,7 +6,7 @@ from pathlib import Path
 
 import apsw
 
-from boardd.store.connection import open_reader
+from boardd.store.connection import PAGE_SIZE, open_reader
 from boardd.store.queries import summary
 from boardd.store.schema import SCHEMA_VERSION
 from tests.store.conftest import LiveWriter, ingest, snapshot, write_mixed
@@ -81,3 +81,23 @@ def test_store_of_schema_1_is_migrated_with_its_counts(tmp_path: Path) -> None:
     connection.close()
     assert snapshot(db) == before
     assert _summarized(db) == _counted(db)
+
+
+def test_new_stores_get_large_pages_and_old_ones_keep_theirs(tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    _write(logdir)
+    new, old = tmp_path / "new.db", tmp_path / "old.db"
+    ingest(logdir, new, sampling=SMALL)
+    # A store created with SQLite's default page size (as boardd did before).
+    connection = apsw.Connection(str(old))
+    connection.pragma("page_size", 4096)
+    connection.pragma("journal_mode", "wal")
+    connection.close()
+    ingest(logdir, old, sampling=SMALL)
+    for db, size in ((new, PAGE_SIZE), (old, 4096)):
+        connection = open_reader(db)
+        try:
+            assert connection.pragma("page_size") == size
+        finally:
+            connection.close()
+    assert snapshot(new, logdir) == snapshot(old, logdir)

@@ -17,6 +17,18 @@ from boardd.store.schema import check_readable, migrate
 BUSY_TIMEOUT_MS = 5_000
 
 
+#: Page size of new stores. Histogram tensors (a few KiB each) fit a page instead of a chain of
+#: overflow pages, and a commit writes fewer, fuller WAL frames: a keep-everything catch-up
+#: runs ~8% faster than with SQLite's default 4 KiB (bench_ingest), sampled ones ~2%.
+PAGE_SIZE = 16384
+
+
+def use_large_pages(connection: apsw.Connection) -> None:
+    """New stores get :data:`PAGE_SIZE` pages; an existing store keeps its own (SQLite only
+    changes the page size of an empty database, https://www.sqlite.org/pragma.html#pragma_page_size)."""
+    connection.pragma("page_size", PAGE_SIZE)
+
+
 def use_wal(connection: apsw.Connection) -> None:
     """Write-ahead logging: readers never block the writer, and the writer never blocks them."""
     connection.pragma("journal_mode", "wal")
@@ -57,7 +69,14 @@ def open_writer(path: str | os.PathLike[str]) -> apsw.Connection:
     except (OSError, apsw.Error) as exc:
         raise StoreOpenError(f"cannot open store {target}: {exc}") from exc
     try:
-        for policy in (use_busy_timeout, no_double_quoted_strings, use_wal, use_normal_sync):
+        policies = (
+            use_busy_timeout,
+            no_double_quoted_strings,
+            use_large_pages,  # before WAL: a WAL database keeps its page size
+            use_wal,
+            use_normal_sync,
+        )
+        for policy in policies:
             policy(connection)
         use_foreign_keys(connection)
         migrate(connection)
