@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from tensorboardX import SummaryWriter
 
 from boardd.reader.segment import decode_segment
 from boardd.reader.tfrecord import CrcMode
+from boardd.reader.types import DataClass, TagMetadata
 from boardd.reader.worker import WorkerError, WorkerPool
 from boardd.store.connection import open_reader
 from boardd.store.ingest import Ingestor
@@ -177,12 +179,40 @@ def test_worker_pool_round_trip_and_death(logdir: Path, fork: bool) -> None:
 
 
 def test_closing_with_answers_not_taken_ends_every_thread(logdir: Path) -> None:
-    # Answers pile up beyond what the pool reads ahead (held=1); closing must still end the
-    # reader threads and the workers at once, without taking the answers.
+    # Answers left untaken, tasks still queued: closing ends the reader threads and the
+    # workers at once, without taking the answers.
     path = str(next((logdir / "run0").glob("*tfevents*")))
-    pool = WorkerPool(1, fork=True, depth=4, held=1)
+    pool = WorkerPool(1, fork=True, depth=4)
     for i in range(4):
         pool.submit(0, (path, 0, {}, CrcMode.ALWAYS, 2**30, 2**20), i)
     assert pool.wait()[0] == 0
     pool.close()
     assert not [t for t in threading.enumerate() if t.name.startswith("boardd-worker")]
+
+
+def test_big_tasks_never_wait_on_untaken_answers(logdir: Path) -> None:
+    # A run with many tags sends a big task (its tags so far). While this process does not
+    # take answers (it is committing), the workers must still read their tasks: a submit
+    # that waited for a worker that waited for this process would never return.
+    path = str(next((logdir / "run0").glob("*tfevents*")))
+    tags = {
+        f"extra/tag_{i:05d}": TagMetadata("scalars", b"x" * 64, DataClass.SCALAR)
+        for i in range(2000)
+    }
+    # Eight answers of this file overflow any pipe; each task overflows a pipe's 64 KiB.
+    assert len(pickle.dumps(decode_segment(path, 0, {}, CrcMode.ALWAYS, 2**30, 2**20))) > 2**18
+    assert len(pickle.dumps(tags)) > 2**16
+    pool = WorkerPool(1, fork=True, depth=8)
+    try:
+        submitter = threading.Thread(
+            target=lambda: [
+                pool.submit(0, (path, 0, tags, CrcMode.ALWAYS, 2**30, 2**20), i) for i in range(8)
+            ],
+            daemon=True,
+        )
+        submitter.start()
+        submitter.join(timeout=60)
+        assert not submitter.is_alive(), "a submit waited on answers nobody took"
+        assert [pool.wait()[0] for _ in range(8)] == list(range(8))
+    finally:
+        pool.close()

@@ -167,17 +167,16 @@ class WorkerPool:
     held would stay held forever in the worker).
 
     Each worker takes up to ``depth`` tasks at a time (the next one waits in its pipe), and a
-    thread per worker reads its answers as they come, up to ``held`` answers not yet taken: a
-    worker seldom waits for this process, which meanwhile commits what was decoded.
+    thread per worker reads its answers as they come: a worker never waits for this process,
+    which meanwhile commits what was decoded, and never stops reading its tasks, so a
+    :meth:`submit` never blocks for long. Answers not yet taken are at most ``depth`` per
+    worker: the memory bound.
     """
 
-    def __init__(self, size: int, *, fork: bool = False, depth: int = 4, held: int = 2) -> None:
+    def __init__(self, size: int, *, fork: bool = False, depth: int = 3) -> None:
         self._procs: list[subprocess.Popen[bytes] | _Forked] = []
         self._tasks: list[collections.deque[Any]] = []
         self._results: queue.SimpleQueue[tuple[int, bytes | None]] = queue.SimpleQueue()
-        # Answers read but not yet taken: at most ``held`` (memory). A worker with more to say
-        # waits in its pipe, its next task already there.
-        self._room = threading.Semaphore(max(1, held))
         self._closing = False
         self._readers: list[threading.Thread] = []
         self.depth = max(1, depth)
@@ -223,10 +222,7 @@ class WorkerPool:
     def _drain(self, worker: int, stream: IO[bytes]) -> None:
         try:
             while True:
-                header = _read_exact(stream, _HEADER)
-                if not self._closing:
-                    self._room.acquire()
-                payload = _read_exact(stream, int.from_bytes(header, "little"))
+                payload = _read_frame(stream)
                 if not self._closing:
                     self._results.put((worker, payload))
         except (EOFError, OSError, ValueError):
@@ -269,7 +265,7 @@ class WorkerPool:
         if not self.pending:
             raise RuntimeError("no task is running")
         while True:
-            answer = self._answer(*self._take(self._results.get()))
+            answer = self._answer(*self._results.get())
             if answer is not None:
                 return answer
 
@@ -280,15 +276,10 @@ class WorkerPool:
                 item = self._results.get_nowait()
             except queue.Empty:
                 return None
-            answer = self._answer(*self._take(item))
+            answer = self._answer(*item)
             if answer is not None:
                 return answer
         return None
-
-    def _take(self, item: tuple[int, bytes | None]) -> tuple[int, bytes | None]:
-        if item[1] is not None:
-            self._room.release()
-        return item
 
     def _answer(self, worker: int, payload: bytes | None) -> tuple[Any, Segment] | None:
         if payload is None:
@@ -316,8 +307,6 @@ class WorkerPool:
         for worker, proc in enumerate(self._procs):
             if self._tasks[worker]:
                 proc.kill()
-        for _ in self._readers:
-            self._room.release()  # a reader waiting for room reads on, to the end of its pipe
         for proc in self._procs:
             try:
                 proc.wait(timeout=5)
