@@ -414,6 +414,31 @@ def console_script(name: str, module: str) -> list[str]:
     return [sys.executable, "-m", module]
 
 
+def boardd_serve_argv(logdir: Path, port_file: Path, db: Path) -> list[str]:
+    """``boardd serve LOGDIR`` on loopback, a free port written to ``port_file``, store ``db``."""
+    return [
+        *console_script("boardd", "boardd"),
+        "serve",
+        str(logdir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--port-file",
+        str(port_file),
+        "--db",
+        str(db),
+    ]
+
+
+def read_port_file(path: Path) -> int | None:
+    """The port a server wrote to ``path``, or None while it has not (fully) written it."""
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def spawn(argv: Sequence[str], log_path: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """Starts a server in a session of its own: stop_process can then reach its children."""
     with open(log_path, "wb") as log:

@@ -37,10 +37,12 @@ if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
+    boardd_serve_argv,
     child_env,
     console_script,
     exited,
     percentile,
+    read_port_file,
     spawn,
     stop_process,
 )
@@ -286,34 +288,15 @@ def start_boardd(
     """``boardd serve LOGDIR --port 0 --port-file F --db DB`` (``--poll`` for polling mode)."""
     name = "boardd-poll" if poll else "boardd"
     port_file = workdir / f"{name}.port"
-    argv = [
-        *console_script("boardd", "boardd"),
-        "serve",
-        str(logdir),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--port-file",
-        str(port_file),
-        "--db",
-        str(workdir / f"{name}.sqlite"),
-    ]
+    argv = boardd_serve_argv(logdir, port_file, workdir / f"{name}.sqlite")
     if poll:
         argv += ["--poll", "--poll-interval", f"{poll_interval:g}"]
     log_path = workdir / f"{name}.log"
     proc = spawn(argv, log_path, child_env())
     label = f"boardd --poll (every {poll_interval:g} s)" if poll else "boardd (inotify)"
     server = Server(name, label, proc, log_path, poll_seconds, _boardd_last_step)
-    _started(server, lambda: _read_port_file(port_file), "its port file")
+    _started(server, lambda: read_port_file(port_file), "its port file")
     return server
-
-
-def _read_port_file(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
 
 
 def start_tensorboard(

@@ -48,10 +48,12 @@ if str(BENCH_DIR) not in sys.path:
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     AnchorError,
     Stats,
+    boardd_serve_argv,
     child_env,
     console_script,
     exited,
     percentile,
+    read_port_file,
     run_measured,
     spawn,
     stop_process,
@@ -207,30 +209,17 @@ def _wait_until(
 def start_boardd(logdir: Path, workdir: Path, requests: RequestSet, timeout: float) -> Server:
     """``boardd serve`` on a fresh store; returns once every experiment is live (caught up)."""
     port_file = workdir / "boardd.port"
-    argv = [
-        *console_script("boardd", "boardd"),
-        "serve",
-        str(logdir),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--port-file",
-        str(port_file),
-        "--db",
-        str(workdir / "boardd.sqlite"),
-    ]
+    argv = boardd_serve_argv(logdir, port_file, workdir / "boardd.sqlite")
     started = time.monotonic()
     proc = spawn(argv, workdir / "boardd.log", child_env())
     server = Server("boardd", "boardd serve", proc, workdir / "boardd.log")
     server.paths = requests.boardd_paths()
 
     def has_port() -> bool:
-        try:
-            server.port = int(port_file.read_text().strip())
-        except (OSError, ValueError):
-            return False
-        return True
+        port = read_port_file(port_file)
+        if port is not None:
+            server.port = port
+        return port is not None
 
     _wait_until(has_port, server, timeout, "writing its port file")
     conn = server.connection()

@@ -180,7 +180,6 @@ class WorkerPool:
         self._closing = False
         self._readers: list[threading.Thread] = []
         self.depth = max(1, depth)
-        self.forked = fork
         try:
             for _ in range(size):
                 proc: subprocess.Popen[bytes] | _Forked
