@@ -34,7 +34,7 @@ from boardd.api.common import (
     state_of,
 )
 from boardd.api.errors import ApiError, handle_api_error, handle_http_exception, handle_unexpected
-from boardd.api.stream import HEARTBEAT_SECONDS, ChangeHub, LiveStreams
+from boardd.api.stream import HEARTBEAT_SECONDS, LiveStreams
 from boardd.cache import (
     DEFAULT_DISK_BYTES,
     DEFAULT_MAX_BYTES,
@@ -46,6 +46,7 @@ from boardd.cache import (
 from boardd.config import ExperimentSpec
 from boardd.reader.types import DataClass
 from boardd.store import queries
+from boardd.store.bus import ChangeHub
 
 log = logging.getLogger(__name__)
 
