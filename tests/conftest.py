@@ -32,7 +32,15 @@ def _leaks(
     threads_before: set[threading.Thread], fds_before: dict[int, str]
 ) -> tuple[list[threading.Thread], dict[int, str]]:
     threads = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
-    fds = {fd: target for fd, target in _open_fds().items() if fds_before.get(fd) != target}
+    # SQLite keeps the descriptor of a closed connection open while another connection of
+    # this process has the same file open (closing it would drop that one's POSIX locks):
+    # a file that was already open before is not a new leak.
+    targets_before = set(fds_before.values())
+    fds = {
+        fd: target
+        for fd, target in _open_fds().items()
+        if fds_before.get(fd) != target and target not in targets_before
+    }
     return threads, fds
 
 
