@@ -24,8 +24,9 @@ from tensorboard.backend.event_processing import plugin_event_accumulator, plugi
 from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
-from boardd.api import data
 from boardd.config import ExperimentSpec
+from boardd.data import series as data_series
+from boardd.data.downsample import downsample_indices
 from tests.api.conftest import (
     ALL,
     AUDIO_STEPS,
@@ -445,11 +446,11 @@ def test_downsample_depends_only_on_the_step_set(api: TestClient) -> None:
     assert columns["train"]["lr"]["step"] == chosen
     # The choice is a function of the steps alone: the same steps, the same choice.
     steps = np.arange(0, TRAIN_STEPS, 3, dtype=np.int64)
-    assert steps[data.downsample_indices(steps, k)].tolist() == chosen
+    assert steps[downsample_indices(steps, k)].tolist() == chosen
     # A step range keeps the choice among the steps in range, the last one included.
     ranged = lr(tag="lr", step_max=150)
     in_range = steps[steps <= 150]
-    assert ranged == in_range[data.downsample_indices(in_range, k)].tolist()
+    assert ranged == in_range[downsample_indices(in_range, k)].tolist()
     assert ranged[-1] == 150
 
 
@@ -525,7 +526,7 @@ def test_too_large_is_refused_with_a_helpful_message(
     api: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 7 scalar series (train: loss, acc, lr; eval: loss, acc; nested: loss; root: root_metric).
-    monkeypatch.setitem(data.MAX_POINTS, "scalars", 100)
+    monkeypatch.setitem(data_series.MAX_POINTS, "scalars", 100)
     error = assert_error(api.get("/api/v1/scalars", params={"plugin": "scalars"}), 413)
     assert error["code"] == "too_large"
     for hint in ("limit is 100", "downsample=", "latest=", "step_min", "run=", "tag="):
@@ -544,15 +545,15 @@ def test_too_large_is_refused_with_a_helpful_message(
     error = assert_error(api.get("/api/v1/scalars", params={"plugin": "scalars"}), 413)
     assert "could return 797 points" in error["message"]
     # The other kinds have their own bounds.
-    monkeypatch.setitem(data.MAX_POINTS, "tensors", 10)
+    monkeypatch.setitem(data_series.MAX_POINTS, "tensors", 10)
     assert_error(api.get("/api/v1/tensors", params={"plugin": "histograms"}), 413)
     assert api.get("/api/v1/tensors", params={"plugin": "histograms", "latest": 5}).is_success
-    monkeypatch.setitem(data.MAX_POINTS, "blob_sequences", 6)
+    monkeypatch.setitem(data_series.MAX_POINTS, "blob_sequences", 6)
     assert_error(api.get("/api/v1/blob_sequences", params={"plugin": "images"}), 413)
     params = {"plugin": "images", "downsample": 2}
     assert api.get("/api/v1/blob_sequences", params=params).is_success
     # Too many series at all.
-    monkeypatch.setattr(data, "MAX_SERIES_PER_REQUEST", 2)
+    monkeypatch.setattr(data_series, "MAX_SERIES_PER_REQUEST", 2)
     error = assert_error(api.get("/api/v1/scalars", params={"plugin": "scalars", "latest": 1}), 413)
     assert "7 series match" in error["message"] and "run=" in error["message"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -20,12 +20,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from boardd import __version__
-from boardd.api import data, openapi
+from boardd.api import data
 from boardd.api.auth import Guard
 from boardd.api.common import (
     AppState,
     ExperimentHandle,
-    check_params,
     experiment_from,
     experiment_id,
     json_bytes,
@@ -33,7 +32,15 @@ from boardd.api.common import (
     respond_cached,
     state_of,
 )
-from boardd.api.errors import ApiError, handle_api_error, handle_http_exception, handle_unexpected
+from boardd.api.errors import (
+    ApiError,
+    handle_api_error,
+    handle_data_error,
+    handle_http_exception,
+    handle_unexpected,
+)
+from boardd.api.openapi import SPEC
+from boardd.api.routes import ROUTES, Query, RouteDef
 from boardd.api.stream import HEARTBEAT_SECONDS, ChangeHub, LiveStreams
 from boardd.cache import (
     DEFAULT_DISK_BYTES,
@@ -44,13 +51,14 @@ from boardd.cache import (
     TwoTierCache,
 )
 from boardd.config import ExperimentSpec
-from boardd.reader.types import DataClass
-from boardd.store import queries
+from boardd.data import experiments as data_experiments
+from boardd.data.errors import DataError
+from boardd.data.kinds import KINDS
 
 log = logging.getLogger(__name__)
 
-#: The query parameter of /api/v1/plugins and /api/v1/runs (health and experiments take none).
-EXPERIMENT_PARAMS = frozenset({"experiment"})
+#: A route's handler: the request, its parameters as the route table validated them, the route.
+Handler = Callable[[Request, Query, RouteDef], Awaitable[Response]]
 
 
 def create_app(
@@ -102,32 +110,35 @@ def create_app(
                 handle.pool.close()
             await run_in_threadpool(tiers.close)
 
-    routes = [
-        Route("/api/v1/health", health),
-        Route("/api/v1/openapi.json", openapi.serve_openapi),
-        Route("/api/v1/experiments", list_experiments),
-        Route("/api/v1/plugins", list_plugins),
-        Route("/api/v1/runs", list_runs),
-        Route("/api/v1/stream", streams.endpoint),
-        Route("/api/v1/blob/{key}", data.read_blob),
-        Route("/api/v1/{kind}/list", data.list_metadata),
-        Route("/api/v1/{kind}", data.read_values),
-    ]
+    async def stream(request: Request, query: Query, route: RouteDef) -> Response:
+        return await streams.endpoint(request)
+
+    handlers: dict[str, Handler] = {**HANDLERS, "stream": stream}
     return Starlette(
-        routes=routes,
+        routes=[_route(r, handlers[r.operation_id]) for r in ROUTES],
         lifespan=lifespan,
         middleware=[Middleware(Guard, token=token)],
         exception_handlers={
             ApiError: handle_api_error,
+            DataError: handle_data_error,
             HTTPException: handle_http_exception,
             Exception: handle_unexpected,
         },
     )
 
 
-async def health(request: Request) -> Response:
+def _route(route: RouteDef, handler: Handler) -> Route:
+    """The Starlette route of a declared route: the parameters are validated before the
+    handler runs."""
+
+    async def endpoint(request: Request) -> Response:
+        return await handler(request, route.parse(request), route)
+
+    return Route(route.path, endpoint, methods=list(route.methods), name=route.operation_id)
+
+
+async def health(request: Request, query: Query, route: RouteDef) -> Response:
     """Liveness and ingest state of every experiment: state, lag, data-loss count, cache."""
-    check_params(request, ())
     state = state_of(request)
     experiments = []
     degraded = False
@@ -137,8 +148,8 @@ async def health(request: Request) -> Response:
             entry.update(handle.status())
             degraded = degraded or entry.get("state") == "failed"
         try:
-            entry["data_loss"] = await handle.pool.run(queries.data_loss_count)
-        except ApiError:
+            entry["data_loss"] = await handle.pool.run(data_experiments.data_loss_count)
+        except DataError:
             entry["data_loss"] = None
         experiments.append(entry)
     stats = state.cache.stats
@@ -164,47 +175,62 @@ async def health(request: Request) -> Response:
     )
 
 
-async def list_experiments(request: Request) -> Response:
+async def serve_openapi(request: Request, query: Query, route: RouteDef) -> Response:
+    """``GET /api/v1/openapi.json``: the description generated from the route table."""
+    return json_response(SPEC)
+
+
+async def list_experiments(request: Request, query: Query, route: RouteDef) -> Response:
     """``[{"id", "name", "logdir", "creation_time"}]``."""
-    check_params(request, ())
     out = []
     for handle in state_of(request).experiments.values():
         try:
-            rows = await handle.pool.run(queries.experiments)
-        except ApiError:
+            row = await handle.pool.run(data_experiments.experiment)
+        except DataError:
             continue
-        if rows:
+        if row is not None:
             out.append(
                 {
                     "id": handle.spec.name,
                     "name": handle.spec.name,
-                    "logdir": rows[0].logdir,
-                    "creation_time": rows[0].creation_time,
+                    "logdir": row.logdir,
+                    "creation_time": row.creation_time,
                 }
             )
     return json_response(out)
 
 
-async def list_plugins(request: Request) -> Response:
+async def list_plugins(request: Request, query: Query, route: RouteDef) -> Response:
     """``{PLUGIN: [DATA_CLASS, ...]}`` of the experiment's series."""
-    handle = _checked(request, EXPERIMENT_PARAMS)
+    handle = experiment_from(request)
     exp_id = await experiment_id(handle)
-    found = await handle.pool.run(lambda c: queries.plugins(c, exp_id))
-    return json_response(
-        {plugin: [DataClass(dc).label for dc in classes] for plugin, classes in found.items()}
-    )
+    return json_response(await handle.pool.run(lambda c: data_experiments.plugins(c, exp_id)))
 
 
-async def list_runs(request: Request) -> Response:
+async def list_runs(request: Request, query: Query, route: RouteDef) -> Response:
     """``[{"name", "start_time"}]`` in TensorBoard's order: start time, then name."""
-    handle = _checked(request, EXPERIMENT_PARAMS)
+    handle = experiment_from(request)
     exp_id = await experiment_id(handle)
-    generation = await handle.pool.run(queries.generation)
+    generation = await handle.pool.run(data_experiments.generation)
 
     def build(c: apsw.Connection) -> bytes:
-        return json_bytes([asdict(r) for r in queries.runs(c, exp_id)])
+        return json_bytes([asdict(r) for r in data_experiments.runs(c, exp_id)])
 
     key = ("runs", handle.spec.name, handle.pool.swaps, generation)
+    return await respond_cached(request, handle, key, build, "application/json")
+
+
+async def list_data_loss(request: Request, query: Query, route: RouteDef) -> Response:
+    """``[{"run", "file", "offset", "length", "reason", "time"}]`` in file, offset order."""
+    handle = experiment_from(request)
+    exp_id = await experiment_id(handle)
+    runs = query.texts("run")
+    generation = await handle.pool.run(data_experiments.generation)
+
+    def build(c: apsw.Connection) -> bytes:
+        return json_bytes([asdict(r) for r in data_experiments.data_loss(c, exp_id, runs)])
+
+    key = ("data_loss", handle.spec.name, handle.pool.swaps, runs, generation)
     return await respond_cached(request, handle, key, build, "application/json")
 
 
@@ -230,6 +256,15 @@ async def _open_disk_tier(directory: Path | None, max_bytes: int) -> DiskTier | 
         return None
 
 
-def _checked(request: Request, allowed: frozenset[str]) -> ExperimentHandle:
-    check_params(request, allowed)
-    return experiment_from(request)
+#: The handler of every declared route but the stream (whose handler is per app).
+HANDLERS: dict[str, Handler] = {
+    "health": health,
+    "openapi": serve_openapi,
+    "list_experiments": list_experiments,
+    "list_plugins": list_plugins,
+    "list_runs": list_runs,
+    "list_data_loss": list_data_loss,
+    **{f"list_{kind}": data.list_series for kind in KINDS},
+    **{f"read_{kind}": data.read_series for kind in KINDS},
+    "read_blob": data.read_blob,
+}
