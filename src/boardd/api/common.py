@@ -32,10 +32,16 @@ class ExperimentHandle:
     #: is exact: set right after each commit); None otherwise.
     generation: Callable[[], int | None] | None = None
     pool: ReadPool = field(init=False)
-    experiment_row: tuple[int, int] | None = field(default=None, init=False)
+    #: (pool swaps, experiment row id, store identity) as of the last lookup.
+    experiment_row: tuple[int, int, str] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.pool = ReadPool(self.spec.db)
+
+    @property
+    def store_id(self) -> str:
+        """The identity of the store file last looked up ("" before any lookup)."""
+        return self.experiment_row[2] if self.experiment_row is not None else ""
 
     def fast_key(self, request: Request) -> Hashable | None:
         """A cache key that needs no store access: the raw request and the writer's own
@@ -110,11 +116,14 @@ async def experiment_id(handle: ExperimentHandle) -> int:
     if handle.experiment_row is not None and handle.experiment_row[0] == handle.pool.swaps:
         return handle.experiment_row[1]
 
-    # A store holds one experiment; the server names it (experiment names are the server's,
-    # e.g. NAME=PATH, not the store's).
-    found = await handle.pool.run(lambda c: experiments.experiment_id(c, handle.spec.name))
+    def query(c: apsw.Connection) -> tuple[int, str]:
+        # A store holds one experiment; the server names it (experiment names are the
+        # server's, e.g. NAME=PATH, not the store's).
+        return experiments.experiment_id(c, handle.spec.name), experiments.store_id(c)
+
+    found, store = await handle.pool.run(query)
     # A store's experiment row never changes; a store swapped in by --rebuild may differ.
-    handle.experiment_row = (handle.pool.swaps, found)
+    handle.experiment_row = (handle.pool.swaps, found, store)
     return found
 
 
@@ -144,7 +153,9 @@ async def respond_cached(
             )
         else:
             body = await handle.pool.run(build)
-            entry = Encoded(body, media_type, make_etag(key))
+            # The store's identity: a store recreated at the same path counts ids and
+            # generations from the start again, and a client keeps validators across restarts.
+            entry = Encoded(body, media_type, make_etag((handle.store_id, key)))
             cache.put(key, entry)
     if alias is not None:
         cache.put(alias, entry)
