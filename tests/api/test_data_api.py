@@ -404,8 +404,11 @@ def test_downsample_properties(store: str, request: pytest.FixtureRequest) -> No
                     for tag, series in tags.items():
                         complete = full[kind][run][tag]
                         assert len(series) == min(k, len(complete))
-                        # The last point is always kept; the points are the series' own.
+                        # The last point is always kept, and the first one when k > 1 (a
+                        # chart starts where the series starts); the points are the series' own.
                         assert series[-1] == complete[-1]
+                        if k > 1:
+                            assert series[0] == complete[0], (kind, run, tag, k)
                         assert all(p in complete for p in series)
                         assert [p["step"] for p in series] == sorted({p["step"] for p in series})
             scalars = steps_of(get_json(client, "/api/v1/scalars", plugin="scalars", downsample=k))
@@ -437,7 +440,7 @@ def test_downsample_depends_only_on_the_step_set(api: TestClient) -> None:
         return steps_of(answer)[("train", "lr")]
 
     chosen = lr(tag="lr")
-    assert len(chosen) == k and chosen[-1] == TRAIN_STEPS - 3
+    assert len(chosen) == k and chosen[0] == 0 and chosen[-1] == TRAIN_STEPS - 3
     # Not on what else the request reads, nor on the format.
     assert lr() == lr(run="train") == chosen
     columns = get_json(
@@ -451,7 +454,9 @@ def test_downsample_depends_only_on_the_step_set(api: TestClient) -> None:
     ranged = lr(tag="lr", step_max=150)
     in_range = steps[steps <= 150]
     assert ranged == in_range[downsample_indices(in_range, k)].tolist()
-    assert ranged[-1] == 150
+    assert ranged[0] == 0 and ranged[-1] == 150
+    # The first and the last step of the range, whatever the range.
+    assert lr(tag="lr", step_min=100, step_max=200)[:: k - 1] == [102, 198]
 
 
 def test_downsample_after_latest_and_range(api: TestClient) -> None:
@@ -467,7 +472,7 @@ def test_downsample_after_latest_and_range(api: TestClient) -> None:
         downsample=10,
     )
     steps = [p["step"] for p in answer["train"]["acc"]]
-    assert len(steps) == 10 and steps[-1] == 199 and min(steps) >= 150
+    assert len(steps) == 10 and steps[0] == 150 and steps[-1] == 199
 
 
 def test_index_range_of_blob_sequences(

@@ -199,9 +199,9 @@ STEP_MAX = Param("step_max", "keep steps ≤ this (inclusive); not below step_mi
 LATEST = Param("latest", "keep only the last k steps of each series", "integer", minimum=1)
 DOWNSAMPLE = Param(
     "downsample",
-    "at most k points per series: always the last one, the others a deterministic uniform "
-    "sample that depends only on the set of steps (series with the same steps keep the same "
-    "steps); 0 gives no points",
+    "at most k points per series: the first and the last of the range (k = 1: the last), and "
+    "between them a deterministic uniform sample that depends only on the set of steps "
+    "(series with the same steps keep the same steps); 0 gives no points",
     "integer",
     minimum=0,
 )

@@ -13,9 +13,10 @@ DOWNSAMPLE_SEED = 0x626F61726464
 
 
 def downsample_indices(steps: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.intp]:
-    """Indices (ascending) of at most ``k`` points: the last one, and the ``k - 1`` others of
-    lowest seeded priority. The choice depends only on the set of steps, so series that share
-    steps keep the same steps."""
+    """Indices (ascending) of at most ``k`` of these points (sorted by step): the first and
+    the last (a chart starts and ends where the series does; ``k == 1`` keeps the last), and
+    between them the ``k - 2`` of lowest seeded priority, a uniform sample. The choice depends
+    only on the set of steps, so series that share steps keep the same steps."""
     n = int(steps.shape[0])
     if k >= n:
         return np.arange(n)
@@ -23,6 +24,8 @@ def downsample_indices(steps: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.i
         return np.arange(0)
     if k == 1:
         return np.array([n - 1])
-    priorities = step_priorities(DOWNSAMPLE_SEED, steps[:-1])
-    chosen = np.argpartition(priorities, k - 2)[: k - 1]
-    return np.sort(np.append(chosen, n - 1))
+    inner = np.arange(0)
+    if k > 2:
+        priorities = step_priorities(DOWNSAMPLE_SEED, steps[1:-1])
+        inner = np.sort(np.argpartition(priorities, k - 3)[: k - 2]) + 1
+    return np.concatenate(([0], inner, [n - 1])).astype(np.intp)
