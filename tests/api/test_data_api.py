@@ -686,3 +686,25 @@ def test_a_commit_after_a_cached_answer_gives_a_new_answer(tmp_path: Path) -> No
         assert listed["late"]["acc"]["max_step"] == 3
         images = get_json(client, "/api/v1/blob_sequences", plugin="images", tag="multi")
         assert [p["step"] for p in images["train"]["multi"]] == [0, 40, 80, 120]
+
+
+def test_csv_answers_name_a_file(spec_all: ExperimentSpec) -> None:
+    odd = ExperimentSpec('a "quoted"; ü/x', spec_all.logdir, spec_all.db)
+    params = {"plugin": "scalars", "run": "eval", "tag": "acc", "format": "csv"}
+    with serve(spec_all, odd) as client:
+        for _ in range(2):  # built, then from the cache
+            response = client.get("/api/v1/scalars", params=params)
+            assert response.status_code == 200
+            assert response.headers["content-disposition"] == (
+                f'attachment; filename="{EXPERIMENT}-scalars.csv"; '
+                f"filename*=UTF-8''{EXPERIMENT}-scalars.csv"
+            )
+        response = client.get("/api/v1/scalars", params={**params, "experiment": odd.name})
+        assert response.status_code == 200
+        assert response.headers["content-disposition"] == (
+            'attachment; filename="a_quoted_x-scalars.csv"; '
+            "filename*=UTF-8''a%20%22quoted%22%3B%20%C3%BC%2Fx-scalars.csv"
+        )
+        # Not for JSON answers.
+        json_answer = client.get("/api/v1/scalars", params={**params, "format": "json"})
+        assert "content-disposition" not in json_answer.headers

@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import csv
 import io
+import re
 from typing import Any
+from urllib.parse import quote
 
 import apsw
 from starlette.concurrency import run_in_threadpool
@@ -96,12 +98,12 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
     CSV for scalars)."""
     kind = _kind(route)
     handle = experiment_from(request)
+    fmt = query.text("format") or "json"
     hit, fast = cached_reply(request, handle)
     if hit is not None:
-        return hit
+        return _named(hit, handle, kind, fmt)
     selection = _selection(query)
     bounds = _bounds(query)
-    fmt = query.text("format") or "json"
     exp_id = await experiment_id(handle)
 
     def lookup(c: apsw.Connection) -> list[SeriesInfo]:
@@ -132,7 +134,26 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
     # Downsampled tensor reads decode and re-encode every kept tensor (histograms above all):
     # the costliest answers to build so far, so the disk tier keeps them across processes.
     expensive = kind is TENSORS and bounds.downsample is not None
-    return await respond_cached(request, handle, key, build, media, expensive=expensive, alias=fast)
+    response = await respond_cached(
+        request, handle, key, build, media, expensive=expensive, alias=fast
+    )
+    return _named(response, handle, kind, fmt)
+
+
+#: What an ASCII file name keeps (the rest becomes "_"; the exact name goes in filename*).
+_UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _named(response: Response, handle: ExperimentHandle, kind: Kind, fmt: str) -> Response:
+    """A CSV answer with a file name to save it under (RFC 6266: an ASCII ``filename`` any
+    browser takes, and the exact name UTF-8 encoded in ``filename*``)."""
+    if fmt == "csv" and response.status_code == 200:
+        name = f"{handle.spec.name}-{kind.name}.csv"
+        ascii_name = _UNSAFE_FILENAME.sub("_", name)
+        response.headers["content-disposition"] = (
+            f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name, safe='')}"
+        )
+    return response
 
 
 def _scalars(c: apsw.Connection, series: list[SeriesInfo], bounds: Bounds, fmt: str) -> bytes:

@@ -298,6 +298,14 @@ def _values_answer(kind: Kind) -> Answer:
                 },
             },
             etag=True,
+            headers={
+                "Content-Disposition": {
+                    "description": 'format=csv only: attachment; filename="EXPERIMENT-scalars'
+                    '.csv" (characters other than letters, digits, . _ - become _), and the '
+                    "exact name in filename*=UTF-8''…",
+                    "schema": {"type": "string"},
+                }
+            },
         )
     datum = "TensorDatum" if kind.name == "tensors" else "BlobSequenceDatum"
     return json_answer(runs_tags(_array(datum)), "the points", etag=True)
