@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -254,3 +255,14 @@ def test_csv_is_described(api: TestClient) -> None:
     response = api.get("/api/v1/scalars", params={"plugin": "scalars", "format": "csv"})
     media = response.headers["content-type"].split(";")[0]
     assert response_schema("/api/v1/scalars", 200, media)["type"] == "string"
+
+
+def test_every_route_and_parameter_is_in_the_readme() -> None:
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    section = text[text.index("## HTTP API") :]
+    section = section[: section.index("\n## ", 1)]
+    missing = [f"`{r.path}`" for r in ROUTES if f"`{r.path}`" not in section]
+    names = {p.name for r in ROUTES for p in r.params if p.location == "query"}
+    missing += [f"`{n}=" for n in sorted(names) if f"`{n}=" not in section]
+    assert missing == [], f"document these in README.md's HTTP API section: {missing}"
