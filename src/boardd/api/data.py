@@ -30,9 +30,8 @@ from boardd.data import experiments
 from boardd.data import series as data_series
 from boardd.data.blobs import BlobStream, open_blob, parse_blob_key, unknown_key
 from boardd.data.kinds import BLOB_SEQUENCES, SCALARS, TENSORS, Kind
-from boardd.data.series import Bounds, Selection
+from boardd.data.series import Bounds, Selection, SeriesInfo
 from boardd.data.values import float_text, json_floats
-from boardd.store.queries import SeriesInfo
 
 
 def _kind(route: RouteDef) -> Kind:

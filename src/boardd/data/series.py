@@ -20,6 +20,26 @@ from boardd.reader.tensors import dtype_name
 from boardd.store import queries
 from boardd.store.queries import SeriesInfo
 
+__all__ = [
+    "MAX_POINTS",
+    "MAX_SERIES_PER_REQUEST",
+    "BlobSequenceSeries",
+    "BlobStep",
+    "Bounds",
+    "ScalarColumns",
+    "Selection",
+    "SeriesInfo",
+    "TensorDatum",
+    "TensorSeries",
+    "check_plugin",
+    "check_size",
+    "known_plugins",
+    "list_series",
+    "read_blob_sequences",
+    "read_scalars",
+    "read_tensors",
+]
+
 #: At most this many (run, tag) pairs in one request.
 MAX_SERIES_PER_REQUEST = 10_000
 #: At most this many points in one answer, by kind (runs × tags × samples).
