@@ -14,6 +14,7 @@ import pytest
 from starlette.testclient import TestClient
 from tensorboardX import SummaryWriter
 
+import boardd
 from boardd.api.app import create_app
 from boardd.cache import (
     GZIP_MIN_BYTES,
@@ -139,7 +140,7 @@ def test_two_tier_promotes_disk_hits_to_memory(tmp_path: Path) -> None:
         stats = reader.stats
         assert stats.disk is not None
         assert (stats.disk.hits, stats.disk.misses) == (1, 1)
-        assert disk_key("store-a", ("values", 1)) == "store-a|('values', 1)"
+        assert disk_key("store-a", ("values", 1)) == f"{boardd.__version__}|store-a|('values', 1)"
     finally:
         disk.close()
 
@@ -298,6 +299,64 @@ def test_a_store_recreated_at_the_same_path_is_another_namespace(tmp_path: Path)
         assert after.headers["etag"] != before.headers["etag"]
     finally:
         new.close()
+
+
+def test_a_recreated_store_never_304s_a_validator_of_the_old_one(tmp_path: Path) -> None:
+    # Same path, same ids and generations, other values: only the store's identity tells the
+    # answers apart, and the ETag must carry it (a client keeps validators across restarts).
+    scalars = {"plugin": "scalars", "run": "train", "tag": "loss"}
+    old = Store(tmp_path / "s", seed=1)
+    generation = old.write(range(40))
+    old.close()
+    with TestClient(create_app([old.spec])) as client:
+        before = client.get("/api/v1/scalars", params=scalars)
+    for path in (tmp_path / "s").iterdir():
+        if path.name.startswith("store.sqlite"):
+            path.unlink()
+    (tmp_path / "s" / "logs").rename(tmp_path / "old-logs")
+    new = Store(tmp_path / "s", seed=2)
+    try:
+        assert new.write(range(40)) == generation
+        with TestClient(create_app([new.spec])) as client:
+            after = client.get(
+                "/api/v1/scalars", params=scalars, headers={"if-none-match": before.headers["etag"]}
+            )
+        assert after.status_code == 200
+        assert after.content != before.content
+        assert after.headers["etag"] != before.headers["etag"]
+    finally:
+        new.close()
+
+
+def test_an_upgrade_never_serves_old_answers_nor_304s_old_validators(
+    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another boardd version may encode an answer differently: neither the disk tier (kept
+    # across restarts) nor a client's validator from the old version may stand for the answer.
+    cache_dir = tmp_path / "cache"
+    cases = [
+        ("/api/v1/tensors", TENSORS),  # expensive: through the disk tier
+        ("/api/v1/scalars", {"plugin": "scalars", "run": "train", "tag": "loss"}),
+        ("/api/v1/runs", {}),
+    ]
+    with TestClient(create_app([store.spec], disk_cache=cache_dir)) as client:
+        before = [client.get(path, params=params) for path, params in cases]
+    assert all(r.status_code == 200 for r in before)
+    # The same version, restarted: the disk tier answers, and the validators still hold.
+    with TestClient(create_app([store.spec], disk_cache=cache_dir)) as client:
+        for (path, params), old in zip(cases, before, strict=True):
+            etag = old.headers["etag"]
+            same = client.get(path, params=params, headers={"if-none-match": etag})
+            assert same.status_code == 304, path
+        assert disk_stats(client)["hits"] == 1
+    monkeypatch.setattr(boardd, "__version__", "999.0.0+upgraded")
+    with TestClient(create_app([store.spec], disk_cache=cache_dir)) as client:
+        for (path, params), old in zip(cases, before, strict=True):
+            etag = old.headers["etag"]
+            upgraded = client.get(path, params=params, headers={"if-none-match": etag})
+            assert upgraded.status_code == 200, path
+            assert upgraded.headers["etag"] != etag, path
+        assert disk_stats(client)["hits"] == 0
 
 
 def test_etag_304_and_gzip(tmp_path: Path, store: Store) -> None:

@@ -6,7 +6,8 @@ commit counter, or the per-series generation for series reads), so a cached answ
 older than the last commit: a new commit changes the key, and the stale entry simply ages out
 of the LRU. Entries are bounded by their total size in bytes, not by count. The second tier
 (:class:`DiskTier`, diskcache) holds expensive derived answers under the same keys, shared by
-worker processes and kept across restarts.
+worker processes and kept across restarts. ETags and disk keys also carry boardd's version: an
+upgrade that encodes an answer differently never serves an old body nor 304s an old validator.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import TypeVar
 
 import diskcache
+
+import boardd
 
 T = TypeVar("T")
 
@@ -56,8 +59,10 @@ class Encoded:
 
 
 def make_etag(key: Hashable) -> str:
-    """A strong validator for a cache key (which includes the data generation)."""
-    digest = hashlib.blake2b(repr(key).encode("utf-8", "surrogatepass"), digest_size=12)
+    """A strong validator for a cache key (which includes the data generation; the caller adds
+    the store's identity) and this boardd version (read now, not at import)."""
+    text = repr((boardd.__version__, key))
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12)
     return f'"{digest.hexdigest()}"'
 
 
@@ -140,9 +145,10 @@ log = logging.getLogger(__name__)
 
 
 def disk_key(namespace: str, key: Hashable) -> str:
-    """The disk tier's key: the generation key rendered as text, under a namespace (the store's
-    identity), since ids and generations of different stores can be equal."""
-    return f"{namespace}|{key!r}"
+    """The disk tier's key: the generation key rendered as text, under this boardd version (the
+    tier outlives upgrades) and a namespace (the store's identity), since ids and generations of
+    different stores can be equal."""
+    return f"{boardd.__version__}|{namespace}|{key!r}"
 
 
 class DiskTier:

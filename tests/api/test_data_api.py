@@ -24,8 +24,9 @@ from tensorboard.backend.event_processing import plugin_event_accumulator, plugi
 from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
-from boardd.api import data
 from boardd.config import ExperimentSpec
+from boardd.data import series as data_series
+from boardd.data.downsample import downsample_indices
 from tests.api.conftest import (
     ALL,
     AUDIO_STEPS,
@@ -403,8 +404,11 @@ def test_downsample_properties(store: str, request: pytest.FixtureRequest) -> No
                     for tag, series in tags.items():
                         complete = full[kind][run][tag]
                         assert len(series) == min(k, len(complete))
-                        # The last point is always kept; the points are the series' own.
+                        # The last point is always kept, and the first one when k > 1 (a
+                        # chart starts where the series starts); the points are the series' own.
                         assert series[-1] == complete[-1]
+                        if k > 1:
+                            assert series[0] == complete[0], (kind, run, tag, k)
                         assert all(p in complete for p in series)
                         assert [p["step"] for p in series] == sorted({p["step"] for p in series})
             scalars = steps_of(get_json(client, "/api/v1/scalars", plugin="scalars", downsample=k))
@@ -436,7 +440,7 @@ def test_downsample_depends_only_on_the_step_set(api: TestClient) -> None:
         return steps_of(answer)[("train", "lr")]
 
     chosen = lr(tag="lr")
-    assert len(chosen) == k and chosen[-1] == TRAIN_STEPS - 3
+    assert len(chosen) == k and chosen[0] == 0 and chosen[-1] == TRAIN_STEPS - 3
     # Not on what else the request reads, nor on the format.
     assert lr() == lr(run="train") == chosen
     columns = get_json(
@@ -445,12 +449,14 @@ def test_downsample_depends_only_on_the_step_set(api: TestClient) -> None:
     assert columns["train"]["lr"]["step"] == chosen
     # The choice is a function of the steps alone: the same steps, the same choice.
     steps = np.arange(0, TRAIN_STEPS, 3, dtype=np.int64)
-    assert steps[data.downsample_indices(steps, k)].tolist() == chosen
+    assert steps[downsample_indices(steps, k)].tolist() == chosen
     # A step range keeps the choice among the steps in range, the last one included.
     ranged = lr(tag="lr", step_max=150)
     in_range = steps[steps <= 150]
-    assert ranged == in_range[data.downsample_indices(in_range, k)].tolist()
-    assert ranged[-1] == 150
+    assert ranged == in_range[downsample_indices(in_range, k)].tolist()
+    assert ranged[0] == 0 and ranged[-1] == 150
+    # The first and the last step of the range, whatever the range.
+    assert lr(tag="lr", step_min=100, step_max=200)[:: k - 1] == [102, 198]
 
 
 def test_downsample_after_latest_and_range(api: TestClient) -> None:
@@ -466,7 +472,7 @@ def test_downsample_after_latest_and_range(api: TestClient) -> None:
         downsample=10,
     )
     steps = [p["step"] for p in answer["train"]["acc"]]
-    assert len(steps) == 10 and steps[-1] == 199 and min(steps) >= 150
+    assert len(steps) == 10 and steps[0] == 150 and steps[-1] == 199
 
 
 def test_index_range_of_blob_sequences(
@@ -525,7 +531,7 @@ def test_too_large_is_refused_with_a_helpful_message(
     api: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 7 scalar series (train: loss, acc, lr; eval: loss, acc; nested: loss; root: root_metric).
-    monkeypatch.setitem(data.MAX_POINTS, "scalars", 100)
+    monkeypatch.setitem(data_series.MAX_POINTS, "scalars", 100)
     error = assert_error(api.get("/api/v1/scalars", params={"plugin": "scalars"}), 413)
     assert error["code"] == "too_large"
     for hint in ("limit is 100", "downsample=", "latest=", "step_min", "run=", "tag="):
@@ -544,15 +550,15 @@ def test_too_large_is_refused_with_a_helpful_message(
     error = assert_error(api.get("/api/v1/scalars", params={"plugin": "scalars"}), 413)
     assert "could return 797 points" in error["message"]
     # The other kinds have their own bounds.
-    monkeypatch.setitem(data.MAX_POINTS, "tensors", 10)
+    monkeypatch.setitem(data_series.MAX_POINTS, "tensors", 10)
     assert_error(api.get("/api/v1/tensors", params={"plugin": "histograms"}), 413)
     assert api.get("/api/v1/tensors", params={"plugin": "histograms", "latest": 5}).is_success
-    monkeypatch.setitem(data.MAX_POINTS, "blob_sequences", 6)
+    monkeypatch.setitem(data_series.MAX_POINTS, "blob_sequences", 6)
     assert_error(api.get("/api/v1/blob_sequences", params={"plugin": "images"}), 413)
     params = {"plugin": "images", "downsample": 2}
     assert api.get("/api/v1/blob_sequences", params=params).is_success
     # Too many series at all.
-    monkeypatch.setattr(data, "MAX_SERIES_PER_REQUEST", 2)
+    monkeypatch.setattr(data_series, "MAX_SERIES_PER_REQUEST", 2)
     error = assert_error(api.get("/api/v1/scalars", params={"plugin": "scalars", "latest": 1}), 413)
     assert "7 series match" in error["message"] and "run=" in error["message"]
 
@@ -680,3 +686,25 @@ def test_a_commit_after_a_cached_answer_gives_a_new_answer(tmp_path: Path) -> No
         assert listed["late"]["acc"]["max_step"] == 3
         images = get_json(client, "/api/v1/blob_sequences", plugin="images", tag="multi")
         assert [p["step"] for p in images["train"]["multi"]] == [0, 40, 80, 120]
+
+
+def test_csv_answers_name_a_file(spec_all: ExperimentSpec) -> None:
+    odd = ExperimentSpec('a "quoted"; ü/x', spec_all.logdir, spec_all.db)
+    params = {"plugin": "scalars", "run": "eval", "tag": "acc", "format": "csv"}
+    with serve(spec_all, odd) as client:
+        for _ in range(2):  # built, then from the cache
+            response = client.get("/api/v1/scalars", params=params)
+            assert response.status_code == 200
+            assert response.headers["content-disposition"] == (
+                f'attachment; filename="{EXPERIMENT}-scalars.csv"; '
+                f"filename*=UTF-8''{EXPERIMENT}-scalars.csv"
+            )
+        response = client.get("/api/v1/scalars", params={**params, "experiment": odd.name})
+        assert response.status_code == 200
+        assert response.headers["content-disposition"] == (
+            'attachment; filename="a_quoted_x-scalars.csv"; '
+            "filename*=UTF-8''a%20%22quoted%22%3B%20%C3%BC%2Fx-scalars.csv"
+        )
+        # Not for JSON answers.
+        json_answer = client.get("/api/v1/scalars", params={**params, "format": "json"})
+        assert "content-disposition" not in json_answer.headers

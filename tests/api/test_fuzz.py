@@ -18,14 +18,15 @@ from hypothesis import strategies as st
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from boardd.api import data
-from boardd.api.app import EXPERIMENT_PARAMS
+from boardd.api.routes import BY_ID
+from boardd.api.routes import ROUTES as ROUTE_TABLE
 from boardd.config import ExperimentSpec
+from boardd.data import kinds as data_kinds
 from tests.api.conftest import EXPERIMENT, assert_error, serve
 
 OK = {200, 304}
 CLIENT_ERRORS = {400, 404, 413, 503}
-KINDS = sorted(data.KINDS)
+KINDS = sorted(data_kinds.KINDS)
 #: Every route of the app, by path template (test_every_route_is_fuzzed keeps this honest).
 ROUTES = {
     "/api/v1/health",
@@ -34,11 +35,15 @@ ROUTES = {
     "/api/v1/plugins",
     "/api/v1/runs",
     "/api/v1/stream",
+    "/api/v1/data_loss",
     "/api/v1/blob/{key}",
-    "/api/v1/{kind}/list",
-    "/api/v1/{kind}",
+    *(f"/api/v1/{kind}/list" for kind in KINDS),
+    *(f"/api/v1/{kind}" for kind in KINDS),
 }
-KNOWN_NAMES = sorted(data.BLOB_SEQUENCE_VALUE_PARAMS | EXPERIMENT_PARAMS | {"since"})
+#: Every query parameter name some route takes.
+KNOWN_NAMES = sorted({name for route in ROUTE_TABLE for name in route.query_names})
+#: The parameters of the blob sequences' values route.
+BLOB_SEQUENCE_VALUE_PARAMS = BY_ID["read_blob_sequences"].query_names
 WORDS = [
     EXPERIMENT,
     "gone",
@@ -163,6 +168,7 @@ def test_every_route_is_fuzzed(api: TestClient) -> None:
             "/api/v1/experiments",
             "/api/v1/plugins",
             "/api/v1/runs",
+            "/api/v1/data_loss",
             "/api/v1/stream",
         ]
     ),
@@ -193,7 +199,7 @@ def test_data_routes(
     kind=st.sampled_from(KINDS),
     plugin=st.sampled_from(["scalars", "histograms", "images", "text", "audio"]),
     filters=st.lists(
-        st.tuples(st.sampled_from(sorted(data.BLOB_SEQUENCE_VALUE_PARAMS - {"plugin"})), numbers),
+        st.tuples(st.sampled_from(sorted(BLOB_SEQUENCE_VALUE_PARAMS - {"plugin"})), numbers),
         max_size=6,
     ),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -13,8 +14,8 @@ from openapi_spec_validator import validate
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from boardd.api import data, openapi, stream
-from boardd.api.app import EXPERIMENT_PARAMS
+from boardd.api import openapi, stream
+from boardd.api.routes import ROUTES
 from boardd.config import ExperimentSpec
 from tests.api.conftest import EXPERIMENT, assert_error, get_json, serve
 
@@ -28,25 +29,13 @@ def api(spec_all: ExperimentSpec) -> Iterator[TestClient]:
         yield client
 
 
-def spec_paths_of_route(path: str) -> list[str]:
-    """The paths of the description that a route template serves ({kind} is one per kind)."""
-    if "{kind}" in path:
-        return [path.replace("{kind}", kind) for kind in data.KINDS]
-    return [path]
-
-
 def accepted(path: str) -> frozenset[str]:
-    """The query parameters the handler of a described path takes (from the code's own sets)."""
-    for kind in data.KINDS:
-        if path == f"/api/v1/{kind}/list":
-            return data.allowed_params(kind, values=False)
-        if path == f"/api/v1/{kind}":
-            return data.allowed_params(kind, values=True)
-    return {
-        "/api/v1/plugins": EXPERIMENT_PARAMS,
-        "/api/v1/runs": EXPERIMENT_PARAMS,
-        "/api/v1/stream": stream.STREAM_PARAMS,
-    }.get(path, frozenset())
+    """The query parameters the handler of a described path takes: for the stream, its own
+    set; for the others, what the route table validates requests with."""
+    if path == "/api/v1/stream":
+        return stream.STREAM_PARAMS
+    (route,) = [r for r in ROUTES if r.path == path]
+    return route.query_names
 
 
 def parameters(path: str) -> list[dict[str, Any]]:
@@ -92,8 +81,8 @@ def test_served_and_valid(api: TestClient) -> None:
 def test_paths_are_the_routes(api: TestClient) -> None:
     routes = [r for r in api.app.routes if isinstance(r, Route)]
     assert len(routes) == len(api.app.routes)
-    from_routes = {p for r in routes for p in spec_paths_of_route(r.path)}
-    assert from_routes == set(SPEC["paths"]), "describe new routes in src/boardd/api/openapi.py"
+    from_routes = {r.path for r in routes}
+    assert from_routes == set(SPEC["paths"]), "declare new routes in src/boardd/api/routes.py"
     for route in routes:
         assert route.methods == {"GET", "HEAD"}, route.path
     for path, item in SPEC["paths"].items():
@@ -119,7 +108,15 @@ def sample_value(param: dict[str, Any]) -> str:
         return str(schema["enum"][0])
     if schema["type"] == "integer":
         return str(max(schema["minimum"], 0))
-    return "scalars" if param["name"] == "plugin" else "x"
+    return "x"
+
+
+def plugin_of(path: str) -> str:
+    """A plugin with data of the kind a data path serves."""
+    for kind, plugin in (("scalars", "scalars"), ("tensors", "histograms"), ("blob", "images")):
+        if path.startswith(f"/api/v1/{kind}"):
+            return plugin
+    raise AssertionError(path)
 
 
 def url_of(path: str, key: str) -> str:
@@ -143,10 +140,15 @@ def fetch(client: TestClient, url: str, params: list[tuple[str, str]]) -> Any:
 @pytest.mark.parametrize("path", sorted(SPEC["paths"]))
 def test_every_described_parameter_is_taken(api: TestClient, path: str, blob_key: str) -> None:
     described = query_parameters(path)
-    required = [(n, sample_value(p)) for n, p in described.items() if p.get("required")]
+    required = [
+        (n, plugin_of(path) if n == "plugin" else sample_value(p))
+        for n, p in described.items()
+        if p.get("required")
+    ]
     url = url_of(path, blob_key)
     for name, param in described.items():
-        params = [*dict([*required, (name, sample_value(param))]).items()]
+        value = plugin_of(path) if name == "plugin" else sample_value(param)
+        params = [*dict([*required, (name, value)]).items()]
         response = fetch(api, url, params)
         assert response.status_code == 200, (path, params, response.text)
     assert_error(fetch(api, url, [*required, ("undescribed", "1")]), 400)
@@ -169,7 +171,7 @@ def test_every_described_parameter_is_taken(api: TestClient, path: str, blob_key
 )
 def test_parameter_schemas_are_what_the_handlers_check(api: TestClient, path: str) -> None:
     described = query_parameters(path)
-    base = [("plugin", "scalars")] if "plugin" in described else []
+    base = [("plugin", plugin_of(path))] if "plugin" in described else []
     for name, param in described.items():
         schema = param["schema"]
         if schema.get("type") == "integer":
@@ -204,7 +206,12 @@ ANSWERS = [
     ("/api/v1/tensors", [("plugin", "text")]),
     ("/api/v1/blob_sequences", [("plugin", "images")]),
     ("/api/v1/blob_sequences", [("plugin", "audio")]),
-    ("/api/v1/scalars", [("plugin", "absent")]),
+    ("/api/v1/data_loss", []),
+    ("/api/v1/data_loss", [("run", "train")]),
+    # A plugin of TensorBoard's without data in this store: empty, not an error.
+    ("/api/v1/scalars", [("plugin", "scalars"), ("run", "absent")]),
+    ("/api/v1/tensors", [("plugin", "pr_curves")]),
+    ("/api/v1/blob_sequences/list", [("plugin", "graphs")]),
 ]
 
 
@@ -233,6 +240,7 @@ def test_errors_fit_the_error_schema(api: TestClient) -> None:
         ("/api/v1/scalars?plugin=scalars&latest=0", 400),
         ("/api/v1/runs?experiment=nope", 404),
         ("/api/v1/nope?plugin=x", 404),
+        ("/api/v1/scalars?plugin=scalar", 400),
         ("/api/v1/blob/nope~1", 404),
         ("/nowhere", 404),
     ]:
@@ -247,3 +255,14 @@ def test_csv_is_described(api: TestClient) -> None:
     response = api.get("/api/v1/scalars", params={"plugin": "scalars", "format": "csv"})
     media = response.headers["content-type"].split(";")[0]
     assert response_schema("/api/v1/scalars", 200, media)["type"] == "string"
+
+
+def test_every_route_and_parameter_is_in_the_readme() -> None:
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    section = text[text.index("## HTTP API") :]
+    section = section[: section.index("\n## ", 1)]
+    missing = [f"`{r.path}`" for r in ROUTES if f"`{r.path}`" not in section]
+    names = {p.name for r in ROUTES for p in r.params if p.location == "query"}
+    missing += [f"`{n}=" for n in sorted(names) if f"`{n}=" not in section]
+    assert missing == [], f"document these in README.md's HTTP API section: {missing}"

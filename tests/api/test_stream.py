@@ -61,6 +61,7 @@ class Run:
         self._writer = EventFileWriter(
             str(directory), max_queue_size=1000, flush_secs=3600, filename_suffix=suffix
         )
+        _OPEN_RUNS.append(self)
 
     def scalars(self, tag: str, points: dict[int, float]) -> None:
         """Writes ``{step: value}`` as legacy scalars and flushes."""
@@ -75,6 +76,17 @@ class Run:
     def close(self) -> None:
         """Closes the file."""
         self._writer.close()
+
+
+#: Runs written by the current test: closed after it (each writer has a thread of its own).
+_OPEN_RUNS: list[Run] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_runs() -> Iterator[None]:
+    yield
+    while _OPEN_RUNS:
+        _OPEN_RUNS.pop().close()
 
 
 @dataclass

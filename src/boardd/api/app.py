@@ -1,16 +1,15 @@
-"""The Starlette application: the route table, the lifespan (stores, read pools, cache)."""
+"""The Starlette application: the declared routes bound to their handlers, the lifespan (stores,
+read pools, cache), the error handlers."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import asdict
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import apsw
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -19,39 +18,37 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from boardd import __version__
-from boardd.api import data, openapi
+from boardd.api import data, server
 from boardd.api.auth import Guard
 from boardd.api.common import (
     AppState,
     ExperimentHandle,
-    check_params,
-    experiment_from,
-    experiment_id,
-    json_bytes,
-    json_response,
-    respond_cached,
-    state_of,
 )
-from boardd.api.errors import ApiError, handle_api_error, handle_http_exception, handle_unexpected
+from boardd.api.errors import (
+    ApiError,
+    handle_api_error,
+    handle_data_error,
+    handle_http_exception,
+    handle_unexpected,
+)
+from boardd.api.routes import ROUTES, Query, RouteDef
 from boardd.api.stream import HEARTBEAT_SECONDS, LiveStreams
 from boardd.cache import (
     DEFAULT_DISK_BYTES,
     DEFAULT_MAX_BYTES,
-    CacheStats,
     DiskTier,
     ResponseCache,
     TwoTierCache,
 )
 from boardd.config import ExperimentSpec
-from boardd.reader.types import DataClass
-from boardd.store import queries
+from boardd.data.errors import DataError
+from boardd.data.kinds import KINDS
 from boardd.store.bus import ChangeHub
 
 log = logging.getLogger(__name__)
 
-#: The query parameter of /api/v1/plugins and /api/v1/runs (health and experiments take none).
-EXPERIMENT_PARAMS = frozenset({"experiment"})
+#: A route's handler: the request, its parameters as the route table validated them, the route.
+Handler = Callable[[Request, Query, RouteDef], Awaitable[Response]]
 
 
 def create_app(
@@ -103,121 +100,31 @@ def create_app(
                 handle.pool.close()
             await run_in_threadpool(tiers.close)
 
-    routes = [
-        Route("/api/v1/health", health),
-        Route("/api/v1/openapi.json", openapi.serve_openapi),
-        Route("/api/v1/experiments", list_experiments),
-        Route("/api/v1/plugins", list_plugins),
-        Route("/api/v1/runs", list_runs),
-        Route("/api/v1/stream", streams.endpoint),
-        Route("/api/v1/blob/{key}", data.read_blob),
-        Route("/api/v1/{kind}/list", data.list_metadata),
-        Route("/api/v1/{kind}", data.read_values),
-    ]
+    async def stream(request: Request, query: Query, route: RouteDef) -> Response:
+        return await streams.endpoint(request)
+
+    handlers: dict[str, Handler] = {**HANDLERS, "stream": stream}
     return Starlette(
-        routes=routes,
+        routes=[_route(r, handlers[r.operation_id]) for r in ROUTES],
         lifespan=lifespan,
         middleware=[Middleware(Guard, token=token)],
         exception_handlers={
             ApiError: handle_api_error,
+            DataError: handle_data_error,
             HTTPException: handle_http_exception,
             Exception: handle_unexpected,
         },
     )
 
 
-async def health(request: Request) -> Response:
-    """Liveness and ingest state of every experiment: state, lag, data-loss count, cache."""
-    check_params(request, ())
-    state = state_of(request)
-    experiments = []
-    degraded = False
-    for handle in state.experiments.values():
-        entry: dict[str, Any] = {"name": handle.spec.name, "logdir": str(handle.spec.logdir)}
-        if handle.status is not None:
-            entry.update(handle.status())
-            degraded = degraded or entry.get("state") == "failed"
-        try:
-            entry["data_loss"] = await handle.pool.run(queries.data_loss_count)
-        except ApiError:
-            entry["data_loss"] = None
-        experiments.append(entry)
-    stats = state.cache.stats
-    disk = state.tiers.disk if state.tiers is not None else None
-    return json_response(
-        {
-            "status": "degraded" if degraded else "ok",
-            "version": __version__,
-            "uptime_seconds": round(time.time() - state.started, 3),
-            "cache": {
-                "entries": len(state.cache),
-                "bytes": state.cache.bytes,
-                "hits": stats.hits,
-                "misses": stats.misses,
-                "hit_rate": round(stats.hit_rate, 4),
-                "tiers": {
-                    "memory": _tier_stats(stats),
-                    "disk": None if disk is None else _tier_stats(disk.stats, disk.errors),
-                },
-            },
-            "experiments": experiments,
-        }
-    )
+def _route(route: RouteDef, handler: Handler) -> Route:
+    """The Starlette route of a declared route: the parameters are validated before the
+    handler runs."""
 
+    async def endpoint(request: Request) -> Response:
+        return await handler(request, route.parse(request), route)
 
-async def list_experiments(request: Request) -> Response:
-    """``[{"id", "name", "logdir", "creation_time"}]``."""
-    check_params(request, ())
-    out = []
-    for handle in state_of(request).experiments.values():
-        try:
-            rows = await handle.pool.run(queries.experiments)
-        except ApiError:
-            continue
-        if rows:
-            out.append(
-                {
-                    "id": handle.spec.name,
-                    "name": handle.spec.name,
-                    "logdir": rows[0].logdir,
-                    "creation_time": rows[0].creation_time,
-                }
-            )
-    return json_response(out)
-
-
-async def list_plugins(request: Request) -> Response:
-    """``{PLUGIN: [DATA_CLASS, ...]}`` of the experiment's series."""
-    handle = _checked(request, EXPERIMENT_PARAMS)
-    exp_id = await experiment_id(handle)
-    found = await handle.pool.run(lambda c: queries.plugins(c, exp_id))
-    return json_response(
-        {plugin: [DataClass(dc).label for dc in classes] for plugin, classes in found.items()}
-    )
-
-
-async def list_runs(request: Request) -> Response:
-    """``[{"name", "start_time"}]`` in TensorBoard's order: start time, then name."""
-    handle = _checked(request, EXPERIMENT_PARAMS)
-    exp_id = await experiment_id(handle)
-    generation = await handle.pool.run(queries.generation)
-
-    def build(c: apsw.Connection) -> bytes:
-        return json_bytes([asdict(r) for r in queries.runs(c, exp_id)])
-
-    key = ("runs", handle.spec.name, handle.pool.swaps, generation)
-    return await respond_cached(request, handle, key, build, "application/json")
-
-
-def _tier_stats(stats: CacheStats, errors: int | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "hits": stats.hits,
-        "misses": stats.misses,
-        "hit_rate": round(stats.hit_rate, 4),
-    }
-    if errors is not None:
-        out["errors"] = errors
-    return out
+    return Route(route.path, endpoint, methods=list(route.methods), name=route.operation_id)
 
 
 async def _open_disk_tier(directory: Path | None, max_bytes: int) -> DiskTier | None:
@@ -231,6 +138,15 @@ async def _open_disk_tier(directory: Path | None, max_bytes: int) -> DiskTier | 
         return None
 
 
-def _checked(request: Request, allowed: frozenset[str]) -> ExperimentHandle:
-    check_params(request, allowed)
-    return experiment_from(request)
+#: The handler of every declared route but the stream (whose handler is per app).
+HANDLERS: dict[str, Handler] = {
+    "health": server.health,
+    "openapi": server.serve_openapi,
+    "list_experiments": server.list_experiments,
+    "list_plugins": server.list_plugins,
+    "list_runs": server.list_runs,
+    "list_data_loss": server.list_data_loss,
+    **{f"list_{kind}": data.list_series for kind in KINDS},
+    **{f"read_{kind}": data.read_series for kind in KINDS},
+    "read_blob": data.read_blob,
+}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, field
@@ -14,10 +13,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.errors import ApiError
-from boardd.api.readers import ReadPool
 from boardd.cache import GZIP_MIN_BYTES, Encoded, ResponseCache, TwoTierCache, make_etag
 from boardd.config import ExperimentSpec
-from boardd.store import queries
+from boardd.data import experiments
+from boardd.data.pool import ReadPool
+from boardd.data.values import finite_or_text
+
+__all__ = ["finite_or_text"]  # the stream's import; its home is boardd.data.values
 
 
 @dataclass(slots=True)
@@ -30,10 +32,16 @@ class ExperimentHandle:
     #: is exact: set right after each commit); None otherwise.
     generation: Callable[[], int | None] | None = None
     pool: ReadPool = field(init=False)
-    experiment_row: tuple[int, int] | None = field(default=None, init=False)
+    #: (pool swaps, experiment row id, store identity) as of the last lookup.
+    experiment_row: tuple[int, int, str] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.pool = ReadPool(self.spec.db)
+
+    @property
+    def store_id(self) -> str:
+        """The identity of the store file last looked up ("" before any lookup)."""
+        return self.experiment_row[2] if self.experiment_row is not None else ""
 
     def fast_key(self, request: Request) -> Hashable | None:
         """A cache key that needs no store access: the raw request and the writer's own
@@ -75,17 +83,9 @@ def json_response(data: Any, status: int = 200) -> Response:
     return Response(json_bytes(data), status_code=status, media_type="application/json")
 
 
-def finite_or_text(value: float) -> float | str:
-    """A float JSON can carry, or TensorBoard's spelling of a non-finite one."""
-    if math.isfinite(value):
-        return value
-    if math.isnan(value):
-        return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
-
-
 def check_params(request: Request, allowed: Collection[str]) -> None:
-    """ApiError(400) naming the query parameters this route does not take: a misspelt filter
+    """(For the stream, which checks its own; the other routes are checked by the route
+    table.) ApiError(400) naming the query parameters this route does not take: a misspelt filter
     must not silently widen the answer."""
     unknown = sorted(set(request.query_params.keys()) - set(allowed))
     if unknown:
@@ -116,17 +116,14 @@ async def experiment_id(handle: ExperimentHandle) -> int:
     if handle.experiment_row is not None and handle.experiment_row[0] == handle.pool.swaps:
         return handle.experiment_row[1]
 
-    def query(c: apsw.Connection) -> int | None:
+    def query(c: apsw.Connection) -> tuple[int, str]:
         # A store holds one experiment; the server names it (experiment names are the
         # server's, e.g. NAME=PATH, not the store's).
-        rows = queries.experiments(c)
-        return rows[0].id if rows else None
+        return experiments.experiment_id(c, handle.spec.name), experiments.store_id(c)
 
-    found = await handle.pool.run(query)
-    if found is None:
-        raise ApiError(503, f"experiment {handle.spec.name!r} has no data yet")
+    found, store = await handle.pool.run(query)
     # A store's experiment row never changes; a store swapped in by --rebuild may differ.
-    handle.experiment_row = (handle.pool.swaps, found)
+    handle.experiment_row = (handle.pool.swaps, found, store)
     return found
 
 
@@ -156,7 +153,9 @@ async def respond_cached(
             )
         else:
             body = await handle.pool.run(build)
-            entry = Encoded(body, media_type, make_etag(key))
+            # The store's identity: a store recreated at the same path counts ids and
+            # generations from the start again, and a client keeps validators across restarts.
+            entry = Encoded(body, media_type, make_etag((handle.store_id, key)))
             cache.put(key, entry)
     if alias is not None:
         cache.put(alias, entry)
@@ -201,7 +200,7 @@ def _through_disk(
 ) -> Encoded:
     # The store's identity and path name the namespace: another store (or this one rebuilt)
     # counts ids and generations from the start again.
-    namespace = f"{queries.store_id(connection)}@{os.path.abspath(handle.spec.db)}"
+    namespace = f"{experiments.store_id(connection)}@{os.path.abspath(handle.spec.db)}"
     entry = tiers.get_disk(key, namespace)
     if entry is None:
         entry = Encoded(build(connection), media_type, make_etag((namespace, key)))

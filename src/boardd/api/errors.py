@@ -6,6 +6,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from boardd.data.errors import BadRequest, DataError, NotFound, TooLarge, Unavailable
+
 _CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -50,3 +52,26 @@ async def handle_http_exception(request: Request, exc: Exception) -> Response:
 async def handle_unexpected(request: Request, exc: Exception) -> Response:
     """A bug: never a traceback to the client, always the envelope."""
     return error_response(500, "internal error; see the daemon's log")
+
+
+#: The status of each kind of the data layer's errors (any other DataError is a 500).
+_DATA_STATUS: dict[type[DataError], int] = {
+    BadRequest: 400,
+    NotFound: 404,
+    TooLarge: 413,
+    Unavailable: 503,
+}
+
+
+def status_of(exc: DataError) -> int:
+    """The HTTP status of a data-layer error."""
+    for cls in type(exc).__mro__:
+        if cls in _DATA_STATUS:
+            return _DATA_STATUS[cls]
+    return 500
+
+
+async def handle_data_error(request: Request, exc: Exception) -> Response:
+    """Starlette exception handler for the data layer's :class:`DataError`."""
+    assert isinstance(exc, DataError)
+    return error_response(status_of(exc), exc.message)

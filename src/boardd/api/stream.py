@@ -48,6 +48,7 @@ from starlette.responses import Response, StreamingResponse
 
 from boardd.api.common import ExperimentHandle, check_params, finite_or_text
 from boardd.api.errors import ApiError
+from boardd.data.errors import DataError
 from boardd.reader.types import DataClass
 from boardd.store import queries
 from boardd.store.bus import WATCH_INTERVAL_SECONDS, ChangeHub, StoreWatcher, Subscription, wake
@@ -169,7 +170,7 @@ class LiveStreams:
     async def _generation(self, name: str) -> int:
         try:
             return await self._handles[name].pool.run(queries.generation)
-        except ApiError:
+        except DataError:
             return 0  # no store yet: everything in it will be new
 
     async def _events(
@@ -201,7 +202,7 @@ class LiveStreams:
                 continue
             try:
                 changes = await self._changes(name, cursor[name])
-            except ApiError:
+            except DataError:
                 continue  # the store is not there (yet): the watcher announces it when it is
             if len(changes.runs) + len(changes.series) > _RENDER_INLINE_MAX:
                 out.append(await run_in_threadpool(render_changes, name, changes, cursor))

@@ -1,4 +1,4 @@
-"""Read queries over a store (summaries now; the HTTP API's reads build on this module)."""
+"""Read queries over a store: summaries, and every statement the data layer (boardd.data) runs."""
 
 from __future__ import annotations
 
@@ -101,40 +101,38 @@ def data_loss_count(connection: apsw.Connection) -> int:
     return int(value) if value is not None else 0
 
 
-def scalar_points(
-    connection: apsw.Connection,
-    experiment_id: int,
-    run: str,
-    tag: str,
-    *,
-    latest: int | None = None,
-) -> list[tuple[int, float, float]] | None:
-    """(step, wall_time, value) of one scalar series by step (the last ``latest`` only, if
-    given); None if the series does not exist. NaN comes back for NULL values."""
-    series = connection.execute(
-        "SELECT s.id FROM series s JOIN runs r ON r.id = s.run_id "
-        "WHERE r.experiment_id = ? AND r.name = ? AND r.deleted = 0 AND s.tag = ? "
-        "AND s.data_class = 1",
-        (experiment_id, run, tag),
-    ).get
-    if series is None:
-        return None
-    if latest is None:
-        rows = connection.execute(
-            "SELECT step, wall_time, value FROM scalar_points WHERE series_id = ? ORDER BY step",
-            (series,),
-        )
-        return [(s, w, _nan_if_none(v)) for s, w, v in rows]
-    rows = connection.execute(
-        "SELECT step, wall_time, value FROM scalar_points WHERE series_id = ? "
-        "ORDER BY step DESC LIMIT ?",
-        (series, latest),
+@dataclass(frozen=True, slots=True)
+class DataLossRow:
+    """One data-loss record with the run and the path of its file."""
+
+    run: str
+    path: str
+    offset: int
+    length: int
+    reason: str
+    time: float
+
+
+def data_loss(
+    connection: apsw.Connection, experiment_id: int, runs: Sequence[str] = ()
+) -> list[DataLossRow]:
+    """The data-loss records of an experiment's files (only these runs', if given), ordered by
+    file path then offset."""
+    sql = (
+        "SELECT r.name, f.path, d.offset, d.length, d.reason, d.time FROM data_loss d "
+        "JOIN files f ON f.id = d.file_id JOIN runs r ON r.id = f.run_id "
+        "WHERE r.experiment_id = ?"
     )
-    return [(s, w, _nan_if_none(v)) for s, w, v in rows][::-1]
-
-
-def _nan_if_none(value: float | None) -> float:
-    return float("nan") if value is None else float(value)
+    args: list[object] = [experiment_id]
+    if runs:
+        sql += f" AND r.name IN ({','.join('?' * len(runs))})"
+        args.extend(runs)
+    return [
+        DataLossRow(str(run), str(path), int(offset), int(length), str(reason), float(when))
+        for run, path, offset, length, reason, when in connection.execute(
+            sql + " ORDER BY f.path, d.offset, d.id", args
+        )
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,22 +213,27 @@ def plugins(connection: apsw.Connection, experiment_id: int) -> dict[str, list[i
 
 def point_count(
     connection: apsw.Connection,
-    table: str,
+    data_class: int,
     series_id: int,
     *,
     step_min: int | None = None,
     step_max: int | None = None,
 ) -> int:
-    """How many points (steps) a series keeps (within the step range, if given)."""
-    if table not in _TABLES:
-        raise ValueError(table)
+    """How many points (steps) a series of this data class keeps (within the step range, if
+    given)."""
+    table = _POINT_TABLES[DataClass(data_class)]
     where, args = _step_filter(step_min, step_max)
     sql = f"SELECT count(DISTINCT step) FROM {table} WHERE series_id = ? {where}"
     value = connection.execute(sql, (series_id, *args)).get
     return int(value) if value is not None else 0
 
 
-_TABLES = ("scalar_points", "tensor_points", "blob_entries")
+#: The table holding the points of each data class the data API serves.
+_POINT_TABLES = {
+    DataClass.SCALAR: "scalar_points",
+    DataClass.TENSOR: "tensor_points",
+    DataClass.BLOB_SEQUENCE: "blob_entries",
+}
 
 
 def _step_filter(step_min: int | None, step_max: int | None) -> tuple[str, list[int]]:

@@ -8,6 +8,7 @@ after a restart each file is read again from the offset committed with its last 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -41,6 +42,12 @@ MAX_CACHED_SERIES = 1024
 #: daemon writing many series at every commit never reads one back from the store. Reading
 #: one back costs one indexed query (~3 ms for 10,000 steps).
 MAX_CACHED_STEPS = 2**19
+
+
+log = logging.getLogger(__name__)
+
+#: Event files whose data loss this process has logged: once per file, then the API has them.
+_LOSS_LOGGED: set[str] = set()
 
 
 @dataclass(slots=True)
@@ -130,6 +137,8 @@ class StoreWriter:
         self.generation = stored_generation(connection)
         self.counts = WriteCounts()
         self._listeners: list[Callable[[int], None]] = []
+        # Data loss recorded by the open transaction, by file id: (ranges, first reason).
+        self._new_loss: dict[int, tuple[int, str]] = {}
         self._pending_generation = self.generation
         self._trimmed = -1  # the generation whose commit last trimmed the series cache
 
@@ -157,12 +166,31 @@ class StoreWriter:
             # The sampling states cached here may describe rows that were rolled back.
             self._series.clear()
             self._run_started.clear()
+            self._new_loss.clear()
             raise
         finally:
             self._in_transaction = False
         self.generation = self._pending_generation
         for listener in self._listeners:
             listener(self.generation)
+        self._log_new_loss()
+
+    def _log_new_loss(self) -> None:
+        """Says data loss in the log the first time a file has some (after the commit that
+        recorded it; GET /api/v1/data_loss lists every record)."""
+        losses, self._new_loss = self._new_loss, {}
+        for file_id, (count, reason) in losses.items():
+            path = self._db.execute("SELECT path FROM files WHERE id = ?", (file_id,)).get
+            if path is None or path in _LOSS_LOGGED:
+                continue
+            _LOSS_LOGGED.add(path)
+            log.warning(
+                "data loss in %s: %d unreadable range(s), first: %s (the rest of the file is "
+                "read; GET /api/v1/data_loss lists them)",
+                path,
+                count,
+                reason,
+            )
 
     def renew_lease(self) -> None:
         """Renews the lease in a transaction of its own (a writer with nothing to commit)."""
@@ -345,6 +373,9 @@ class StoreWriter:
             ),
         )
         self.counts.data_loss += len(batch.data_loss)
+        if batch.data_loss:
+            count, reason = self._new_loss.get(progress.file_id, (0, batch.data_loss[0].reason))
+            self._new_loss[progress.file_id] = (count + len(batch.data_loss), reason)
         self.counts.records += batch.records
 
     def _define_series(self, run_id: int, tag: str, metadata: TagMetadata) -> None:

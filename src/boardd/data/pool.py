@@ -1,21 +1,39 @@
-"""Read-only store connections for request handlers: one per thread, never on the event loop."""
+"""Read-only store connections for readers of data: one per thread, never on the event loop."""
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+import anyio.to_thread
 import apsw
-from starlette.concurrency import run_in_threadpool
 
-from boardd.api.errors import ApiError
+from boardd.data.errors import Unavailable
+from boardd.store import queries
 from boardd.store.connection import open_reader
 from boardd.store.errors import StoreOpenError
 
 T = TypeVar("T")
+
+
+def open_store(db: Path) -> apsw.Connection:
+    """A read-only connection of its own (for a long read such as a streamed blob, which must
+    not pin the snapshot of the pool's connections); :class:`Unavailable` if it cannot open."""
+    try:
+        return open_reader(db)
+    except StoreOpenError as exc:
+        raise Unavailable(f"the store is not ready yet: {exc}") from exc
+
+
+def _store_id(connection: apsw.Connection) -> str:
+    try:
+        return queries.store_id(connection)
+    except apsw.Error:
+        return ""
 
 
 class ReadPool:
@@ -33,10 +51,12 @@ class ReadPool:
         self._all: list[apsw.Connection] = []
         self._closed = False
         self._identity: tuple[int, int] | None = None
+        self._stores: list[str] = []
         self.swaps = 0
 
     def connection(self) -> apsw.Connection:
-        """This thread's connection to the current store file, opened on first use."""
+        """This thread's connection to the current store file, opened on first use;
+        :class:`Unavailable` while the store cannot be opened or the pool is closed."""
         identity = self._stat()
         connection: apsw.Connection | None = getattr(self._local, "connection", None)
         if connection is not None and getattr(self._local, "identity", None) != identity:
@@ -44,20 +64,27 @@ class ReadPool:
             connection = None
         if connection is None:
             if self._closed:
-                raise ApiError(503, "the server is shutting down")
-            try:
-                connection = open_reader(self.db)
-            except StoreOpenError as exc:
-                raise ApiError(503, f"the store is not ready yet: {exc}") from exc
+                raise Unavailable("the server is shutting down")
+            connection = open_store(self.db)
             self._local.connection = connection
             self._local.identity = identity
+            store = _store_id(connection)
             with self._lock:
                 self._all.append(connection)
+                if store and store not in self._stores:
+                    self._stores.append(store)
                 if identity != self._identity:
                     if self._identity is not None:
                         self.swaps += 1
                     self._identity = identity
         return connection
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        """The identities of every store file this pool has read (the current one and those
+        a rebuild replaced), oldest first."""
+        with self._lock:
+            return tuple(self._stores)
 
     def _stat(self) -> tuple[int, int] | None:
         try:
@@ -73,9 +100,14 @@ class ReadPool:
         connection.close()
         self._local.connection = None
 
+    def call(self, query: Callable[[apsw.Connection], T]) -> T:
+        """``query(connection)`` on this thread's connection (blocking)."""
+        return query(self.connection())
+
     async def run(self, query: Callable[[apsw.Connection], T]) -> T:
-        """Runs ``query(connection)`` in a worker thread."""
-        return await run_in_threadpool(lambda: query(self.connection()))
+        """``query(connection)`` in a worker thread (the thread pool Starlette uses too, so a
+        connection serves every request that lands on its thread)."""
+        return await anyio.to_thread.run_sync(functools.partial(self.call, query))
 
     def close(self) -> None:
         """Closes every connection; safe to call twice."""

@@ -1,0 +1,236 @@
+"""The schemas of the API's answers (OpenAPI 3.1 / JSON Schema 2020-12), referenced by the route
+table and gathered into the generated description."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def ref(name: str) -> dict[str, str]:
+    """A reference to one of :data:`SCHEMAS`."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_schema = ref
+
+
+FLOAT_OR_TEXT = {
+    "description": "a float; JSON has no NaN or infinities, so those are the strings "
+    "NaN, Infinity, -Infinity (as TensorBoard spells them)",
+    "anyOf": [{"type": "number"}, {"type": "string", "enum": ["NaN", "Infinity", "-Infinity"]}],
+}
+
+SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "description": "every error, whatever the route",
+        "required": ["error"],
+        "additionalProperties": False,
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "additionalProperties": False,
+                "properties": {
+                    "code": {
+                        "type": "string",
+                        "description": "bad_request, unauthorized, not_found, "
+                        "method_not_allowed, too_large, internal or unavailable",
+                    },
+                    "message": {"type": "string", "description": "what to change"},
+                },
+            }
+        },
+    },
+    "FloatOrText": FLOAT_OR_TEXT,
+    "Health": {
+        "type": "object",
+        "required": ["status", "version", "uptime_seconds", "cache", "experiments"],
+        "properties": {
+            "status": {"type": "string", "enum": ["ok", "degraded"]},
+            "version": {"type": "string"},
+            "uptime_seconds": {"type": "number"},
+            "cache": {
+                "type": "object",
+                "required": ["entries", "bytes", "hits", "misses", "hit_rate"],
+                "properties": {
+                    "entries": {"type": "integer"},
+                    "bytes": {"type": "integer"},
+                    "hits": {"type": "integer"},
+                    "misses": {"type": "integer"},
+                    "hit_rate": {"type": "number"},
+                },
+            },
+            "experiments": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "description": "the daemon adds its live ingest state (state, lag, …)",
+                    "required": ["name", "logdir", "data_loss"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "logdir": {"type": "string"},
+                        "data_loss": {
+                            "type": ["integer", "null"],
+                            "description": "data-loss records; null while there is no store",
+                        },
+                    },
+                },
+            },
+        },
+    },
+    "Experiment": {
+        "type": "object",
+        "required": ["id", "name", "logdir", "creation_time"],
+        "additionalProperties": False,
+        "properties": {
+            "id": {"type": "string", "description": "what experiment= takes"},
+            "name": {"type": "string"},
+            "logdir": {"type": "string"},
+            "creation_time": {"type": "number", "description": "seconds since the epoch"},
+        },
+    },
+    "Run": {
+        "type": "object",
+        "required": ["name", "start_time"],
+        "additionalProperties": False,
+        "properties": {
+            "name": {
+                "type": "string",
+                "description": "directory of the run's event files relative to the logdir "
+                "('.' for the logdir itself)",
+            },
+            "start_time": {"type": ["number", "null"]},
+        },
+    },
+    "Plugins": {
+        "type": "object",
+        "additionalProperties": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["scalar", "tensor", "blob_sequence"]},
+        },
+    },
+    "TimeSeries": {
+        "type": "object",
+        "required": [
+            "max_step",
+            "max_wall_time",
+            "plugin_name",
+            "plugin_content",
+            "display_name",
+            "description",
+        ],
+        "additionalProperties": False,
+        "properties": {
+            "max_step": {"type": ["integer", "null"]},
+            "max_wall_time": {"type": ["number", "null"]},
+            "plugin_name": {"type": "string"},
+            "plugin_content": {
+                "type": "string",
+                "contentEncoding": "base64",
+                "description": "the plugin's own metadata bytes (SummaryMetadata.plugin_data)",
+            },
+            "display_name": {"type": "string"},
+            "description": {"type": "string"},
+        },
+    },
+    "BlobSequenceTimeSeries": {
+        "type": "object",
+        "required": [
+            "max_step",
+            "max_wall_time",
+            "plugin_name",
+            "plugin_content",
+            "display_name",
+            "description",
+            "max_length",
+        ],
+        "additionalProperties": False,
+        "properties": {
+            "max_step": {"type": ["integer", "null"]},
+            "max_wall_time": {"type": ["number", "null"]},
+            "plugin_name": {"type": "string"},
+            "plugin_content": {"type": "string", "contentEncoding": "base64"},
+            "display_name": {"type": "string"},
+            "description": {"type": "string"},
+            "max_length": {
+                "type": "integer",
+                "description": "the longest blob list of any step",
+            },
+        },
+    },
+    "ScalarDatum": {
+        "type": "object",
+        "required": ["step", "wall_time", "value"],
+        "additionalProperties": False,
+        "properties": {
+            "step": {"type": "integer"},
+            "wall_time": {"type": "number"},
+            "value": _schema("FloatOrText"),
+        },
+    },
+    "ScalarColumns": {
+        "type": "object",
+        "required": ["step", "wall_time", "value"],
+        "additionalProperties": False,
+        "properties": {
+            "step": {"type": "array", "items": {"type": "integer"}},
+            "wall_time": {"type": "array", "items": {"type": "number"}},
+            "value": {"type": "array", "items": _schema("FloatOrText")},
+        },
+    },
+    "TensorDatum": {
+        "type": "object",
+        "required": ["step", "wall_time", "dtype", "shape", "values"],
+        "additionalProperties": False,
+        "properties": {
+            "step": {"type": "integer"},
+            "wall_time": {"type": "number"},
+            "dtype": {"type": "string", "description": "TensorFlow's name, e.g. DT_DOUBLE"},
+            "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+            "values": {
+                "description": "nested lists of the given shape (a bare value for rank 0): "
+                "numbers (non-finite ones as FloatOrText), booleans, strings (UTF-8 text, or "
+                '{"base64": …} for other bytes); complex numbers as [re, im]. A tensor that '
+                'cannot be decoded is {"error": message}.',
+            },
+        },
+    },
+    "BlobSequenceDatum": {
+        "type": "object",
+        "required": ["step", "wall_time", "blobs"],
+        "additionalProperties": False,
+        "properties": {
+            "step": {"type": "integer"},
+            "wall_time": {"type": "number"},
+            "blobs": {
+                "type": "array",
+                "description": "opaque keys for /api/v1/blob/{key}, in index order",
+                "items": {"type": "string"},
+            },
+        },
+    },
+    "DataLoss": {
+        "type": "object",
+        "required": ["run", "file", "offset", "length", "reason", "time"],
+        "additionalProperties": False,
+        "properties": {
+            "run": {"type": "string"},
+            "file": {
+                "type": "string",
+                "description": "the event file, relative to the logdir when it lies under it",
+            },
+            "offset": {"type": "integer", "minimum": 0, "description": "bytes from the start"},
+            "length": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "bytes skipped; 0 for a whole record whose content was rejected",
+            },
+            "reason": {"type": "string"},
+            "time": {
+                "type": "number",
+                "description": "when it was recorded (seconds since the epoch)",
+            },
+        },
+    },
+}

@@ -1,0 +1,135 @@
+"""The server-wide routes: health, the OpenAPI description, experiments, plugins, runs and data
+loss — thin encoders over :mod:`boardd.data`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Any
+
+import apsw
+from starlette.requests import Request
+from starlette.responses import Response
+
+from boardd import __version__
+from boardd.api.common import (
+    experiment_from,
+    experiment_id,
+    json_bytes,
+    json_response,
+    respond_cached,
+    state_of,
+)
+from boardd.api.openapi import SPEC
+from boardd.api.routes import Query, RouteDef
+from boardd.cache import CacheStats
+from boardd.data import experiments as data_experiments
+from boardd.data.errors import DataError
+
+
+async def health(request: Request, query: Query, route: RouteDef) -> Response:
+    """Liveness and ingest state of every experiment: state, lag, data-loss count, cache."""
+    state = state_of(request)
+    experiments = []
+    degraded = False
+    for handle in state.experiments.values():
+        entry: dict[str, Any] = {"name": handle.spec.name, "logdir": str(handle.spec.logdir)}
+        if handle.status is not None:
+            entry.update(handle.status())
+            degraded = degraded or entry.get("state") == "failed"
+        try:
+            entry["data_loss"] = await handle.pool.run(data_experiments.data_loss_count)
+        except DataError:
+            entry["data_loss"] = None
+        experiments.append(entry)
+    stats = state.cache.stats
+    disk = state.tiers.disk if state.tiers is not None else None
+    return json_response(
+        {
+            "status": "degraded" if degraded else "ok",
+            "version": __version__,
+            "uptime_seconds": round(time.time() - state.started, 3),
+            "cache": {
+                "entries": len(state.cache),
+                "bytes": state.cache.bytes,
+                "hits": stats.hits,
+                "misses": stats.misses,
+                "hit_rate": round(stats.hit_rate, 4),
+                "tiers": {
+                    "memory": _tier_stats(stats),
+                    "disk": None if disk is None else _tier_stats(disk.stats, disk.errors),
+                },
+            },
+            "experiments": experiments,
+        }
+    )
+
+
+async def serve_openapi(request: Request, query: Query, route: RouteDef) -> Response:
+    """``GET /api/v1/openapi.json``: the description generated from the route table."""
+    return json_response(SPEC)
+
+
+async def list_experiments(request: Request, query: Query, route: RouteDef) -> Response:
+    """``[{"id", "name", "logdir", "creation_time"}]``."""
+    out = []
+    for handle in state_of(request).experiments.values():
+        try:
+            row = await handle.pool.run(data_experiments.experiment)
+        except DataError:
+            continue
+        if row is not None:
+            out.append(
+                {
+                    "id": handle.spec.name,
+                    "name": handle.spec.name,
+                    "logdir": row.logdir,
+                    "creation_time": row.creation_time,
+                }
+            )
+    return json_response(out)
+
+
+async def list_plugins(request: Request, query: Query, route: RouteDef) -> Response:
+    """``{PLUGIN: [DATA_CLASS, ...]}`` of the experiment's series."""
+    handle = experiment_from(request)
+    exp_id = await experiment_id(handle)
+    return json_response(await handle.pool.run(lambda c: data_experiments.plugins(c, exp_id)))
+
+
+async def list_runs(request: Request, query: Query, route: RouteDef) -> Response:
+    """``[{"name", "start_time"}]`` in TensorBoard's order: start time, then name."""
+    handle = experiment_from(request)
+    exp_id = await experiment_id(handle)
+    generation = await handle.pool.run(data_experiments.generation)
+
+    def build(c: apsw.Connection) -> bytes:
+        return json_bytes([asdict(r) for r in data_experiments.runs(c, exp_id)])
+
+    key = ("runs", handle.spec.name, handle.pool.swaps, generation)
+    return await respond_cached(request, handle, key, build, "application/json")
+
+
+async def list_data_loss(request: Request, query: Query, route: RouteDef) -> Response:
+    """``[{"run", "file", "offset", "length", "reason", "time"}]`` in file, offset order."""
+    handle = experiment_from(request)
+    exp_id = await experiment_id(handle)
+    runs = query.texts("run")
+    generation = await handle.pool.run(data_experiments.generation)
+
+    def build(c: apsw.Connection) -> bytes:
+        return json_bytes([asdict(r) for r in data_experiments.data_loss(c, exp_id, runs)])
+
+    key = ("data_loss", handle.spec.name, handle.pool.swaps, runs, generation)
+    return await respond_cached(request, handle, key, build, "application/json")
+
+
+def _tier_stats(stats: CacheStats, errors: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "hits": stats.hits,
+        "misses": stats.misses,
+        "hit_rate": round(stats.hit_rate, 4),
+    }
+    if errors is not None:
+        out["errors"] = errors
+    return out

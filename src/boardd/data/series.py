@@ -1,0 +1,306 @@
+"""List and read time series with bounds: which series match, whether the answer fits, and their
+points after the filters (run/tag, step range, latest, downsample, index range, in that order)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import apsw
+import numpy as np
+import numpy.typing as npt
+
+from boardd.data.blobs import blob_key
+from boardd.data.downsample import downsample_indices
+from boardd.data.errors import BadRequest, TooLarge
+from boardd.data.kinds import Kind
+from boardd.data.values import tensor_value
+from boardd.reader.tensors import dtype_name
+from boardd.store import queries
+from boardd.store.queries import SeriesInfo
+
+__all__ = [
+    "MAX_POINTS",
+    "MAX_SERIES_PER_REQUEST",
+    "BlobSequenceSeries",
+    "BlobStep",
+    "Bounds",
+    "ScalarColumns",
+    "Selection",
+    "SeriesInfo",
+    "TensorDatum",
+    "TensorSeries",
+    "check_plugin",
+    "check_size",
+    "known_plugins",
+    "list_series",
+    "read_blob_sequences",
+    "read_scalars",
+    "read_tensors",
+]
+
+#: At most this many (run, tag) pairs in one request.
+MAX_SERIES_PER_REQUEST = 10_000
+#: At most this many points in one answer, by kind (runs × tags × samples).
+MAX_POINTS = {"scalars": 5_000_000, "tensors": 100_000, "blob_sequences": 100_000}
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which series: one plugin's, optionally only these runs and tags (cross product)."""
+
+    plugin: str
+    runs: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Which points of each series, applied in this order: the step range, the last ``latest``
+    steps, ``downsample`` (at most k points), then the index range within each step (blob
+    sequences). None: no bound."""
+
+    step_min: int | None = None
+    step_max: int | None = None
+    latest: int | None = None
+    downsample: int | None = None
+    index_min: int | None = None
+    index_max: int | None = None
+
+    def __post_init__(self) -> None:
+        if (
+            self.step_min is not None
+            and self.step_max is not None
+            and self.step_min > self.step_max
+        ):
+            raise BadRequest(f"step_min={self.step_min} is greater than step_max={self.step_max}")
+        if (
+            self.index_min is not None
+            and self.index_max is not None
+            and self.index_min > self.index_max
+        ):
+            raise BadRequest(
+                f"index_min={self.index_min} is greater than index_max={self.index_max}"
+            )
+        if self.latest is not None and self.latest < 1:
+            raise BadRequest(f"latest={self.latest}: give a number from 1")
+        for name in ("downsample", "index_min", "index_max"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise BadRequest(f"{name}={value}: give a number from 0")
+
+
+def list_series(
+    connection: apsw.Connection, experiment_id: int, kind: Kind, selection: Selection
+) -> list[SeriesInfo]:
+    """The series of live runs matching the selection, by run then tag.
+
+    :class:`BadRequest` for a plugin that is not known: neither one of TensorBoard's plugins of
+    this kind's data class nor one the store has series of (a misspelt ``scalar`` must not look
+    like an empty experiment; a real plugin without data yet is an empty answer).
+    """
+    series = queries.list_series(
+        connection,
+        experiment_id,
+        (kind.data_class,),
+        selection.plugin,
+        selection.runs,
+        selection.tags,
+    )
+    if not series:
+        check_plugin(connection, experiment_id, kind, selection.plugin)
+    return series
+
+
+def known_plugins(connection: apsw.Connection, experiment_id: int, kind: Kind) -> list[str]:
+    """The plugins ``plugin=`` may name for this kind: TensorBoard's of its data class and every
+    plugin the store has series of with that data class, sorted."""
+    found = queries.plugins(connection, experiment_id)
+    stored = {p for p, classes in found.items() if int(kind.data_class) in classes}
+    return sorted(kind.tensorboard_plugins | stored)
+
+
+def check_plugin(connection: apsw.Connection, experiment_id: int, kind: Kind, plugin: str) -> None:
+    """:class:`BadRequest` naming the known plugins if ``plugin`` is not one of them."""
+    if plugin in kind.tensorboard_plugins:
+        return
+    known = known_plugins(connection, experiment_id, kind)
+    if plugin not in known:
+        raise BadRequest(
+            f"plugin={plugin!r} is not a plugin of {kind.name}; known: {', '.join(known)}"
+        )
+
+
+def check_size(
+    connection: apsw.Connection, kind: Kind, series: Sequence[SeriesInfo], bounds: Bounds
+) -> None:
+    """:class:`TooLarge` if the answer could exceed the series or the point bound of ``kind``
+    (runs × tags × samples), before any point is read."""
+    if len(series) > MAX_SERIES_PER_REQUEST:
+        raise TooLarge(
+            f"{len(series)} series match; at most {MAX_SERIES_PER_REQUEST} per request: "
+            "name runs with run= and tags with tag="
+        )
+    limits = [v for v in (bounds.latest, bounds.downsample) if v is not None]
+    bound = min(limits) if limits else None
+
+    def count(s: SeriesInfo) -> int:
+        return queries.point_count(
+            connection,
+            kind.data_class,
+            s.id,
+            step_min=bounds.step_min,
+            step_max=bounds.step_max,
+        )
+
+    # Capacities, latest= and downsample= are cheap upper bounds; short series and step
+    # ranges make them overcount, so the points are counted before refusing.
+    uppers = [min((v for v in (s.capacity, bound) if v is not None), default=None) for s in series]
+    total = sum(count(s) if u is None else u for s, u in zip(series, uppers, strict=True))
+    if total > MAX_POINTS[kind.name] and any(u is not None for u in uppers):
+        total = sum(
+            count(s) if u is None else min(u, count(s)) for s, u in zip(series, uppers, strict=True)
+        )
+    if total > MAX_POINTS[kind.name]:
+        raise TooLarge(
+            f"this request could return {total} points (runs × tags × samples); the limit is "
+            f"{MAX_POINTS[kind.name]}: add downsample=, latest=, step_min/step_max, or fewer "
+            "run= / tag="
+        )
+
+
+def _pick(steps: npt.NDArray[np.int64], bounds: Bounds) -> npt.NDArray[np.intp] | None:
+    if bounds.downsample is None:
+        return None
+    return downsample_indices(steps, bounds.downsample)
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarColumns:
+    """The points of one scalar series as columns (NaN and ±Inf kept as floats)."""
+
+    run: str
+    tag: str
+    steps: npt.NDArray[np.int64]
+    wall_times: npt.NDArray[np.float64]
+    values: npt.NDArray[np.float64]
+
+
+def read_scalars(
+    connection: apsw.Connection, series: Sequence[SeriesInfo], bounds: Bounds
+) -> list[ScalarColumns]:
+    """The points of scalar series within the bounds, by step."""
+    out = []
+    for s in series:
+        steps, walls, values = queries.scalar_columns(
+            connection,
+            s.id,
+            step_min=bounds.step_min,
+            step_max=bounds.step_max,
+            latest=bounds.latest,
+        )
+        chosen = _pick(steps, bounds)
+        if chosen is not None:
+            steps, walls, values = steps[chosen], walls[chosen], values[chosen]
+        out.append(ScalarColumns(s.run, s.tag, steps, walls, values))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class TensorDatum:
+    """One tensor point, its value converted (:func:`boardd.data.values.tensor_value`)."""
+
+    step: int
+    wall_time: float
+    dtype: str
+    shape: tuple[int, ...]
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSeries:
+    """The points of one tensor series."""
+
+    run: str
+    tag: str
+    points: list[TensorDatum]
+
+
+_Row = TypeVar("_Row", queries.StoredTensor, queries.StoredBlobStep)
+
+
+def _downsampled(rows: list[_Row], bounds: Bounds) -> list[_Row]:
+    steps = np.fromiter((r.step for r in rows), dtype=np.int64, count=len(rows))
+    chosen = _pick(steps, bounds)
+    return rows if chosen is None else [rows[i] for i in chosen.tolist()]
+
+
+def read_tensors(
+    connection: apsw.Connection, series: Sequence[SeriesInfo], bounds: Bounds
+) -> list[TensorSeries]:
+    """The points of tensor series within the bounds, by step, values decoded."""
+    out = []
+    for s in series:
+        rows = queries.tensor_rows(
+            connection,
+            s.id,
+            step_min=bounds.step_min,
+            step_max=bounds.step_max,
+            latest=bounds.latest,
+        )
+        points = [
+            TensorDatum(
+                r.step,
+                r.wall_time,
+                dtype_name(r.dtype),
+                r.shape,
+                tensor_value(r.dtype, r.shape, r.content),
+            )
+            for r in _downsampled(rows, bounds)
+        ]
+        out.append(TensorSeries(s.run, s.tag, points))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class BlobStep:
+    """The blobs of one step of a blob sequence, as keys in index order."""
+
+    step: int
+    wall_time: float
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BlobSequenceSeries:
+    """The steps of one blob sequence."""
+
+    run: str
+    tag: str
+    steps: list[BlobStep]
+
+
+def read_blob_sequences(
+    connection: apsw.Connection, experiment: str, series: Sequence[SeriesInfo], bounds: Bounds
+) -> list[BlobSequenceSeries]:
+    """The steps of blob sequences within the bounds, each with the keys of its blobs (keys
+    name ``experiment`` and this store file)."""
+    store = queries.store_id(connection)
+    out = []
+    for s in series:
+        rows = queries.blob_sequence_rows(
+            connection,
+            s.id,
+            step_min=bounds.step_min,
+            step_max=bounds.step_max,
+            latest=bounds.latest,
+            index_min=bounds.index_min,
+            index_max=bounds.index_max,
+        )
+        steps = [
+            BlobStep(r.step, r.wall_time, tuple(blob_key(experiment, store, b) for _, b in r.blobs))
+            for r in _downsampled(rows, bounds)
+        ]
+        out.append(BlobSequenceSeries(s.run, s.tag, steps))
+    return out

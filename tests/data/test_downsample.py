@@ -1,0 +1,51 @@
+"""Query-time downsampling: at most k points, the first and the last always, the choice a
+function of the set of steps alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from boardd.data.downsample import downsample_indices
+
+
+def steps(values: range | list[int]) -> np.ndarray:
+    return np.array(list(values), dtype=np.int64)
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 10, 99, 100, 1000])
+def test_bounds_and_ends(k: int) -> None:
+    s = steps(range(0, 300, 3))
+    chosen = downsample_indices(s, k)
+    assert len(chosen) == min(k, len(s))
+    assert chosen.tolist() == sorted(set(chosen.tolist()))
+    if k >= 1:
+        assert chosen[-1] == len(s) - 1
+    if k >= 2:
+        assert chosen[0] == 0
+
+
+def test_depends_only_on_the_set_of_steps() -> None:
+    a = steps(range(1000))
+    b = steps(range(1000))
+    assert downsample_indices(a, 17).tolist() == downsample_indices(b, 17).tolist()
+    # Another range shares inner steps: those chosen in both are chosen by the same rule.
+    shorter = steps(range(0, 900))
+    kept_a = set(a[downsample_indices(a, 50)].tolist())
+    kept_short = set(shorter[downsample_indices(shorter, 50)].tolist())
+    assert len(kept_a & kept_short) > 10
+
+
+def test_a_uniform_sample_between_the_ends() -> None:
+    s = steps(range(100_000))
+    kept = s[downsample_indices(s, 1002)][1:-1]
+    # Spread over the range, not bunched: each tenth of it holds about a tenth of the points.
+    counts = np.histogram(kept, bins=10, range=(0, 100_000))[0]
+    assert counts.min() > 60 and counts.max() < 140
+
+
+def test_empty_and_tiny_series() -> None:
+    assert downsample_indices(steps([]), 5).tolist() == []
+    assert downsample_indices(steps([7]), 1).tolist() == [0]
+    assert downsample_indices(steps([7, 9]), 1).tolist() == [1]
+    assert downsample_indices(steps([7, 9, 11]), 2).tolist() == [0, 2]
