@@ -41,9 +41,9 @@ from boardd.cache import (
     TwoTierCache,
 )
 from boardd.config import ExperimentSpec
+from boardd.data.changes import ChangeHub
 from boardd.data.errors import DataError
 from boardd.data.kinds import KINDS
-from boardd.store.bus import ChangeHub
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,7 @@
 """Live updates: ``GET /api/v1/stream``, one Server-Sent Event per change after each commit.
 
-How a commit reaches a client: the commit bus (:mod:`boardd.store.bus`) wakes each subscribed
+How a commit reaches a client: the commit bus (:mod:`boardd.store.bus`, offered by
+:mod:`boardd.data.changes`) wakes each subscribed
 stream on its event loop, whether the commit was made by a writer of this process or seen by
 the bus's store watcher; the stream asks the store, in the read pool, what changed since the
 generation it last sent (one query per experiment and commit, shared by the streams that were
@@ -48,10 +49,20 @@ from starlette.responses import Response, StreamingResponse
 
 from boardd.api.common import ExperimentHandle, check_params, finite_or_text
 from boardd.api.errors import ApiError
+from boardd.data import experiments
+from boardd.data.changes import (
+    WATCH_INTERVAL_SECONDS,
+    ChangeHub,
+    Changes,
+    RunChange,
+    SeriesChange,
+    StoreWatcher,
+    Subscription,
+    changes_since,
+    wake,
+)
 from boardd.data.errors import DataError
-from boardd.reader.types import DataClass
-from boardd.store import queries
-from boardd.store.bus import WATCH_INTERVAL_SECONDS, ChangeHub, StoreWatcher, Subscription, wake
+from boardd.data.kinds import data_class_label
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +84,7 @@ class _Feed:
     """One experiment's recent change queries, shared by the streams at the same generation."""
 
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    memo: OrderedDict[int, queries.Changes] = field(default_factory=OrderedDict)
+    memo: OrderedDict[int, Changes] = field(default_factory=OrderedDict)
 
 
 class LiveStreams:
@@ -169,7 +180,7 @@ class LiveStreams:
 
     async def _generation(self, name: str) -> int:
         try:
-            return await self._handles[name].pool.run(queries.generation)
+            return await self._handles[name].pool.run(experiments.generation)
         except DataError:
             return 0  # no store yet: everything in it will be new
 
@@ -210,7 +221,7 @@ class LiveStreams:
                 out.append(render_changes(name, changes, cursor))
         return b"".join(out)
 
-    async def _changes(self, name: str, since: int) -> queries.Changes:
+    async def _changes(self, name: str, since: int) -> Changes:
         feed = self._feeds[name]
         async with feed.lock:
             latest = self.hub.latest(name)
@@ -219,9 +230,7 @@ class LiveStreams:
             if hit is not None and hit.generation == latest:
                 feed.memo.move_to_end(since)
                 return hit
-            changes = await self._handles[name].pool.run(
-                lambda c: queries.changes_since(c, name, since)
-            )
+            changes = await self._handles[name].pool.run(lambda c: changes_since(c, name, since))
             feed.memo[since] = changes
             feed.memo.move_to_end(since)
             while len(feed.memo) > _MEMO_SIZE:
@@ -263,7 +272,7 @@ def parse_cursor(text: str, names: Sequence[str]) -> dict[str, int]:
     return cursor
 
 
-def render_changes(name: str, changes: queries.Changes, cursor: dict[str, int]) -> bytes:
+def render_changes(name: str, changes: Changes, cursor: dict[str, int]) -> bytes:
     """The SSE messages of one experiment's changes; advances ``cursor[name]``."""
     since = cursor[name]
     if changes.generation < since:
@@ -299,7 +308,7 @@ def _message(cursor: Mapping[str, int], event: str, data: dict[str, Any]) -> byt
     return f"id: {format_cursor(cursor)}\nevent: {event}\ndata: {body}\n\n".encode()
 
 
-def _run_data(name: str, run: queries.RunChange) -> dict[str, Any]:
+def _run_data(name: str, run: RunChange) -> dict[str, Any]:
     return {
         "experiment": name,
         "run": run.run,
@@ -308,25 +317,19 @@ def _run_data(name: str, run: queries.RunChange) -> dict[str, Any]:
     }
 
 
-def _series_data(name: str, series: queries.SeriesChange) -> dict[str, Any]:
+def _series_data(name: str, series: SeriesChange) -> dict[str, Any]:
+    label = data_class_label(series.data_class)
     data: dict[str, Any] = {
         "experiment": name,
         "run": series.run,
         "tag": series.tag,
         "plugin": series.plugin_name,
-        "data_class": _label(series.data_class),
+        "data_class": label,
         "step": series.last_step,
         "wall_time": series.last_wall_time,
     }
-    if series.data_class == DataClass.SCALAR:
+    if label == "scalar":
         value = series.last_value
         data["value"] = "NaN" if value is None else finite_or_text(value)
     data["generation"] = series.generation
     return data
-
-
-def _label(data_class: int) -> str:
-    try:
-        return DataClass(data_class).label
-    except ValueError:
-        return str(data_class)
