@@ -1,7 +1,8 @@
 """Live stream latency: from a store commit to its Server-Sent Event at the subscribers.
 
 boardd is measured on its daemon path: the writer (a WriteSession + Ingestor in this process,
-as a ``boardd serve`` runner) announces each commit to the app's ChangeHub, and
+as a ``boardd serve`` runner) claims the store on the app's ChangeHub (the commit bus), which
+announces each commit, and
 ``GET /api/v1/stream`` sends the changes. The anchor is what a poller gets at best: the same
 app without a hub, which notices commits by checking ``PRAGMA data_version`` every 50 ms (the
 stream's own fallback for stores written by another process). TensorBoard has no push API: its
@@ -132,14 +133,15 @@ def _measure(path_name: str, root: Path, args: argparse.Namespace) -> dict[str, 
     import uvicorn
 
     from boardd.api.app import create_app
-    from boardd.api.stream import ChangeHub
     from boardd.config import ExperimentSpec
+    from boardd.store.bus import ChangeHub
 
     writer = _Writer(root, args.tags)
     writer.commit(0)
     hub = ChangeHub() if path_name == "hub" else None
     if hub is not None:
-        writer.listeners.append(hub.publish)
+        # As a runner does: the writer claims the store on the bus, which announces commits.
+        hub.claim("bench", writer.session.writer)
     app = create_app([ExperimentSpec("bench", writer.logdir, writer.db)], hub=hub)
     # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say TCP, and Nagle's
     # algorithm would hold each message until the client's delayed ACK of the previous one.

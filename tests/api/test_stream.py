@@ -35,8 +35,8 @@ from tensorboardX import SummaryWriter
 from tensorboardX import summary as x_summary
 
 from boardd.api.app import create_app
-from boardd.api.stream import ChangeHub
 from boardd.config import ExperimentSpec
+from boardd.store.bus import ChangeHub
 from boardd.store.connection import open_reader
 from boardd.store.ingest import Ingestor
 from boardd.store.session import WriteSession
@@ -103,12 +103,14 @@ class Store:
         self.logdir.mkdir(parents=True, exist_ok=True)
         self.session = WriteSession(self.db, self.logdir)
         self.session.writer.on_commit(self._committed)
+        if self.hub is not None:
+            # As a daemon's runner: the writer claims its store on the bus, which announces
+            # its commits.
+            self.hub.claim(self.name, self.session.writer)
         self.ingestor = Ingestor(self.session.writer, self.logdir, experiment=self.name, workers=1)
 
     def _committed(self, generation: int) -> None:
         self.commits[generation] = time.perf_counter()
-        if self.hub is not None:
-            self.hub.publish(self.name, generation)
 
     @property
     def spec(self) -> ExperimentSpec:
@@ -556,10 +558,10 @@ def test_store_watcher_without_a_hub(
         latencies.append(event.at - store.commits[generation])
     print(f"\ncommit → message (store watcher): {[round(x * 1e3, 1) for x in latencies]} ms")
     assert max(latencies) < 1.0
-    assert [t for t in threading.enumerate() if t.name == "boardd-stream-watch"]
+    assert [t for t in threading.enumerate() if t.name == "boardd-store-watch"]
     stream.close()
     server.stop()  # the lifespan's end stops the watcher and closes its connection
-    assert [t for t in threading.enumerate() if t.name == "boardd-stream-watch"] == []
+    assert [t for t in threading.enumerate() if t.name == "boardd-store-watch"] == []
 
 
 def test_a_store_that_appears_later(

@@ -6,8 +6,6 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "boardd"
-#: api/stream.py still reads the store itself until the commit bus moves to store/ (issue 10).
-NOT_YET = {"stream.py"}
 
 
 def imports(path: Path) -> set[str]:
@@ -30,8 +28,6 @@ def test_data_knows_no_http() -> None:
 
 def test_api_reaches_the_store_through_data() -> None:
     for path in sorted((SRC / "api").glob("*.py")):
-        if path.name in NOT_YET:
-            continue
         bad = {m for m in imports(path) if m.startswith(("boardd.store", "boardd.reader"))}
         assert not bad, (path.name, bad)
         assert "execute(" not in path.read_text(encoding="utf-8"), path.name

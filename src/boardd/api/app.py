@@ -32,7 +32,7 @@ from boardd.api.errors import (
     handle_unexpected,
 )
 from boardd.api.routes import ROUTES, Query, RouteDef
-from boardd.api.stream import HEARTBEAT_SECONDS, ChangeHub, LiveStreams
+from boardd.api.stream import HEARTBEAT_SECONDS, LiveStreams
 from boardd.cache import (
     DEFAULT_DISK_BYTES,
     DEFAULT_MAX_BYTES,
@@ -41,6 +41,7 @@ from boardd.cache import (
     TwoTierCache,
 )
 from boardd.config import ExperimentSpec
+from boardd.data.changes import ChangeHub
 from boardd.data.errors import DataError
 from boardd.data.kinds import KINDS
 

@@ -1,12 +1,12 @@
 """Live updates: ``GET /api/v1/stream``, one Server-Sent Event per change after each commit.
 
-How a commit reaches a client: the writer's thread announces ``(experiment, generation)`` to a
-:class:`ChangeHub` right after COMMIT; the hub wakes each subscribed stream on its event loop
-(``call_soon_threadsafe``, no polling); the stream asks the store, in the read pool, what
-changed since the generation it last sent (one query per experiment and commit, shared by the
-streams that were at the same generation) and sends it. A store written by another process
-(``serve`` read-only, or an app built without a hub) is watched instead by a thread that
-checks ``PRAGMA data_version`` every 50 ms and announces commits to the same hub.
+How a commit reaches a client: the commit bus (:mod:`boardd.store.bus`, offered by
+:mod:`boardd.data.changes`) wakes each subscribed
+stream on its event loop, whether the commit was made by a writer of this process or seen by
+the bus's store watcher; the stream asks the store, in the read pool, what changed since the
+generation it last sent (one query per experiment and commit, shared by the streams that were
+at the same generation) and sends it. This module only speaks HTTP: cursors, rendering, the
+response.
 
 Events::
 
@@ -33,45 +33,45 @@ API, then apply the events).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import os
 import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from boardd.api.common import ExperimentHandle, check_params, finite_or_text
 from boardd.api.errors import ApiError
+from boardd.data import experiments
+from boardd.data.changes import (
+    WATCH_INTERVAL_SECONDS,
+    ChangeHub,
+    Changes,
+    RunChange,
+    SeriesChange,
+    StoreWatcher,
+    Subscription,
+    changes_since,
+    wake,
+)
 from boardd.data.errors import DataError
-from boardd.reader.types import DataClass
-from boardd.store import queries
-from boardd.store.connection import open_reader
-from boardd.store.errors import StoreOpenError
+from boardd.data.kinds import data_class_label
 
 log = logging.getLogger(__name__)
 
 #: Seconds without a message after which a ``: ping`` comment keeps proxies from timing out.
 HEARTBEAT_SECONDS = 15.0
-#: How often the store watcher checks stores that no in-process writer announces.
-WATCH_INTERVAL_SECONDS = 0.05
-#: How often the watcher re-checks which stores need watching while none does.
-IDLE_RECHECK_SECONDS = 0.25
 #: The reconnection delay suggested to EventSource clients (milliseconds).
 RETRY_MS = 1000
 #: The query parameters of ``GET /api/v1/stream``.
 STREAM_PARAMS = frozenset({"experiment", "since"})
-#: Runner states in which the in-process writer announces every commit to the hub.
-_WRITING = frozenset({"starting", "catching_up", "live"})
 #: Past this many changes, messages are rendered off the event loop.
 _RENDER_INLINE_MAX = 256
 #: Query results kept per experiment, by the generation they start from.
@@ -79,240 +79,21 @@ _MEMO_SIZE = 8
 _GENERATION = re.compile(r"[0-9]{1,19}")
 
 
-class ChangeHub:
-    """Where writer threads announce commits and stream handlers wait for them.
-
-    :meth:`publish` may be called from any thread (it never blocks on the event loop);
-    :meth:`subscribe` and everything of a :class:`Subscription` run on the event loop.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._subscribers: set[Subscription] = set()
-        self._latest: dict[str, int] = {}
-        self._closed = False
-
-    def publish(self, experiment: str, generation: int) -> None:
-        """Announces that ``experiment``'s store committed ``generation``."""
-        with self._lock:
-            self._latest[experiment] = generation
-            targets = [s for s in self._subscribers if experiment in s.experiments]
-        wake(targets, experiment)
-
-    def latest(self, experiment: str) -> int | None:
-        """The last generation announced for ``experiment`` (None before any)."""
-        with self._lock:
-            return self._latest.get(experiment)
-
-    def subscribe(self, experiments: Iterable[str]) -> Subscription:
-        """A subscription to these experiments' commits, woken on the running event loop."""
-        subscription = Subscription(self, frozenset(experiments), asyncio.get_running_loop())
-        with self._lock:
-            if self._closed:
-                subscription.closed = True
-            else:
-                self._subscribers.add(subscription)
-        return subscription
-
-    def unsubscribe(self, subscription: Subscription) -> None:
-        """Forgets a subscription (safe twice)."""
-        with self._lock:
-            self._subscribers.discard(subscription)
-
-    def close(self) -> None:
-        """Ends every stream (server shutdown); later subscriptions start closed. Idempotent."""
-        with self._lock:
-            self._closed = True
-            targets = list(self._subscribers)
-            self._subscribers.clear()
-        for subscription in targets:
-            subscription.closed = True
-        wake(targets, None)
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._closed
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._subscribers)
-
-
-class Subscription:
-    """One stream's view of the hub: the experiments changed since it last looked."""
-
-    def __init__(
-        self, hub: ChangeHub, experiments: frozenset[str], loop: asyncio.AbstractEventLoop
-    ) -> None:
-        self.hub = hub
-        self.experiments = experiments
-        self.closed = False
-        self.loop = loop
-        self._event = asyncio.Event()
-        self._lock = threading.Lock()
-        self._dirty: set[str] = set()
-        self._scheduled = False
-
-    def note(self, experiment: str | None) -> bool:
-        """Marks ``experiment`` changed (any thread); True if a wake-up must be scheduled (none
-        is on its way yet: one that is will see this change too)."""
-        with self._lock:
-            if experiment is not None:
-                self._dirty.add(experiment)
-            if self._scheduled:
-                return False
-            self._scheduled = True
-            return True
-
-    def mark(self, experiments: Iterable[str]) -> None:
-        """Marks experiments changed without waking anyone (on the loop, before waiting)."""
-        with self._lock:
-            self._dirty.update(experiments)
-
-    def wake(self) -> None:
-        """Wakes the stream (on its event loop)."""
-        with self._lock:
-            self._scheduled = False
-        self._event.set()
-
-    async def wait(self, timeout: float) -> set[str]:
-        """The experiments changed since the last call; empty after ``timeout`` seconds or
-        once closed."""
-        with self._lock:
-            ready = bool(self._dirty)
-        if not ready and not self.closed:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._event.wait()
-        self._event.clear()
-        with self._lock:
-            dirty, self._dirty = self._dirty, set()
-        return dirty
-
-    def close(self) -> None:
-        """Leaves the hub (safe twice)."""
-        self.closed = True
-        self.hub.unsubscribe(self)
-
-
-def wake(subscriptions: Iterable[Subscription], experiment: str | None) -> None:
-    """Marks ``experiment`` changed for these subscriptions and wakes them, from any thread:
-    one ``call_soon_threadsafe`` (one write to the loop's self-pipe) per event loop, not per
-    stream, so that a commit costs the writer's thread little however many streams are open."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[Subscription]] = {}
-    for subscription in subscriptions:
-        if subscription.note(experiment):
-            by_loop.setdefault(subscription.loop, []).append(subscription)
-    for loop, due in by_loop.items():
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
-            loop.call_soon_threadsafe(_wake_each, due)
-
-
-def _wake_each(subscriptions: list[Subscription]) -> None:
-    for subscription in subscriptions:
-        subscription.wake()
-
-
-@dataclass(slots=True)
-class _Watched:
-    connection: apsw.Connection
-    inode: int
-    version: int
-
-
-class StoreWatcher:
-    """A thread that announces commits made by other processes to a hub.
-
-    Each watched store gets a read-only connection of its own; ``PRAGMA data_version`` changes
-    when another connection commits (https://www.sqlite.org/pragma.html#pragma_data_version),
-    and costs no I/O when nothing changed. A store replaced on disk (a rebuild's swap) is
-    reopened. ``should_watch`` says, each time round, which experiments need it.
-    """
-
-    def __init__(
-        self,
-        handles: Mapping[str, ExperimentHandle],
-        hub: ChangeHub,
-        should_watch: Callable[[ExperimentHandle], bool],
-        interval: float = WATCH_INTERVAL_SECONDS,
-    ) -> None:
-        self._handles = handles
-        self._hub = hub
-        self._should_watch = should_watch
-        self._interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._main, name="boardd-stream-watch", daemon=True)
-
-    def start(self) -> None:
-        """Starts the thread."""
-        self._thread.start()
-
-    def close(self) -> None:
-        """Stops the thread and closes its connections; safe to call twice."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
-
-    def _main(self) -> None:
-        watched: dict[str, _Watched] = {}
-        try:
-            while not self._stop.is_set():
-                busy = False
-                for name, handle in self._handles.items():
-                    if self._should_watch(handle):
-                        busy = True
-                        self._check(name, handle, watched)
-                    else:
-                        self._forget(name, watched)
-                self._stop.wait(self._interval if busy else IDLE_RECHECK_SECONDS)
-        finally:
-            for name in list(watched):
-                self._forget(name, watched)
-
-    def _check(self, name: str, handle: ExperimentHandle, watched: dict[str, _Watched]) -> None:
-        current = watched.get(name)
-        try:
-            inode = os.stat(handle.spec.db).st_ino
-        except OSError:
-            self._forget(name, watched)
-            return
-        try:
-            if current is None or current.inode != inode:
-                self._forget(name, watched)
-                connection = open_reader(handle.spec.db)
-                version = int(connection.pragma("data_version"))
-                watched[name] = _Watched(connection, inode, version)
-                self._hub.publish(name, queries.generation(connection))
-                return
-            version = int(current.connection.pragma("data_version"))
-            if version != current.version:
-                current.version = version
-                self._hub.publish(name, queries.generation(current.connection))
-        except (StoreOpenError, apsw.Error) as exc:
-            log.debug("stream watcher: %s: %s", handle.spec.db, exc)
-            self._forget(name, watched)
-
-    @staticmethod
-    def _forget(name: str, watched: dict[str, _Watched]) -> None:
-        gone = watched.pop(name, None)
-        if gone is not None:
-            gone.connection.close()
-
-
 @dataclass(slots=True)
 class _Feed:
     """One experiment's recent change queries, shared by the streams at the same generation."""
 
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    memo: OrderedDict[int, queries.Changes] = field(default_factory=OrderedDict)
+    memo: OrderedDict[int, Changes] = field(default_factory=OrderedDict)
 
 
 class LiveStreams:
-    """The ``/api/v1/stream`` endpoint of one app, and what it owns (hub, watcher thread).
+    """The ``/api/v1/stream`` endpoint of one app, and what it owns (the watcher thread; the
+    hub too when none is given).
 
-    ``hub``: the daemon's hub, which its writers announce commits to; experiments whose runner
-    is not writing (read-only, failed) are watched anyway. Without it every store is watched.
+    ``hub``: the daemon's commit bus, which its writers claim their stores on; stores no writer
+    claims (read-only, failed) are watched. Without it the app has a hub of its own, no
+    writer claims anything, and every store is watched.
     """
 
     def __init__(
@@ -326,7 +107,7 @@ class LiveStreams:
         if heartbeat <= 0:
             raise ValueError(f"the stream heartbeat must be positive, not {heartbeat}")
         self._handles = handles
-        self._writers_announce = hub is not None
+        self._owns_hub = hub is None
         self.hub = hub if hub is not None else ChangeHub()
         self.heartbeat = heartbeat
         self._subscriptions: set[Subscription] = set()
@@ -340,30 +121,17 @@ class LiveStreams:
         """Ends this app's streams and stops the watcher (lifespan end); safe to call twice.
         A hub given by the caller stays open (others may use it): its owner closes it."""
         self._closed = True
-        if self._writers_announce:
+        if self._owns_hub:
+            self.hub.close()
+        else:
             ending = list(self._subscriptions)
             for subscription in ending:
                 subscription.close()
             wake(ending, None)
-        else:
-            self.hub.close()
         with self._watcher_lock:
             watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.close()
-
-    def needs_watching(self, handle: ExperimentHandle) -> bool:
-        """Whether no in-process writer announces this experiment's commits right now: with a
-        hub, an experiment is announced unless its runner's status says it is not writing."""
-        if not self._writers_announce:
-            return True
-        if handle.status is None:
-            return False
-        try:
-            state = handle.status().get("state")
-        except Exception:
-            return True
-        return state not in _WRITING
 
     async def endpoint(self, request: Request) -> Response:
         """``GET /api/v1/stream[?experiment=NAME...][&since=CURSOR]``: Server-Sent Events."""
@@ -406,14 +174,13 @@ class LiveStreams:
     def _ensure_watcher(self) -> None:
         with self._watcher_lock:
             if self._watcher is None and not self._closed:
-                self._watcher = StoreWatcher(
-                    self._handles, self.hub, self.needs_watching, self._watch_interval
-                )
+                stores = {name: handle.spec.db for name, handle in self._handles.items()}
+                self._watcher = StoreWatcher(stores, self.hub, self._watch_interval)
                 self._watcher.start()
 
     async def _generation(self, name: str) -> int:
         try:
-            return await self._handles[name].pool.run(queries.generation)
+            return await self._handles[name].pool.run(experiments.generation)
         except DataError:
             return 0  # no store yet: everything in it will be new
 
@@ -454,7 +221,7 @@ class LiveStreams:
                 out.append(render_changes(name, changes, cursor))
         return b"".join(out)
 
-    async def _changes(self, name: str, since: int) -> queries.Changes:
+    async def _changes(self, name: str, since: int) -> Changes:
         feed = self._feeds[name]
         async with feed.lock:
             latest = self.hub.latest(name)
@@ -463,9 +230,7 @@ class LiveStreams:
             if hit is not None and hit.generation == latest:
                 feed.memo.move_to_end(since)
                 return hit
-            changes = await self._handles[name].pool.run(
-                lambda c: queries.changes_since(c, name, since)
-            )
+            changes = await self._handles[name].pool.run(lambda c: changes_since(c, name, since))
             feed.memo[since] = changes
             feed.memo.move_to_end(since)
             while len(feed.memo) > _MEMO_SIZE:
@@ -507,7 +272,7 @@ def parse_cursor(text: str, names: Sequence[str]) -> dict[str, int]:
     return cursor
 
 
-def render_changes(name: str, changes: queries.Changes, cursor: dict[str, int]) -> bytes:
+def render_changes(name: str, changes: Changes, cursor: dict[str, int]) -> bytes:
     """The SSE messages of one experiment's changes; advances ``cursor[name]``."""
     since = cursor[name]
     if changes.generation < since:
@@ -543,7 +308,7 @@ def _message(cursor: Mapping[str, int], event: str, data: dict[str, Any]) -> byt
     return f"id: {format_cursor(cursor)}\nevent: {event}\ndata: {body}\n\n".encode()
 
 
-def _run_data(name: str, run: queries.RunChange) -> dict[str, Any]:
+def _run_data(name: str, run: RunChange) -> dict[str, Any]:
     return {
         "experiment": name,
         "run": run.run,
@@ -552,25 +317,19 @@ def _run_data(name: str, run: queries.RunChange) -> dict[str, Any]:
     }
 
 
-def _series_data(name: str, series: queries.SeriesChange) -> dict[str, Any]:
+def _series_data(name: str, series: SeriesChange) -> dict[str, Any]:
+    label = data_class_label(series.data_class)
     data: dict[str, Any] = {
         "experiment": name,
         "run": series.run,
         "tag": series.tag,
         "plugin": series.plugin_name,
-        "data_class": _label(series.data_class),
+        "data_class": label,
         "step": series.last_step,
         "wall_time": series.last_wall_time,
     }
-    if series.data_class == DataClass.SCALAR:
+    if label == "scalar":
         value = series.last_value
         data["value"] = "NaN" if value is None else finite_or_text(value)
     data["generation"] = series.generation
     return data
-
-
-def _label(data_class: int) -> str:
-    try:
-        return DataClass(data_class).label
-    except ValueError:
-        return str(data_class)

@@ -21,6 +21,7 @@ from pathlib import Path
 from boardd.config import ExperimentSpec, ServeSettings
 from boardd.daemon.watcher import LogdirWatcher
 from boardd.reader.logdir import is_event_file, run_name
+from boardd.store.bus import ChangeHub, WriterClaim
 from boardd.store.errors import LeaseHeldError, StoreError
 from boardd.store.ingest import Ingestor, PassResult
 from boardd.store.lease import LeaseLostError
@@ -72,14 +73,16 @@ class ExperimentRunner:
         *,
         beat: Callable[[str], None] | None = None,
         beat_interval: float | None = None,
-        on_commit: Callable[[str, int], None] | None = None,
+        bus: ChangeHub | None = None,
     ) -> None:
         self.spec = spec
         self.settings = settings
         self._beat = beat or (lambda _name: None)
         # An idle loop must still beat this often (systemd's watchdog: half of WatchdogSec).
         self._beat_every = beat_interval if beat_interval else HEARTBEAT_SECONDS
-        self._on_commit = on_commit
+        # While writing, the runner claims its store on the bus, which announces its commits.
+        self._bus = bus
+        self._claim: WriterClaim | None = None
         self._stop = threading.Event()
         self._release = threading.Event()
         self._wake = threading.Event()
@@ -219,6 +222,8 @@ class ExperimentRunner:
             writer = self._session.writer
             self.generation = writer.generation
             writer.on_commit(self._committed)
+            if self._bus is not None:
+                self._claim = self._bus.claim(self.spec.name, writer)
             self._ingestor = Ingestor(
                 writer, self.spec.logdir, experiment=self.spec.name, crc_mode=self.settings.crc_mode
             )
@@ -229,14 +234,9 @@ class ExperimentRunner:
             return True
         return False
 
-    def writer_generation(self) -> int | None:
-        """The generation of the last commit while this runner is the store's writer."""
-        if self.state in (RunnerState.CATCHING_UP, RunnerState.LIVE):
-            return self.generation
-        return None
-
     def _drop_session(self) -> None:
         """Lets go of a store whose lease was lost (nothing more can be committed to it)."""
+        self._unclaim()
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
@@ -260,8 +260,11 @@ class ExperimentRunner:
     def _committed(self, generation: int) -> None:
         self.generation = generation
         self.last_commit = time.time()
-        if self._on_commit is not None:
-            self._on_commit(self.spec.name, generation)
+
+    def _unclaim(self) -> None:
+        if self._claim is not None:
+            self._claim.release()
+            self._claim = None
 
     def _catch_up(self) -> None:
         assert self._ingestor is not None
@@ -366,7 +369,9 @@ class ExperimentRunner:
                 self._ingestor.close()
             except Exception:
                 log.exception("%s: final commit failed", self.spec.name)
-        # Everything read is committed; keep the lease and the connection until stop().
+        # Everything read is committed: nothing more is written to the store.
+        self._unclaim()
+        # Keep the lease and the connection until stop().
         self._release.wait()
         if self._session is not None:
             try:

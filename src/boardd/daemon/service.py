@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import logging
 import os
 import signal
@@ -27,10 +28,10 @@ from typing import Any
 import uvicorn
 
 from boardd.api.app import create_app
-from boardd.api.stream import ChangeHub
 from boardd.config import ServeSettings
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner, RunnerState, describe
+from boardd.store.bus import ChangeHub
 from boardd.store.location import state_directory
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,9 @@ class Service:
         self.notifier = notifier or Notifier()
         names = [e.name for e in settings.experiments]
         self.liveness = Liveness(self.notifier, names)
-        # The runners announce each commit to the hub; /api/v1/stream wakes on it.
+        # The commit bus: each runner claims its store on it while writing (the one definition
+        # of "this process writes it"), and announces its commits; /api/v1/stream and the
+        # cache's front key ask it.
         self.hub = ChangeHub()
         self.runners = [
             ExperimentRunner(
@@ -136,7 +139,7 @@ class Service:
                 settings,
                 beat=self.liveness.beat,
                 beat_interval=self.liveness.interval,
-                on_commit=self.hub.publish,
+                bus=self.hub,
             )
             for spec in settings.experiments
         ]
@@ -155,7 +158,10 @@ class Service:
             token=self.settings.token,
             hub=self.hub,
             disk_cache=state_directory() / "cache",
-            generation={r.spec.name: r.writer_generation for r in self.runners},
+            generation={
+                spec.name: functools.partial(self.hub.writer_generation, spec.name)
+                for spec in self.settings.experiments
+            },
         )
         config = uvicorn.Config(
             app,

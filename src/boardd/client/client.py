@@ -1,125 +1,42 @@
-"""A small Python client of boardd's HTTP API, on the standard library alone (urllib).
-
-    >>> from boardd.client import Client
-    >>> c = Client("http://127.0.0.1:6007")
-    >>> loss = c.scalars("train", "loss", downsample=1000)
-    >>> loss.steps, loss.values          # numpy arrays
-
-Errors of the server come back as :class:`BoarddError` with its status, code and message.
-"""
+"""The boardd client: one ``httpx.Client`` per :class:`Client` (connections kept alive and
+reused, gzip), the data API's answers as numpy, and the live stream with resume."""
 
 from __future__ import annotations
 
 import base64
-import gzip
 import importlib
 import json
-import math
-import urllib.error
+import time
 import urllib.parse
-import urllib.request
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import weakref
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from types import TracebackType
 from typing import Any
 
+import httpx
 import numpy as np
-import numpy.typing as npt
 
-_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-_NUMPY_DTYPES = {
-    "DT_FLOAT": np.float32,
-    "DT_DOUBLE": np.float64,
-    "DT_HALF": np.float16,
-    "DT_BFLOAT16": np.float32,
-    "DT_INT8": np.int8,
-    "DT_INT16": np.int16,
-    "DT_INT32": np.int32,
-    "DT_INT64": np.int64,
-    "DT_UINT8": np.uint8,
-    "DT_UINT16": np.uint16,
-    "DT_UINT32": np.uint32,
-    "DT_UINT64": np.uint64,
-    "DT_BOOL": np.bool_,
-    "DT_COMPLEX64": np.complex64,
-    "DT_COMPLEX128": np.complex128,
-}
+from boardd import __version__
+from boardd.client.decode import concat, floats, tensor_datum
+from boardd.client.sse import Block, SseParser, StreamEvent, event_of
+from boardd.client.types import (
+    BlobSequenceDatum,
+    BoarddError,
+    Experiment,
+    Run,
+    ScalarSeries,
+    TensorDatum,
+    TimeSeries,
+)
 
 Params = Mapping[str, str | int | Sequence[str] | None]
 
-
-class BoarddError(Exception):
-    """An error answer of the server (or no answer: status 0, code ``unreachable``)."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(f"{status} {code}: {message}" if status else f"{code}: {message}")
-        self.status = status
-        self.code = code
-        self.message = message
-
-
-@dataclass(frozen=True, slots=True)
-class Experiment:
-    """One experiment (watched logdir) of the server."""
-
-    id: str
-    name: str
-    logdir: str
-    creation_time: float
-
-
-@dataclass(frozen=True, slots=True)
-class Run:
-    """One run: a directory of event files, named relative to the logdir."""
-
-    name: str
-    start_time: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class TimeSeries:
-    """The metadata of one series, as the ``list`` calls give it."""
-
-    max_step: int | None
-    max_wall_time: float | None
-    plugin_name: str
-    plugin_content: bytes
-    display_name: str
-    description: str
-    #: The longest blob list of any step (blob sequences only; 0 for the other kinds).
-    max_length: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ScalarSeries:
-    """The points of one scalar series, as numpy arrays sorted by step (NaN and ±Inf kept)."""
-
-    steps: npt.NDArray[np.int64]
-    wall_times: npt.NDArray[np.float64]
-    values: npt.NDArray[np.float64]
-
-    def __len__(self) -> int:
-        return int(self.steps.shape[0])
-
-
-@dataclass(frozen=True, slots=True)
-class TensorDatum:
-    """One point of a tensor series. ``values`` is a numpy array of the tensor's dtype and
-    shape; string tensors give an object array of ``str`` (UTF-8) or ``bytes`` (other)."""
-
-    step: int
-    wall_time: float
-    dtype: str
-    shape: tuple[int, ...]
-    values: npt.NDArray[Any]
-
-
-@dataclass(frozen=True, slots=True)
-class BlobSequenceDatum:
-    """One step of a blob sequence: keys for :meth:`Client.blob`, in index order."""
-
-    step: int
-    wall_time: float
-    blobs: tuple[str, ...]
+#: Seconds without a byte (the server pings every 15 s) after which a stream counts as dropped.
+STREAM_IDLE_SECONDS = 45.0
+#: The longest wait between two reconnection attempts of a stream.
+MAX_BACKOFF_SECONDS = 10.0
+#: Answers a stream retries after (the server is restarting or overloaded), not errors.
+_RETRY_STATUSES = frozenset({502, 503, 504})
 
 
 class Client:
@@ -128,6 +45,9 @@ class Client:
     ``experiment`` is sent with every call that takes one (the server's first experiment when
     None); ``token`` is sent as ``Authorization: Bearer`` (for ``boardd serve --token-file``);
     ``timeout`` is in seconds per request.
+
+    The client holds connections open between calls: close it when done (:meth:`close`, or
+    ``with Client(url) as c:``). It may be used from several threads at once.
     """
 
     def __init__(
@@ -141,9 +61,37 @@ class Client:
         self.url = url.rstrip("/")
         self.experiment = experiment
         self.timeout = timeout
-        self._headers = {"Accept-Encoding": "gzip", "User-Agent": "boardd-client"}
+        headers = {"User-Agent": f"boardd-client/{__version__}", "Accept-Encoding": "gzip"}
         if token is not None:
-            self._headers["Authorization"] = f"Bearer {token}"
+            headers["Authorization"] = f"Bearer {token}"
+        # One connection pool for every call of this client: HTTP/1.1 keep-alive, so a script
+        # making many calls pays for one TCP connection, not one per call.
+        self._http = httpx.Client(
+            base_url=self.url + "/", headers=headers, timeout=timeout, follow_redirects=False
+        )
+        # A client dropped without close() (``Client(url).runs()``) still closes its sockets.
+        self._finalizer = weakref.finalize(self, self._http.close)
+
+    def close(self) -> None:
+        """Closes the client's connections; safe to call twice. Later calls raise
+        RuntimeError."""
+        self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._http.is_closed
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
     # -- the server ------------------------------------------------------------------------
 
@@ -255,7 +203,7 @@ class Client:
                 tag: ScalarSeries(
                     np.array(c["step"], dtype=np.int64),
                     np.array(c["wall_time"], dtype=np.float64),
-                    _floats(c["value"]),
+                    floats(c["value"]),
                 )
                 for tag, c in tags_.items()
             }
@@ -306,9 +254,9 @@ class Client:
                 "tag": np.concatenate([np.full(len(s), t, dtype=object) for _, t, s in pieces])
                 if pieces
                 else np.array([], dtype=object),
-                "step": _concat([s.steps for _, _, s in pieces], np.int64),
-                "wall_time": _concat([s.wall_times for _, _, s in pieces], np.float64),
-                "value": _concat([s.values for _, _, s in pieces], np.float64),
+                "step": concat([s.steps for _, _, s in pieces], np.int64),
+                "wall_time": concat([s.wall_times for _, _, s in pieces], np.float64),
+                "value": concat([s.values for _, _, s in pieces], np.float64),
             }
         )
 
@@ -332,7 +280,7 @@ class Client:
             },
         )
         return {
-            run: {tag: [_tensor(d) for d in data] for tag, data in by_tag.items()}
+            run: {tag: [tensor_datum(d) for d in data] for tag, data in by_tag.items()}
             for run, by_tag in answer.items()
         }
 
@@ -369,7 +317,117 @@ class Client:
 
     def blob(self, key: str) -> bytes:
         """The bytes of one blob (a key from :meth:`blob_sequences`)."""
-        return self._get("/api/v1/blob/" + urllib.parse.quote(key, safe=""), {})
+        return self._get("api/v1/blob/" + urllib.parse.quote(key, safe=""), {})
+
+    # -- live updates ----------------------------------------------------------------------
+
+    def stream(
+        self,
+        experiments: Iterable[str] | None = None,
+        *,
+        since: str | None = None,
+        timeout: float | None = None,
+        retries: int = 5,
+        backoff: float = 0.5,
+        idle_timeout: float = STREAM_IDLE_SECONDS,
+    ) -> Generator[StreamEvent, None, None]:
+        """The live events of ``GET /api/v1/stream``, as they come (a commit's changes after
+        each commit: :class:`~boardd.client.SeriesEvent`, :class:`~boardd.client.RunEvent`,
+        :class:`~boardd.client.ResetEvent`).
+
+        ``experiments``: the experiments to follow (default: the client's ``experiment``, or
+        every experiment of the server when that is None). ``since``: the ``id`` of an event
+        received before (e.g. by an earlier stream): start right after it, missing nothing;
+        without it the stream starts now. A dropped connection is reopened with the id of the
+        last event yielded, and the stream goes on without losing or repeating an event; after
+        ``retries`` failed attempts in a row (waits of ``backoff`` seconds, doubling, at most
+        10 s) it raises :class:`BoarddError` (``unreachable``). ``idle_timeout``: seconds
+        without a byte (the server pings every 15 s) after which a connection counts as
+        dropped. ``timeout``: the generator ends after that many seconds in all (None: never).
+        Stop early by closing the generator (``break`` out of a ``for`` loop over it, or
+        ``.close()``). Error answers (an unknown experiment, a malformed ``since``) raise
+        :class:`BoarddError` at once.
+        """
+        if retries < 0 or backoff < 0 or idle_timeout <= 0:
+            raise ValueError("retries and backoff must be >= 0, idle_timeout > 0")
+        if experiments is None:
+            names = [] if self.experiment is None else [self.experiment]
+        else:
+            names = _names(experiments, "experiments")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return self._stream(names, since, deadline, retries, backoff, idle_timeout)
+
+    def _stream(
+        self,
+        names: list[str],
+        since: str | None,
+        deadline: float | None,
+        retries: int,
+        backoff: float,
+        idle_timeout: float,
+    ) -> Generator[StreamEvent, None, None]:
+        cursor = since
+        # Within a commit every message but the last carries the previous cursor, so resuming
+        # from it sends the whole commit again: what was yielded of it is remembered (as
+        # event type and data text, which includes the commit's generation) and skipped.
+        yielded: set[tuple[str, str]] = set()
+        failures = 0
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return
+            read = idle_timeout if left is None else min(idle_timeout, left)
+            headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
+            if cursor is not None:
+                headers["Last-Event-ID"] = cursor
+            problem: Exception
+            try:
+                with self._http.stream(
+                    "GET",
+                    "api/v1/stream",
+                    params={"experiment": names},
+                    headers=headers,
+                    timeout=httpx.Timeout(self.timeout, read=read),
+                ) as response:
+                    if response.status_code != 200:
+                        error = _error_of(response.status_code, response.read())
+                        if response.status_code not in _RETRY_STATUSES:
+                            raise error
+                        raise _Retry(error)
+                    failures = 0
+                    parser = SseParser()
+                    for line in response.iter_lines():
+                        block = parser.feed(line)
+                        if block is not None:
+                            event = self._event_of(block, cursor)
+                            key = None if event is None else (event.event, block.data or "")
+                            repeat = key in yielded
+                            if block.id is not None and block.id != cursor:
+                                cursor = block.id  # a commit ended: none of it comes again
+                                yielded.clear()
+                            elif key is not None:
+                                yielded.add(key)
+                            if event is not None and not repeat:
+                                yield event
+                        if deadline is not None and time.monotonic() >= deadline:
+                            return
+                # The server ended the stream (it is shutting down): reconnect.
+                problem = BoarddError(0, "unreachable", "the server ended the stream")
+            except _Retry as retry:
+                problem = retry.error
+                failures += 1
+            except httpx.TransportError as exc:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return
+                problem = self._unreachable(exc)
+                failures += 1
+            if failures > retries:
+                raise problem
+            pause = backoff * 2 ** max(0, failures - 1) if failures else backoff
+            pause = min(pause, MAX_BACKOFF_SECONDS)
+            if deadline is not None:
+                pause = min(pause, max(0.0, deadline - time.monotonic()))
+            time.sleep(pause)
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -414,25 +472,30 @@ class Client:
         return json.loads(self._get(path, params or {}))
 
     def _get(self, path: str, params: Params) -> bytes:
-        query = urllib.parse.urlencode(
-            [(k, v) for k, v in params.items() if v is not None], doseq=True
-        )
-        url = self.url + path + (f"?{query}" if query else "")
-        request = urllib.request.Request(url, headers=self._headers)
+        query = {k: v for k, v in params.items() if v is not None}
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body: bytes = response.read()
-                encoding = response.headers.get("Content-Encoding", "")
-        except urllib.error.HTTPError as exc:
-            with exc:
-                error = _error_of(exc.code, exc.read(), exc.headers.get("Content-Encoding", ""))
-            raise error from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise BoarddError(
-                0, "unreachable", f"cannot reach {self.url} ({reason}): is boardd serve running?"
-            ) from exc
-        return gzip.decompress(body) if encoding == "gzip" else body
+            # httpx undoes the gzip the server applied (it sends Accept-Encoding for it).
+            response = self._http.get(path.lstrip("/"), params=query)
+        except httpx.TransportError as exc:
+            raise self._unreachable(exc) from exc
+        except httpx.DecodingError as exc:
+            raise BoarddError(0, "http_error", f"undecodable answer: {exc}") from exc
+        if response.status_code != 200:
+            raise _error_of(response.status_code, response.content)
+        return response.content
+
+    @staticmethod
+    def _event_of(block: Block, cursor: str | None) -> StreamEvent | None:
+        try:
+            return event_of(block, cursor or "")
+        except ValueError as exc:
+            raise BoarddError(0, "http_error", f"undecodable stream event: {exc}") from exc
+
+    def _unreachable(self, exc: Exception) -> BoarddError:
+        reason = str(exc) or type(exc).__name__
+        return BoarddError(
+            0, "unreachable", f"cannot reach {self.url} ({reason}): is boardd serve running?"
+        )
 
 
 def _names(names: Iterable[str], what: str) -> list[str]:
@@ -454,81 +517,19 @@ def _steps(
     return {k: int(v) for k, v in given.items() if v is not None}
 
 
-def _error_of(status: int, body: bytes, encoding: str) -> BoarddError:
+def _error_of(status: int, body: bytes) -> BoarddError:
     """The server's error envelope as an exception (a stand-in if the body is not one)."""
     try:
-        if encoding == "gzip":
-            body = gzip.decompress(body)
         error = json.loads(body)["error"]
         return BoarddError(status, str(error["code"]), str(error["message"]))
-    except (ValueError, KeyError, TypeError, OSError):
+    except (ValueError, KeyError, TypeError):
         text = body[:200].decode("utf-8", "replace")
         return BoarddError(status, "http_error", f"unexpected answer: {text!r}")
 
 
-def _floats(values: Sequence[float | str]) -> npt.NDArray[np.float64]:
-    return np.array([_NON_FINITE[v] if isinstance(v, str) else v for v in values], dtype=np.float64)
+class _Retry(Exception):
+    """An answer a stream retries after (kept to raise once the retries run out)."""
 
-
-def _concat(arrays: list[npt.NDArray[Any]], dtype: type[np.generic]) -> npt.NDArray[Any]:
-    return np.concatenate(arrays) if arrays else np.array([], dtype=dtype)
-
-
-def _tensor(datum: Mapping[str, Any]) -> TensorDatum:
-    dtype = str(datum["dtype"])
-    shape = tuple(int(d) for d in datum["shape"])
-    return TensorDatum(
-        int(datum["step"]), float(datum["wall_time"]), dtype, shape, _values(datum["values"], dtype)
-    )
-
-
-def _values(values: Any, dtype: str) -> npt.NDArray[Any]:
-    """The server's JSON tensor values as a numpy array of their dtype."""
-    if isinstance(values, dict) and "error" in values:
-        raise BoarddError(0, "undecodable", f"the server could not decode a tensor: {values}")
-    if dtype == "DT_STRING":
-        flat = np.empty(_count(values), dtype=object)
-        flat[:] = [_text(v) for v in _flatten(values)]
-        return flat.reshape(_shape_of(values))
-    numpy_dtype = _NUMPY_DTYPES.get(dtype)
-    if numpy_dtype is None:
-        return np.array(values, dtype=object)
-    if dtype.startswith("DT_COMPLEX"):
-        pairs = np.array(_unspell(values), dtype=np.float64)
-        return (pairs[..., 0] + 1j * pairs[..., 1]).astype(numpy_dtype)
-    return np.array(_unspell(values), dtype=numpy_dtype)
-
-
-def _unspell(values: Any) -> Any:
-    """Nested lists with TensorBoard's non-finite spellings turned back into floats."""
-    if isinstance(values, list):
-        return [_unspell(v) for v in values]
-    if isinstance(values, str):
-        return _NON_FINITE[values]
-    return values
-
-
-def _text(value: Any) -> str | bytes:
-    if isinstance(value, dict):
-        return base64.b64decode(value["base64"])
-    return str(value)
-
-
-def _flatten(values: Any) -> list[Any]:
-    if isinstance(values, list):
-        return [leaf for v in values for leaf in _flatten(v)]
-    return [values]
-
-
-def _count(values: Any) -> int:
-    return len(_flatten(values))
-
-
-def _shape_of(values: Any) -> tuple[int, ...]:
-    shape: list[int] = []
-    while isinstance(values, list):
-        shape.append(len(values))
-        if not values:
-            break
-        values = values[0]
-    return tuple(shape)
+    def __init__(self, error: BoarddError) -> None:
+        super().__init__(str(error))
+        self.error = error

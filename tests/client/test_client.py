@@ -95,8 +95,9 @@ def server(spec: ExperimentSpec) -> Iterator[Server]:
 
 
 @pytest.fixture
-def client(server: Server) -> Client:
-    return Client(server.url)
+def client(server: Server) -> Iterator[Client]:
+    with Client(server.url) as made:
+        yield made
 
 
 def test_server_listings(client: Client, spec: ExperimentSpec) -> None:
@@ -113,7 +114,8 @@ def test_server_listings(client: Client, spec: ExperimentSpec) -> None:
         "text": ["tensor"],
     }
     assert client.health()["status"] == "ok"
-    assert Client(client.url, experiment="exp").runs() == runs
+    with Client(client.url, experiment="exp") as named:
+        assert named.runs() == runs
 
 
 def test_scalars_as_numpy(client: Client) -> None:
@@ -211,8 +213,8 @@ def test_server_errors_become_boardd_errors(client: Client, server: Server) -> N
         client.scalars("train", "acc", latest=0)
     assert (raised.value.status, raised.value.code) == (400, "bad_request")
     assert "latest=0" in raised.value.message
-    with pytest.raises(BoarddError) as raised:
-        Client(server.url, experiment="nope").runs()
+    with pytest.raises(BoarddError) as raised, Client(server.url, experiment="nope") as unknown:
+        unknown.runs()
     assert (raised.value.status, raised.value.code) == (404, "not_found")
     assert "known: exp" in str(raised.value)
     with pytest.raises(BoarddError) as raised:
@@ -225,8 +227,11 @@ def test_unreachable_server() -> None:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there now
-    with pytest.raises(BoarddError) as raised:
-        Client(f"http://127.0.0.1:{port}", timeout=2).runs()
+    with (
+        Client(f"http://127.0.0.1:{port}", timeout=2) as nowhere,
+        pytest.raises(BoarddError) as raised,
+    ):
+        nowhere.runs()
     assert (raised.value.status, raised.value.code) == (0, "unreachable")
     assert "boardd serve" in raised.value.message
 
@@ -234,18 +239,22 @@ def test_unreachable_server() -> None:
 def test_token(spec: ExperimentSpec) -> None:
     guarded = Server(spec, token=TOKEN)
     try:
-        with pytest.raises(BoarddError) as raised:
-            Client(guarded.url).runs()
+        with pytest.raises(BoarddError) as raised, Client(guarded.url) as anonymous:
+            anonymous.runs()
         assert (raised.value.status, raised.value.code) == (401, "unauthorized")
-        with pytest.raises(BoarddError):
-            Client(guarded.url, token="wrong-token-0123456789").runs()
-        assert [r.name for r in Client(guarded.url, token=TOKEN).runs()] == ["eval", "train"]
+        with (
+            Client(guarded.url, token="wrong-token-0123456789") as wrong,
+            pytest.raises(BoarddError),
+        ):
+            wrong.runs()
+        with Client(guarded.url, token=TOKEN) as right:
+            assert [r.name for r in right.runs()] == ["eval", "train"]
     finally:
         guarded.stop()
 
 
 def test_gzip_answers_are_read(server: Server) -> None:
     # Large answers come gzip-compressed (the client asks for it) and read the same.
-    client = Client(server.url)
-    everything = client.scalars_many()
+    with Client(server.url) as client:
+        everything = client.scalars_many()
     assert sum(len(s) for tags in everything.values() for s in tags.values()) == 4 * STEPS
