@@ -9,7 +9,7 @@ from tensorboardX import SummaryWriter
 
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
-from boardd.store.ingest import Ingestor
+from boardd.ingest.ingestor import Ingestor
 from boardd.store.session import WriteSession
 
 

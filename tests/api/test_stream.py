@@ -37,8 +37,8 @@ from tensorboardX import summary as x_summary
 from boardd.api.app import create_app
 from boardd.api.stream import ChangeHub
 from boardd.config import ExperimentSpec
+from boardd.ingest.ingestor import Ingestor
 from boardd.store.connection import open_reader
-from boardd.store.ingest import Ingestor
 from boardd.store.session import WriteSession
 
 WALL = 1_700_000_000.0
