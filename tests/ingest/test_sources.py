@@ -194,8 +194,12 @@ def test_memory_object_growth_and_replacement_without_inodes(tmp_path: Path) -> 
     second = ingest_logdir(logdir, db, sampling={"*": None}, source=source)
     assert second.files_changed == ()
     assert first.bytes_read + second.bytes_read == sum(len(b) for b in OBJECTS.values())
-    # Nothing new: nothing read.
-    assert ingest_logdir(logdir, db, sampling={"*": None}, source=source).bytes_read == 0
+    # Nothing new: nothing read, nothing committed (local files: the same).
+    idle = ingest_logdir(logdir, db, sampling={"*": None}, source=source)
+    assert (idle.bytes_read, idle.commits) == (0, 0)
+    local = tmp_path / "local.sqlite"
+    ingest_logdir(logdir, local, sampling={"*": None})
+    assert ingest_logdir(logdir, local, sampling={"*": None}).commits == 0
     # The same key, other content (an object overwritten): its first bytes tell.
     OBJECTS[key] = OBJECTS[next(k for k in OBJECTS if "/eval/" in k)]
     third = ingest_logdir(logdir, db, sampling={"*": None}, source=source)

@@ -329,7 +329,7 @@ class Ingestor:
             result.files_changed.append(file.key)
         work = _FileWork(run_id, file, record, ident, offset, replaced, head)
         if ident.size == offset and record.state == "active":
-            if record.inode is None or replaced:
+            if not _identity_recorded(record, ident) or replaced:
                 self._remember_identity(work, result)
             return None
         return work
@@ -362,7 +362,9 @@ class Ingestor:
     def _finish_file(self, work: _FileWork, offset: int, result: PassResult) -> None:
         # A file back from 'deleted' or 'unreadable' with nothing new is active again too.
         if offset == work.record.consumed and (
-            work.record.inode is None or work.replaced or work.record.state != "active"
+            not _identity_recorded(work.record, work.identity)
+            or work.replaced
+            or work.record.state != "active"
         ):
             self._remember_identity(work, result)
 
@@ -570,3 +572,11 @@ class Ingestor:
 
 def _file_name(file: SourceFile) -> str:
     return file.name
+
+
+def _identity_recorded(record: FileRecord, identity: FileIdentity) -> bool:
+    """Whether the store holds the file's identity: its inode, or for a source without inodes
+    (an object store) its first bytes; else it is recorded even when nothing is new."""
+    if identity.inode is None:
+        return record.head is not None
+    return record.inode is not None
