@@ -2,7 +2,7 @@
 
 Each cell ingests the workload into a fresh store in its own child process, constructing
 ``WriteSession`` + ``Ingestor(commit_bytes=..., commit_seconds=..., batch_bytes=...)`` directly,
-so the knobs of ``boardd.store.ingest`` can be chosen from data rather than guessed.
+so the knobs of ``boardd.ingest.ingestor`` can be chosen from data rather than guessed.
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ class Result:
 def _child(argv: Sequence[str]) -> int:
     """Child side: one ingest with the given knobs; prints one JSON line."""
     logdir, db, spec, commit_bytes, batch_bytes, commit_seconds, crc, workers, segment = argv
+    from boardd.ingest.ingestor import Ingestor
     from boardd.reader.tfrecord import CrcMode
-    from boardd.store.ingest import Ingestor
     from boardd.store.sampling import parse_samples_per_plugin
     from boardd.store.session import WriteSession
 
@@ -194,7 +194,7 @@ def _segments(text: str) -> list[int | None]:
 
 def _defaults() -> dict[str, Any]:
     try:
-        from boardd.store import ingest
+        from boardd.ingest import ingestor as ingest
     except ImportError:
         return {}
     return {

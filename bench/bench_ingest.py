@@ -52,7 +52,7 @@ TARGET_PEAK_RSS_MIB = 150.0
 # What `boardd ingest` imports before it opens the store (cli._ingest); timed as context for
 # the restart figure.
 INGEST_IMPORTS = (
-    "import boardd.cli, boardd.reader.tfrecord, boardd.store.errors, boardd.store.ingest, "
+    "import boardd.cli, boardd.reader.tfrecord, boardd.store.errors, boardd.ingest.oneshot, "
     "boardd.store.location, boardd.store.queries, boardd.store.sampling, boardd.store.session"
 )
 

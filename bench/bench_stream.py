@@ -88,7 +88,7 @@ class _Writer:
     def __init__(self, root: Path, tags: int) -> None:
         from tensorboard.summary.writer.record_writer import RecordWriter
 
-        from boardd.store.ingest import Ingestor
+        from boardd.ingest.ingestor import Ingestor
         from boardd.store.session import WriteSession
 
         self.logdir = root / "logs"
@@ -112,14 +112,12 @@ class _Writer:
     def commit(self, step: int) -> int:
         from tensorboard.compat.proto import event_pb2
 
-        from boardd.store.ingest import PassResult
-
         for i, tag in enumerate(self._tags):
             event = event_pb2.Event(step=step, wall_time=WALL + step)
             event.summary.value.add(tag=tag, simple_value=math.sin(step + i))
             self._records.write(event.SerializeToString())
         self._file.flush()
-        self.ingestor.ingest_files("train", [self.path], PassResult())
+        self.ingestor.ingest_changed([self.path])
         self.ingestor.flush()
         return self.session.writer.generation
 

@@ -26,7 +26,7 @@ from boardd.cache import (
     make_etag,
 )
 from boardd.config import ExperimentSpec
-from boardd.store.ingest import Ingestor
+from boardd.ingest.ingestor import Ingestor
 from boardd.store.session import WriteSession
 
 WALL = 1_700_000_000.0

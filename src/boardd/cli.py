@@ -8,10 +8,8 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
 
 from boardd import __version__
 from boardd.config import (
@@ -22,6 +20,7 @@ from boardd.config import (
     DEFAULT_RESCAN_INTERVAL,
     LOG_LEVELS,
 )
+from boardd.ingest.progress import ProgressLine as _ProgressLine
 
 
 class ExitCode(enum.IntEnum):
@@ -323,18 +322,10 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    from boardd.ingest import ingest_logdir
     from boardd.reader.modes import CrcMode
     from boardd.store.errors import FingerprintMismatchError, LeaseHeldError, StoreError
-    from boardd.store.ingest import (
-        DEFAULT_BATCH_BYTES,
-        DEFAULT_COMMIT_BYTES,
-        DEFAULT_PARALLEL_MIN_BYTES,
-        Ingestor,
-    )
-    from boardd.store.location import default_store_path
-    from boardd.store.queries import summary
     from boardd.store.sampling import parse_samples_per_plugin
-    from boardd.store.session import WriteSession
 
     logdir = Path(args.logdir)
     if not logdir.is_dir():
@@ -348,10 +339,24 @@ def _ingest(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"boardd ingest: --samples-per-plugin: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    db = Path(args.db) if args.db else default_store_path(logdir)
-    started = time.monotonic()
+    progress = _ProgressLine(sys.stderr) if sys.stderr.isatty() else None
     try:
-        session = WriteSession(db, logdir, sampling=sampling, rebuild=args.rebuild)
+        result = ingest_logdir(
+            logdir,
+            args.db or None,
+            sampling=sampling,
+            rebuild=args.rebuild,
+            crc_mode=CrcMode(args.crc),
+            workers=args.workers,
+            commit_bytes=args.commit_bytes,
+            parallel_min_bytes=args.parallel_min_bytes,
+            progress=progress,
+        )
+    except KeyboardInterrupt:
+        if progress is not None:
+            progress.clear()
+        print("boardd ingest: interrupted; what was committed is kept", file=sys.stderr)
+        return ExitCode.INTERRUPTED
     except LeaseHeldError as exc:
         print(f"boardd ingest: {exc}", file=sys.stderr)
         return ExitCode.STORE_LOCKED
@@ -361,40 +366,13 @@ def _ingest(args: argparse.Namespace) -> int:
     except StoreError as exc:
         print(f"boardd ingest: {exc}", file=sys.stderr)
         return ExitCode.BAD_STORE
-    progress = _ProgressLine(sys.stderr) if sys.stderr.isatty() else None
-    try:
-        with session:
-            commit_bytes = args.commit_bytes or DEFAULT_COMMIT_BYTES
-            ingestor = Ingestor(
-                session.writer,
-                logdir,
-                crc_mode=CrcMode(args.crc),
-                commit_bytes=commit_bytes,
-                batch_bytes=min(DEFAULT_BATCH_BYTES, commit_bytes),
-                workers=args.workers,
-                parallel_min_bytes=(
-                    DEFAULT_PARALLEL_MIN_BYTES
-                    if args.parallel_min_bytes is None
-                    else args.parallel_min_bytes
-                ),
-            )
-            result = ingestor.run_pass(progress=progress)
-            ingestor.close()
-            counts = summary(session.connection)
-    except KeyboardInterrupt:
-        if progress is not None:
-            progress.clear()
-        print("boardd ingest: interrupted; what was committed is kept", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    except StoreError as exc:
-        print(f"boardd ingest: {exc}", file=sys.stderr)
-        return ExitCode.BAD_STORE
     finally:
         if progress is not None:
             progress.clear()
-    seconds = time.monotonic() - started
+    counts = result.summary
+    seconds = result.seconds
     report = {
-        "db": str(session.path),
+        "db": str(result.db),
         "runs": counts.runs,
         "series": counts.series,
         "points": {
@@ -504,35 +482,3 @@ def _export(args: argparse.Namespace) -> int:
         return ExitCode.BAD_STORE
     print(f"exported {args.db} to {result.path} ({result.bytes} bytes)")
     return ExitCode.OK
-
-
-class _ProgressLine:
-    """A one-line progress display on a terminal: bytes done of total, MB/s, ETA."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-        self._start = time.monotonic()
-        self._last = 0.0
-        self._shown = False
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - self._last < 0.2:
-            return
-        self._last = now
-        elapsed = max(now - self._start, 1e-9)
-        rate = done / elapsed
-        eta = (total - done) / rate if rate > 0 else 0.0
-        pct = 100.0 * done / total if total else 100.0
-        self._stream.write(
-            f"\r{done / 1e6:8.1f} / {total / 1e6:.1f} MB  {pct:5.1f}%  "
-            f"{rate / 1e6:6.1f} MB/s  ETA {eta:5.1f} s "
-        )
-        self._stream.flush()
-        self._shown = True
-
-    def clear(self) -> None:
-        """Erases the progress line."""
-        if self._shown:
-            self._stream.write("\r\033[K")
-            self._stream.flush()

@@ -22,8 +22,7 @@ from tensorboardX import summary as x_summary
 
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
-from boardd.store.ingest import Ingestor
-from boardd.store.session import WriteSession
+from boardd.ingest import ingest_logdir
 
 WALL = 1_700_000_000.0
 EXPERIMENT = "exp"
@@ -145,10 +144,7 @@ def ingest(
     experiment: str = EXPERIMENT,
 ) -> None:
     """One ingest pass into ``db``, as ``boardd ingest`` does it."""
-    with WriteSession(db, logdir, sampling=sampling) as session:
-        ingestor = Ingestor(session.writer, logdir, experiment=experiment, workers=1)
-        ingestor.run_pass()
-        ingestor.close()
+    ingest_logdir(logdir, db, experiment=experiment, sampling=sampling, workers=1)
 
 
 @pytest.fixture(scope="session")

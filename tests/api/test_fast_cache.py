@@ -9,7 +9,7 @@ from tensorboardX import SummaryWriter
 
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
-from boardd.store.ingest import Ingestor
+from boardd.ingest import Ingestor, ingest_logdir
 from boardd.store.session import WriteSession
 
 
@@ -56,8 +56,7 @@ def test_no_front_cache_without_a_writer_generation(tmp_path: Path) -> None:
     logdir = tmp_path / "logs"
     db = tmp_path / "store.sqlite"
     _write(logdir, range(3))
-    with WriteSession(db, logdir) as session:
-        Ingestor(session.writer, logdir).run_pass()
+    ingest_logdir(logdir, db)
     app = create_app([ExperimentSpec("exp", logdir, db)], generation={"exp": lambda: None})
     with TestClient(app) as client:
         url = "/api/v1/scalars?plugin=scalars&run=run&tag=loss"

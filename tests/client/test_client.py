@@ -20,7 +20,7 @@ from tensorboardX import SummaryWriter
 from boardd.api.app import create_app
 from boardd.client import BlobSequenceDatum, BoarddError, Client, Run, ScalarSeries
 from boardd.config import ExperimentSpec
-from boardd.store.ingest import Ingestor
+from boardd.ingest.ingestor import Ingestor
 from boardd.store.session import WriteSession
 
 WALL = 1_700_000_000.0

@@ -21,10 +21,9 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.summary.writer.record_writer import RecordWriter
 from tensorboardX import summary as x_summary
 
+from boardd.ingest import IngestResult, ingest_logdir
 from boardd.store.blobs import read_blob
 from boardd.store.connection import open_reader
-from boardd.store.ingest import DEFAULT_BATCH_BYTES, DEFAULT_COMMIT_BYTES, Ingestor, PassResult
-from boardd.store.session import WriteSession
 
 WALL = 1_700_000_000.0
 
@@ -99,17 +98,13 @@ def ingest(
     db: Path,
     *,
     sampling: Mapping[str, int | None] | None = None,
-    commit_bytes: int = DEFAULT_COMMIT_BYTES,
-    batch_bytes: int = DEFAULT_BATCH_BYTES,
-) -> PassResult:
+    commit_bytes: int | None = None,
+    batch_bytes: int | None = None,
+) -> IngestResult:
     """One pass of ingest in this process, as ``boardd ingest`` does it."""
-    with WriteSession(db, logdir, sampling=sampling) as session:
-        ingestor = Ingestor(
-            session.writer, logdir, commit_bytes=commit_bytes, batch_bytes=batch_bytes
-        )
-        result = ingestor.run_pass()
-        ingestor.close()
-    return result
+    return ingest_logdir(
+        logdir, db, sampling=sampling, commit_bytes=commit_bytes, batch_bytes=batch_bytes
+    )
 
 
 def snapshot(db: Path, logdir: Path | None = None) -> dict[str, Any]:

@@ -14,9 +14,9 @@ import apsw
 import pytest
 
 from boardd.cli import ExitCode, main
+from boardd.ingest.ingestor import Ingestor
 from boardd.store.connection import immediate, open_reader, open_writer
 from boardd.store.errors import LeaseHeldError
-from boardd.store.ingest import Ingestor
 from boardd.store.lease import Lease, LeaseLostError, current_holder
 from boardd.store.session import WriteSession
 from tests.store.conftest import (

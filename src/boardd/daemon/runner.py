@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,10 +21,10 @@ from pathlib import Path
 
 from boardd.config import ExperimentSpec, ServeSettings
 from boardd.daemon.watcher import LogdirWatcher
-from boardd.reader.logdir import is_event_file, run_name
+from boardd.ingest.ingestor import Ingestor
+from boardd.ingest.progress import ProgressLine, ProgressLog, catch_up_reporter
 from boardd.store.bus import ChangeHub, WriterClaim
 from boardd.store.errors import LeaseHeldError, StoreError
-from boardd.store.ingest import Ingestor, PassResult
 from boardd.store.lease import LeaseLostError
 from boardd.store.session import WriteSession
 
@@ -94,6 +95,7 @@ class ExperimentRunner:
         self._session: WriteSession | None = None
         self._ingestor: Ingestor | None = None
         self._watcher: LogdirWatcher | None = None
+        self._reporter: ProgressLine | ProgressLog | None = None
         self.opened = threading.Event()
         self.state = RunnerState.STARTING
         self.generation = 0
@@ -276,7 +278,14 @@ class ExperimentRunner:
             self.spec.logdir,
         )
         started = time.monotonic()
-        result = self._ingestor.run_pass(progress=self._progress)
+        # Progress for people, once the catch-up has lasted a few seconds: a line on a
+        # terminal, a log line every few seconds otherwise.
+        self._reporter = catch_up_reporter(self.spec.name, sys.stderr, log)
+        try:
+            result = self._ingestor.run_pass(progress=self._progress)
+        finally:
+            self._reporter.clear()
+            self._reporter = None
         if self._ingestor.stop_requested():
             log.info(
                 "%s: catch-up stopped after %.1f MB; the rest is read at the next start",
@@ -289,6 +298,8 @@ class ExperimentRunner:
 
     def _progress(self, done: int, total: int) -> None:
         self.bytes_done, self.bytes_total = done, total
+        if self._reporter is not None:
+            self._reporter(done, total)
         self._beat(self.spec.name)
 
     def _live(self) -> None:
@@ -323,7 +334,7 @@ class ExperimentRunner:
                 self._ingestor.run_pass(progress=lambda _done, _total: self._beat(self.spec.name))
                 last_pass = time.monotonic()
             elif changed:
-                self._ingest_changed(changed)
+                self._ingestor.ingest_changed(changed)
             committed = self._ingestor.flush() if not full else 0
             if (
                 not full
@@ -344,22 +355,6 @@ class ExperimentRunner:
             rescan, self._rescan_now = self._rescan_now, False
             self.first_unseen_change = None
         return changed, rediscover, rescan
-
-    def _ingest_changed(self, changed: set[Path]) -> None:
-        assert self._ingestor is not None
-        by_run: dict[str, list[Path]] = {}
-        for path in changed:
-            if path.exists():  # a deleted file is recorded by the next full pass; data stays
-                by_run.setdefault(run_name(self.spec.logdir, path.parent), []).append(path)
-        result = PassResult()
-        known = set(self._ingestor.writer.runs(self._ingestor.experiment_id))
-        for run, paths in by_run.items():
-            if run.startswith(".."):
-                continue  # outside the logdir (reached through a symlink)
-            if run not in known:
-                # A new run: read all its files, in name order, from the first one.
-                paths = [p for p in paths[0].parent.iterdir() if is_event_file(p.name)]
-            self._ingestor.ingest_files(run, sorted(paths, key=lambda p: p.name), result)
 
     def _close(self) -> None:
         if self._watcher is not None:

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from boardd.reader.events import DecodedEvent, EventDecodeError, EventDecoder, simple_value_metadata
 from boardd.reader.fastpath import FastScalars, decode_simple_scalars
+from boardd.reader.source import RandomAccessBytes
 from boardd.reader.tfrecord import CrcMode, RecordBatch, RecordReader
 from boardd.reader.types import (
     BlobSequencePoint,
@@ -37,23 +38,26 @@ class EventFileReader:
 
     ``decoder`` carries the run's tag metadata across files: pass the same one to every file of
     a run, in order. ``crc_mode`` chooses whether every payload CRC is checked (the default) or
-    only those of records that fail to decode (rustboard's behaviour; faster).
+    only those of records that fail to decode (rustboard's behaviour; faster). ``source`` is
+    a path, or any :class:`RandomAccessBytes` (a remote object, bytes in memory), which the
+    reader then owns and closes.
     """
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        source: str | os.PathLike[str] | RandomAccessBytes,
         offset: int = 0,
         *,
         decoder: EventDecoder | None = None,
         crc_mode: CrcMode = CrcMode.ALWAYS,
         max_batch_bytes: int = DEFAULT_BATCH_BYTES,
     ) -> None:
-        self.path = Path(path)
         self.decoder = decoder if decoder is not None else EventDecoder()
         self._records = RecordReader(
-            self.path, offset, crc_mode=crc_mode, max_batch_bytes=max_batch_bytes
+            source, offset, crc_mode=crc_mode, max_batch_bytes=max_batch_bytes
         )
+        #: What messages call the file (its path for a local file).
+        self.path = Path(self._records.path)
 
     @property
     def offset(self) -> int:
@@ -95,7 +99,7 @@ class EventFileReader:
 
 
 def read_event_file(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | RandomAccessBytes,
     *,
     offset: int = 0,
     decoder: EventDecoder | None = None,

@@ -39,6 +39,7 @@ import numpy.typing as npt
 from boardd.reader import crc
 from boardd.reader.errors import ReaderError
 from boardd.reader.modes import CrcMode as CrcMode
+from boardd.reader.source import LocalFileBytes, RandomAccessBytes
 from boardd.reader.types import DataLoss
 
 HEADER_BYTES = 12  # u64 length + u32 masked CRC of the length
@@ -161,7 +162,8 @@ class RecordReader:
     :attr:`offset` past them. Call it again later to pick up what the writer appended. The
     reader keeps one file descriptor open between calls, and reopens the file when it seems
     not to have grown, so that growth on network file systems (close-to-open consistency) is
-    seen.
+    seen. ``source`` is a path, or any :class:`RandomAccessBytes` (the reader owns it then,
+    and closes it).
 
     ``max_record_bytes`` bounds the length a record may claim: a longer claim is treated as
     corruption and never allocated.
@@ -169,7 +171,7 @@ class RecordReader:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        source: str | os.PathLike[str] | RandomAccessBytes,
         offset: int = 0,
         *,
         crc_mode: CrcMode = CrcMode.ALWAYS,
@@ -182,12 +184,12 @@ class RecordReader:
             raise ValueError(f"max_batch_bytes must be >= {MIN_BATCH_BYTES}, not {max_batch_bytes}")
         if max_record_bytes < 0:
             raise ValueError(f"max_record_bytes must be >= 0, not {max_record_bytes}")
-        self.path = os.fspath(path)
+        self._source = LocalFileBytes(source) if isinstance(source, (str, os.PathLike)) else source
+        self.path = self._source.name
         self.crc_mode = crc_mode
         self._offset = offset
         self._max_batch = max_batch_bytes
         self._max_record = min(max_record_bytes, _MAX_LIMIT)
-        self._fd: int | None = None
         self._closed = False
         # The file size below which nothing new can be framed (a partial record is waiting):
         # polls of an idle file then cost one fstat and no read.
@@ -208,16 +210,15 @@ class RecordReader:
         is complete yet. A batch may hold only data loss: then ``end_offset`` still moves. Keep
         calling while ``end_offset`` moves to drain a file.
         """
-        fd = self._open()
-        size = self._size(fd)
+        size = self._size()
         if size < max(self._offset + 1, self._need_size):
-            fd = self._reopen()
-            size = self._size(fd)
+            self._refresh()
+            size = self._size()
             if size < max(self._offset + 1, self._need_size):
                 return self._empty()
         available = size - self._offset
         wanted = min(available, self._max_batch)
-        buf = self._pread(fd, wanted)
+        buf = self._pread(wanted)
         framer = self._frame(buf)
         if (
             framer.end == 0
@@ -227,7 +228,7 @@ class RecordReader:
         ):
             # A single record larger than a batch: read exactly that record.
             wanted = framer.cut_end
-            buf = self._pread(fd, wanted)
+            buf = self._pread(wanted)
             framer = self._frame(buf)
         at_eof = len(buf) < wanted or len(buf) >= available
         return self._finish(buf, framer, at_eof)
@@ -239,11 +240,10 @@ class RecordReader:
         of the file, and when what follows is complete or is corrupt (the next
         :meth:`read_batch` reports corrupt bytes as data loss).
         """
-        fd = self._open()
-        size = self._size(fd)
+        size = self._size()
         if size <= self._offset:
             return False
-        head = self._pread(fd, HEADER_BYTES)
+        head = self._pread(HEADER_BYTES)
         if len(head) < HEADER_BYTES:
             return _could_start_record(head, self._max_record)
         length: int = _U64.unpack_from(head)[0]
@@ -255,9 +255,7 @@ class RecordReader:
     def close(self) -> None:
         """Closes the file; safe to call more than once."""
         self._closed = True
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+        self._source.close()
 
     def __enter__(self) -> RecordReader:
         return self
@@ -270,31 +268,26 @@ class RecordReader:
     ) -> None:
         self.close()
 
-    def _open(self) -> int:
+    def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"RecordReader for {self.path!r} is closed")
-        if self._fd is None:
-            try:
-                self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-            except OSError as exc:
-                raise RecordFileError(self.path, exc) from exc
-        return self._fd
 
-    def _reopen(self) -> int:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
-        return self._open()
-
-    def _size(self, fd: int) -> int:
+    def _refresh(self) -> None:
         try:
-            return os.fstat(fd).st_size
+            self._source.refresh()
         except OSError as exc:
             raise RecordFileError(self.path, exc) from exc
 
-    def _pread(self, fd: int, count: int) -> bytes:
+    def _size(self) -> int:
+        self._check_open()
         try:
-            return os.pread(fd, count, self._offset)
+            return self._source.size()
+        except OSError as exc:
+            raise RecordFileError(self.path, exc) from exc
+
+    def _pread(self, count: int) -> bytes:
+        try:
+            return self._source.read_at(self._offset, count)
         except OSError as exc:
             raise RecordFileError(self.path, exc) from exc
 
@@ -350,7 +343,7 @@ class RecordReader:
 
 
 def read_records(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | RandomAccessBytes,
     offset: int = 0,
     *,
     crc_mode: CrcMode = CrcMode.ALWAYS,

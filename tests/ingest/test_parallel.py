@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 from tensorboardX import SummaryWriter
 
-from boardd.reader.segment import decode_segment
+from boardd.ingest.ingestor import Ingestor
+from boardd.ingest.pool import WorkerError, WorkerPool
+from boardd.ingest.segment import decode_segment
+from boardd.ingest.sources import LocalFile
 from boardd.reader.tfrecord import CrcMode
 from boardd.reader.types import DataClass, TagMetadata
-from boardd.reader.worker import WorkerError, WorkerPool
 from boardd.store.connection import open_reader
-from boardd.store.ingest import Ingestor
 from boardd.store.session import WriteSession
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,7 +113,7 @@ def test_parallel_equals_sequential(logdir: Path, tmp_path: Path, workers: int, 
         [
             sys.executable,
             "-m",
-            "tests.store.parallel_child",
+            "tests.ingest.parallel_child",
             str(logdir),
             str(par_db),
             str(workers),
@@ -158,14 +159,14 @@ def test_killed_worker_mid_pass_loses_nothing(logdir: Path, tmp_path: Path) -> N
 
 @pytest.mark.parametrize("fork", [True, False])
 def test_worker_pool_round_trip_and_death(logdir: Path, fork: bool) -> None:
-    path = str(next((logdir / "run0").glob("*tfevents*")))
+    path = LocalFile(str(next((logdir / "run0").glob("*tfevents*"))))
     pool = WorkerPool(2, fork=fork)
     try:
         pool.submit(0, (path, 0, {}, CrcMode.ALWAYS, 2**30, 2**20), "first")
         tag, segment = pool.wait()
         assert tag == "first"
         local = decode_segment(path, 0, {}, CrcMode.ALWAYS, 2**30, 2**20)
-        assert segment.end_offset == local.end_offset == os.path.getsize(path)
+        assert segment.end_offset == local.end_offset == os.path.getsize(path.path)
         assert segment.at_end
         assert sum(b.records for b in segment.batches) == sum(b.records for b in local.batches)
         os.kill(pool.pid(1), signal.SIGKILL)
@@ -181,7 +182,7 @@ def test_worker_pool_round_trip_and_death(logdir: Path, fork: bool) -> None:
 def test_closing_with_answers_not_taken_ends_every_thread(logdir: Path) -> None:
     # Answers left untaken, tasks still queued: closing ends the reader threads and the
     # workers at once, without taking the answers.
-    path = str(next((logdir / "run0").glob("*tfevents*")))
+    path = LocalFile(str(next((logdir / "run0").glob("*tfevents*"))))
     pool = WorkerPool(1, fork=True, depth=4)
     for i in range(4):
         pool.submit(0, (path, 0, {}, CrcMode.ALWAYS, 2**30, 2**20), i)
@@ -194,7 +195,7 @@ def test_big_tasks_never_wait_on_untaken_answers(logdir: Path) -> None:
     # A run with many tags sends a big task (its tags so far). While this process does not
     # take answers (it is committing), the workers must still read their tasks: a submit
     # that waited for a worker that waited for this process would never return.
-    path = str(next((logdir / "run0").glob("*tfevents*")))
+    path = LocalFile(str(next((logdir / "run0").glob("*tfevents*"))))
     tags = {
         f"extra/tag_{i:05d}": TagMetadata("scalars", b"x" * 64, DataClass.SCALAR)
         for i in range(2000)

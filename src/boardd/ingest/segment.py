@@ -1,13 +1,14 @@
-"""Decoding a segment of one event file in a worker process (parallel catch-up ingest)."""
+"""Decoding a segment of one event file, in a worker process or here (parallel catch-up)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from boardd.ingest.sources import SourceFile
 from boardd.reader.errors import ReaderError
 from boardd.reader.events import EventDecoder
+from boardd.reader.modes import CrcMode
 from boardd.reader.pipeline import EventFileReader
-from boardd.reader.tfrecord import CrcMode
 from boardd.reader.types import DecodedBatch, TagMetadata
 
 
@@ -22,14 +23,14 @@ class Segment:
 
 
 def decode_segment(
-    path: str,
+    file: SourceFile,
     offset: int,
     tags: dict[str, TagMetadata],
     crc_mode: CrcMode,
     max_bytes: int,
     batch_bytes: int,
 ) -> Segment:
-    """Decodes about ``max_bytes`` of ``path`` from ``offset``, given the run's tags so far.
+    """Decodes about ``max_bytes`` of ``file`` from ``offset``, given the run's tags so far.
 
     ``at_end`` tells whether the segment reached the end of what the file now holds. A file
     that cannot be read gives a segment with ``error`` set and no batches past the failure.
@@ -39,7 +40,7 @@ def decode_segment(
     segment = Segment(end_offset=offset)
     try:
         with EventFileReader(
-            path, offset, decoder=decoder, crc_mode=crc_mode, max_batch_bytes=batch_bytes
+            file.open(), offset, decoder=decoder, crc_mode=crc_mode, max_batch_bytes=batch_bytes
         ) as reader:
             while segment.end_offset - offset < max_bytes:
                 batch = reader.read_batch()

@@ -1,14 +1,14 @@
-"""Ingest: reads a logdir's event files from their stored offsets into the store.
+"""The ingestor: brings a store up to date with a logdir's event files, from their offsets.
 
 :class:`Ingestor` owns the file life cycle: new files and runs are picked up; a growing file
 resumes from its committed offset; a replaced file (new inode, or it shrank) is read again from
 0; a deleted file keeps its data; a run whose directory is gone is purged and hidden. Decoded
-batches are committed in groups (by bytes and by time) together with the new offsets.
+batches are committed in groups (by bytes and by time) together with the new offsets. It reads
+through a :class:`~boardd.ingest.sources.ByteSource` (a local logdir unless told otherwise).
 """
 
 from __future__ import annotations
 
-import bisect
 import collections
 import dataclasses
 import functools
@@ -17,21 +17,31 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from boardd.ingest.batching import Pending, coalesce
+from boardd.ingest.parallel import ReadyRuns, can_fork, default_workers
+from boardd.ingest.progress import Progress
+from boardd.ingest.sources import (
+    ByteSource,
+    FileIdentity,
+    LocalFileSource,
+    SourceFile,
+    read_head,
+    same_start,
+    size_now,
+)
 from boardd.reader.errors import ReaderError
-from boardd.reader.logdir import Discovery, discover
 from boardd.reader.modes import CrcMode
+from boardd.reader.types import DecodedBatch
 from boardd.store.writer import FileProgress, FileRecord, StoreWriter
 
 if TYPE_CHECKING:
+    from boardd.ingest.pool import WorkerPool
+    from boardd.ingest.segment import Segment
     from boardd.reader.events import EventDecoder
-    from boardd.reader.segment import Segment
-    from boardd.reader.types import DecodedBatch
-    from boardd.reader.worker import WorkerPool
 
 # The decoding side (protobuf, the framing and decode pipeline, worker processes) is imported
 # when there is something to read: a restart with nothing new never loads it.
@@ -53,37 +63,6 @@ SEGMENT_BYTES = 8 * 2**20
 HERE_BATCH_BYTES = 4 * 2**20
 
 
-def can_fork() -> bool:
-    """Whether decode workers may be forked from this process: only while it runs a single
-    thread (a fork copies no other thread, so a lock one of them held stays held forever)."""
-    return hasattr(os, "fork") and threading.active_count() == 1
-
-
-def default_workers(*, fork: bool | None = None) -> int:
-    """Processes that decode a large catch-up, this one included (1: no worker).
-
-    This process commits what the workers decode and decodes too whenever it has nothing to
-    commit. Forked workers (``fork``, by default whether this process may fork: see
-    :func:`can_fork`) start in a millisecond and share this process's memory pages, so they pay
-    from two CPUs up: one decoder per CPU, at most 4 (bench/bench_ingest.py). Spawned workers
-    import boardd anew (~0.2 s of CPU and ~80 MiB each), so they are used only from three CPUs
-    up: half the CPUs, at most 4.
-    """
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cpus = os.cpu_count() or 1
-    if fork is None:
-        fork = can_fork()
-    if fork:
-        return 1 if cpus <= 1 else min(cpus, 4)
-    return 1 if cpus <= 2 else min(cpus // 2, 4)
-
-
-#: Called with (bytes done, bytes to do) as ingest goes.
-Progress = Callable[[int, int], None]
-
-
 @dataclass(slots=True)
 class PassResult:
     """What one pass over the logdir did."""
@@ -100,41 +79,41 @@ class _FileWork:
     """A file with something left to read, after its life-cycle checks."""
 
     run_id: int
-    path: Path
+    file: SourceFile
     record: FileRecord
-    stat: os.stat_result
+    identity: FileIdentity
     offset: int
     replaced: bool
     head: bytes | None = None
 
     def progress(self, consumed: int) -> FileProgress:
         """The file's state to commit once everything up to ``consumed`` is written."""
-        st = self.stat
+        ident = self.identity
         return FileProgress(
             self.record.id,
             consumed,
-            st.st_size,
-            st.st_mtime,
-            st.st_dev,
-            st.st_ino,
+            ident.size,
+            ident.mtime,
+            ident.device,
+            ident.inode,
             head=self.head,
         )
 
-
-@dataclass(slots=True)
-class _Pending:
-    run_id: int
-    batch: DecodedBatch
-    progress: FileProgress
+    def left(self) -> int:
+        """Bytes to read from :attr:`offset` to the end the file had when it was examined."""
+        return max(0, self.identity.size - self.offset)
 
 
 class Ingestor:
-    """Brings one experiment's store up to date with its logdir; one thread owns it."""
+    """Brings one experiment's store up to date with its logdir; one thread owns it.
+
+    ``logdir`` is a local directory's path, or any :class:`ByteSource`.
+    """
 
     def __init__(
         self,
         writer: StoreWriter,
-        logdir: str | os.PathLike[str],
+        logdir: str | os.PathLike[str] | ByteSource,
         *,
         experiment: str = "default",
         crc_mode: CrcMode = CrcMode.ALWAYS,
@@ -147,7 +126,9 @@ class Ingestor:
         fork: bool = True,
     ) -> None:
         self.writer = writer
-        self.logdir = Path(logdir)
+        self.source: ByteSource = (
+            LocalFileSource(logdir) if isinstance(logdir, (str, os.PathLike)) else logdir
+        )
         self.crc_mode = crc_mode
         self.commit_bytes = commit_bytes
         self.commit_seconds = commit_seconds
@@ -160,22 +141,20 @@ class Ingestor:
         #: Set it (from any thread) to make a pass stop taking work: what was read is committed.
         self.stop_event = threading.Event()
         with writer.transaction():
-            self.experiment_id = writer.ensure_experiment(experiment, str(self.logdir.resolve()))
+            self.experiment_id = writer.ensure_experiment(experiment, self.source.location)
         self._decoders: dict[int, EventDecoder] = {}
-        self._pending: list[_Pending] = []
+        self._pending: list[Pending] = []
         self._pending_bytes = 0
         self._pending_since = 0.0
 
-    def pending_bytes(self, discovery: Discovery | None = None) -> int:
+    def pending_bytes(self) -> int:
         """Bytes in the logdir not yet consumed (what a pass would read)."""
-        found = discovery or discover(self.logdir)
         total = 0
-        for run, paths in found.runs.items():
+        for run, files in self.source.runs().items():
             known = self._known_files(run)
-            for path in paths:
-                size = _size(path)
-                record = known.get(str(path))
-                total += max(0, size - (record.consumed if record else 0))
+            for file in files:
+                record = known.get(file.key)
+                total += max(0, size_now(file) - (record.consumed if record else 0))
         return total
 
     def run_pass(self, progress: Progress | None = None) -> PassResult:
@@ -185,13 +164,13 @@ class Ingestor:
         worker processes, one run per worker at a time; commits stay in this process.
         """
         result = PassResult()
-        found = discover(self.logdir)
+        found = self.source.runs()
         self._purge_missing_runs(found, result)
         works: list[_FileWork] = []
-        for run, paths in found.runs.items():
+        for run, files in found.items():
             run_id = self._run_id(run)
-            works.extend(self._prepare_run(run_id, paths, result))
-        total = sum(max(0, w.stat.st_size - w.offset) for w in works)
+            works.extend(self._prepare_run(run_id, files, result))
+        total = sum(w.left() for w in works)
         runs = {w.run_id for w in works}
         if self.workers > 1 and total >= self.parallel_min_bytes and len(runs) > 1:
             self._read_parallel(works, result, progress, total)
@@ -206,33 +185,62 @@ class Ingestor:
     def ingest_files(
         self,
         run: str,
-        paths: Iterable[Path],
+        files: Iterable[SourceFile | str | os.PathLike[str]],
         result: PassResult,
         *,
         progress: Progress | None = None,
         total: int = 0,
     ) -> None:
-        """Reads what is new in these files of ``run`` (all of the run's files, or some)."""
+        """Reads what is new in these files of ``run`` (all of the run's files, or some), in
+        the order given; a file is a :class:`SourceFile` or its key (a local path)."""
         run_id = self._run_id(run)
-        for work in self._prepare_run(run_id, paths, result):
+        chosen = [
+            self.source.file(os.fspath(f)) if isinstance(f, (str, os.PathLike)) else f
+            for f in files
+        ]
+        for work in self._prepare_run(run_id, chosen, result):
             self._read_file(work, result, progress, total)
 
+    def ingest_changed(self, keys: Iterable[str | os.PathLike[str]]) -> PassResult:
+        """Reads what is new in these changed files (a watcher's notices), run by run.
+
+        A file of a run the store does not know yet brings in all of that run's files, in name
+        order, from the first one. A file outside the logdir (reached through a symlink) is
+        skipped; so is one that no longer exists (the next full pass records it as deleted;
+        its data stays).
+        """
+        result = PassResult()
+        by_run: dict[str, list[SourceFile]] = {}
+        for key in keys:
+            file = self.source.file(os.fspath(key))
+            run = self.source.run_of(file.key)
+            if run is None or not file.exists():
+                continue
+            by_run.setdefault(run, []).append(file)
+        known = set(self.writer.runs(self.experiment_id))
+        for run, files in by_run.items():
+            if run not in known:
+                files = self.source.run_files(run)
+            files.sort(key=_file_name)
+            self.ingest_files(run, files, result)
+        return result
+
     def _prepare_run(
-        self, run_id: int, paths: Iterable[Path], result: PassResult
+        self, run_id: int, files: Iterable[SourceFile], result: PassResult
     ) -> list[_FileWork]:
         known = self.writer.files(run_id)
         present = set()
         works = []
-        for path in paths:
-            present.add(str(path))
-            work = self._prepare(run_id, path, known.get(str(path)), result)
+        for file in files:
+            present.add(file.key)
+            work = self._prepare(run_id, file, known.get(file.key), result)
             if work is not None:
                 works.append(work)
-        for path_text, record in known.items():
+        for key, record in known.items():
             if (
-                path_text not in present
+                key not in present
                 and record.state != "deleted"
-                and not Path(path_text).exists()
+                and not self.source.file(key).exists()
             ):
                 self._with_transaction(
                     result, functools.partial(self.writer.set_file_state, record.id, "deleted")
@@ -281,32 +289,33 @@ class Ingestor:
         return decoder
 
     def _prepare(
-        self, run_id: int, path: Path, record: FileRecord | None, result: PassResult
+        self, run_id: int, file: SourceFile, record: FileRecord | None, result: PassResult
     ) -> _FileWork | None:
         """Applies the file's life-cycle changes; returns what is left to read, if anything."""
         try:
-            st = path.stat()
+            ident = file.identity()
         except OSError:
             return None  # gone since discovery; the next pass marks it deleted
         if record is None:
             holder: list[FileRecord] = []
             self._with_transaction(
-                result, lambda: holder.append(self.writer.ensure_file(run_id, str(path)))
+                result, lambda: holder.append(self.writer.ensure_file(run_id, file.key))
             )
             record = holder[0]
         offset = record.consumed
+        # A source without inodes (an object store) tells a replacement by its first bytes.
         replaced = record.inode is not None and (record.inode, record.device) != (
-            st.st_ino,
-            st.st_dev,
+            ident.inode,
+            ident.device,
         )
-        head = _read_head(path) if st.st_size != record.consumed or replaced else None
+        head = read_head(file) if ident.size != record.consumed or replaced else None
         rewritten = (
             not replaced
             and head is not None
             and record.head is not None
-            and not _same_start(head, record.head)
+            and not same_start(head, record.head)
         )
-        if replaced or rewritten or st.st_size < record.consumed:
+        if replaced or rewritten or ident.size < record.consumed:
             if replaced:
                 reason = "file replaced (new inode)"
             elif rewritten:
@@ -317,10 +326,10 @@ class Ingestor:
             restart_id = record.id
             self._with_transaction(result, lambda: self.writer.restart_file(restart_id, reason))
             offset = 0
-            result.files_changed.append(str(path))
-        work = _FileWork(run_id, path, record, st, offset, replaced, head)
-        if st.st_size == offset and record.state == "active":
-            if record.inode is None or replaced:
+            result.files_changed.append(file.key)
+        work = _FileWork(run_id, file, record, ident, offset, replaced, head)
+        if ident.size == offset and record.state == "active":
+            if not _identity_recorded(record, ident) or replaced:
                 self._remember_identity(work, result)
             return None
         return work
@@ -333,7 +342,7 @@ class Ingestor:
         offset = work.offset
         try:
             with EventFileReader(
-                work.path,
+                work.file.open(),
                 offset,
                 decoder=self._decoder(work.run_id),
                 crc_mode=self.crc_mode,
@@ -353,7 +362,9 @@ class Ingestor:
     def _finish_file(self, work: _FileWork, offset: int, result: PassResult) -> None:
         # A file back from 'deleted' or 'unreadable' with nothing new is active again too.
         if offset == work.record.consumed and (
-            work.record.inode is None or work.replaced or work.record.state != "active"
+            not _identity_recorded(work.record, work.identity)
+            or work.replaced
+            or work.record.state != "active"
         ):
             self._remember_identity(work, result)
 
@@ -370,10 +381,18 @@ class Ingestor:
         for work in works:
             queues.setdefault(work.run_id, collections.deque()).append(work)
         offsets = {work.run_id: work.offset for work in (q[0] for q in queues.values())}
-        ready = _Ready(queues, offsets)
+
+        def bytes_left(run_id: int) -> int:
+            # The first file is read on from where the run stopped, the others from their
+            # offsets.
+            queue = queues[run_id]
+            left = queue[0].identity.size - offsets[run_id]
+            return left + sum(w.left() for w in itertools.islice(queue, 1, None))
+
+        ready = ReadyRuns(bytes_left)
         for run_id in queues:
             ready.put(run_id)
-        from boardd.reader.worker import WorkerError, WorkerPool
+        from boardd.ingest.pool import WorkerError, WorkerPool
 
         # This process decodes too, whenever it has nothing to commit.
         pool = WorkerPool(min(self.workers - 1, len(queues)), fork=self.fork and can_fork())
@@ -398,7 +417,7 @@ class Ingestor:
         pool: WorkerPool,
         queues: dict[int, collections.deque[_FileWork]],
         offsets: dict[int, int],
-        ready: _Ready,
+        ready: ReadyRuns,
         result: PassResult,
         progress: Progress | None,
         total: int,
@@ -410,7 +429,7 @@ class Ingestor:
                 run_id = ready.take_largest()
                 work = queues[run_id][0]
                 task = (
-                    str(work.path),
+                    work.file,
                     offsets[run_id],
                     dict(self._decoder(run_id).tags),
                     self.crc_mode,
@@ -441,7 +460,7 @@ class Ingestor:
         segment: Segment,
         queues: dict[int, collections.deque[_FileWork]],
         offsets: dict[int, int],
-        ready: _Ready,
+        ready: ReadyRuns,
         result: PassResult,
     ) -> None:
         work = queues[run_id][0]
@@ -464,11 +483,11 @@ class Ingestor:
             ready.put(run_id)
 
     def _decode_here(self, work: _FileWork, offset: int) -> Segment:
-        from boardd.reader.segment import decode_segment
+        from boardd.ingest.segment import decode_segment
 
         tags = dict(self._decoder(work.run_id).tags)
         return decode_segment(
-            str(work.path),
+            work.file,
             offset,
             tags,
             self.crc_mode,
@@ -487,8 +506,6 @@ class Ingestor:
 
     def _remember_identity(self, work: _FileWork, result: PassResult) -> None:
         # Nothing complete to read yet, but record the file's identity (inode, size).
-        from boardd.reader.types import DecodedBatch
-
         batch = DecodedBatch(end_offset=work.offset)
         self._queue(work.run_id, batch, work.progress(work.offset), 0, result)
 
@@ -508,7 +525,7 @@ class Ingestor:
     ) -> None:
         if not self._pending:
             self._pending_since = time.monotonic()
-        self._pending.append(_Pending(run_id, batch, progress))
+        self._pending.append(Pending(run_id, batch, progress))
         self._pending_bytes += size
         if (
             self._pending_bytes >= self.commit_bytes
@@ -522,7 +539,7 @@ class Ingestor:
         pending, self._pending, self._pending_bytes = self._pending, [], 0
         try:
             with self.writer.transaction():
-                for run_id, batch, progress in _coalesce(pending):
+                for run_id, batch, progress in coalesce(pending):
                     self.writer.apply(run_id, batch, progress)
         except BaseException:
             # Decoders ran ahead of what is now committed: rebuild them from the store.
@@ -536,16 +553,15 @@ class Ingestor:
             action()
         result.commits += 1
 
-    def _purge_missing_runs(self, found: Discovery, result: PassResult) -> None:
-        if not self.logdir.is_dir() or not found.runs:
+    def _purge_missing_runs(self, found: dict[str, list[SourceFile]], result: PassResult) -> None:
+        if not found or not self.source.available():
             # A vanished logdir, or one without a single event file (an unmounted mount point
             # is an empty directory), must not erase the store.
             return
         for run, run_id in self.writer.runs(self.experiment_id).items():
-            if run in found.runs:
+            if run in found:
                 continue
-            directory = self.logdir if run == "." else self.logdir / run
-            if directory.is_dir():
+            if self.source.run_present(run):
                 # Files deleted, directory kept: the data stays, the files are marked deleted.
                 self.ingest_files(run, (), result)
                 continue
@@ -554,70 +570,13 @@ class Ingestor:
             result.runs_deleted.append(run)
 
 
-class _Ready:
-    """Runs with work to hand out, by bytes left to read: workers take the largest first (the
-    longest tasks start early, so none is left alone at the end), this process the smallest."""
-
-    def __init__(
-        self, queues: dict[int, collections.deque[_FileWork]], offsets: dict[int, int]
-    ) -> None:
-        self._queues = queues
-        self._offsets = offsets
-        self._order: list[tuple[int, int]] = []  # (bytes left, run id), ascending
-
-    def __bool__(self) -> bool:
-        return bool(self._order)
-
-    def put(self, run_id: int) -> None:
-        queue = self._queues[run_id]
-        # The first file is read on from where the run stopped, the others from their offsets.
-        left = queue[0].stat.st_size - self._offsets[run_id]
-        left += sum(w.stat.st_size - w.offset for w in itertools.islice(queue, 1, None))
-        bisect.insort(self._order, (left, run_id))
-
-    def take_largest(self) -> int:
-        return self._order.pop()[1]
-
-    def take_smallest(self) -> int:
-        return self._order.pop(0)[1]
-
-    def clear(self) -> None:
-        self._order.clear()
+def _file_name(file: SourceFile) -> str:
+    return file.name
 
 
-def _coalesce(pending: list[_Pending]) -> Iterator[tuple[int, DecodedBatch, FileProgress]]:
-    """The batches of each file as one, files in the order they first appear: one sampling
-    pass per series and commit, however decoders interleaved their files. A run's files never
-    interleave (one is read after the other), so each series still gets its points in order."""
-    from boardd.reader.types import merge_batches
-
-    groups: dict[int, list[_Pending]] = {}
-    for item in pending:
-        groups.setdefault(item.progress.file_id, []).append(item)
-    for group in groups.values():
-        yield group[0].run_id, merge_batches([g.batch for g in group]), group[-1].progress
-
-
-#: How many leading bytes identify a file's content (its first record, usually).
-HEAD_BYTES = 64
-
-
-def _read_head(path: Path) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read(HEAD_BYTES)
-    except OSError:
-        return None
-
-
-def _same_start(a: bytes, b: bytes) -> bool:
-    """Whether two heads agree on the bytes both have (a file may have grown past one)."""
-    n = min(len(a), len(b))
-    return a[:n] == b[:n]
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+def _identity_recorded(record: FileRecord, identity: FileIdentity) -> bool:
+    """Whether the store holds the file's identity: its inode, or for a source without inodes
+    (an object store) its first bytes; else it is recorded even when nothing is new."""
+    if identity.inode is None:
+        return record.head is not None
+    return record.inode is not None

@@ -1,9 +1,9 @@
-"""Runs one parallel ingest in a fresh process, for tests/store/test_parallel_ingest.py.
+"""Runs one parallel ingest in a fresh process, for tests/ingest/test_parallel.py.
 
 A test process may run threads of its own (tensorboardX's writer threads outlive their
 writers), and decode workers are forked only from a single-threaded process, as in
 ``boardd ingest``. Prints a JSON object: the worker processes seen and whether they were
-forked (a forked worker runs this very command line; a spawned one runs boardd.reader.worker).
+forked (a forked worker runs this very command line; a spawned one runs boardd.ingest.worker).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from boardd.store.ingest import can_fork
+from boardd.ingest.parallel import can_fork
 
 
 def _cmdline(pid: int) -> bytes:
@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
     """``parallel_child LOGDIR DB WORKERS FORK(0|1)``."""
     import os
 
-    from tests.store.test_parallel_ingest import _children, _ingest
+    from tests.ingest.test_parallel import _children, _ingest
 
     logdir, db, workers, fork = Path(argv[0]), Path(argv[1]), int(argv[2]), argv[3] == "1"
     single = can_fork()

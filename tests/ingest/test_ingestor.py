@@ -14,13 +14,13 @@ from tensorboard.backend.event_processing.event_file_loader import LegacyEventFi
 from tensorboardX import SummaryWriter
 
 from boardd.cli import ExitCode, main
+from boardd.ingest.ingestor import Ingestor
 from boardd.reader.events import EventDecoder
 from boardd.reader.logdir import discover
 from boardd.reader.pipeline import read_event_file
 from boardd.reader.types import DataLoss
 from boardd.store.blobs import CHUNK_SIZE, read_blob
 from boardd.store.connection import open_reader
-from boardd.store.ingest import Ingestor
 from boardd.store.session import WriteSession
 from tests.store.conftest import (
     WALL,
@@ -291,7 +291,7 @@ def test_replaced_file_is_read_again_from_zero(tmp_path: Path) -> None:
         shutil.copyfile(fresh, path)
     assert path.stat().st_ino != old_inode
     result = ingest(logdir, db, sampling=ALL)
-    assert result.files_changed == [str(path)]
+    assert result.files_changed == (str(path),)
     assert result.bytes_read == path.stat().st_size
     size, consumed, state, inode = file_row(db, path)
     assert (size, consumed, state, inode) == (
@@ -320,7 +320,7 @@ def test_file_rewritten_in_place_with_more_data_is_read_again(tmp_path: Path) ->
         f.write(fresh.read_bytes())
     assert path.stat().st_ino == inode
     result = ingest(logdir, db, sampling=ALL)
-    assert result.files_changed == [str(path)]
+    assert result.files_changed == (str(path),)
     assert scalars(db, "run", "loss") == {s: -3.0 * s for s in range(200)}
 
 
@@ -336,7 +336,7 @@ def test_truncated_file_is_read_again(tmp_path: Path) -> None:
         f.truncate(ends[40] + 5)  # mid-record: the tail is a partial record
     assert path.stat().st_ino == inode
     result = ingest(logdir, db, sampling=ALL)
-    assert result.files_changed == [str(path)]
+    assert result.files_changed == (str(path),)
     assert file_row(db, path)[:3] == (ends[40] + 5, ends[40], "active")
     expected, _ = decode_logdir(logdir)
     assert stored_points(db) == expected
@@ -356,7 +356,7 @@ def test_file_read_again_has_its_losses_recorded_once(tmp_path: Path) -> None:
     # Shrunk (say, a job rewrote it): read again from 0, the hole is met again.
     with open(path, "r+b") as f:
         f.truncate(len(data) // 2)
-    assert ingest(logdir, db, sampling=ALL).files_changed == [str(path)]
+    assert ingest(logdir, db, sampling=ALL).files_changed == (str(path),)
     assert rows(db, "SELECT offset, length, reason FROM data_loss") == [first]
     _, losses = decode_logdir(logdir)
     assert [(o, n, r) for _, o, n, r in losses] == [first]
@@ -364,7 +364,7 @@ def test_file_read_again_has_its_losses_recorded_once(tmp_path: Path) -> None:
     with open(path, "rb"):
         path.unlink()
         shutil.copyfile(_write_scalar_run(tmp_path / "fresh", range(10), 1.0), path)
-    assert ingest(logdir, db, sampling=ALL).files_changed == [str(path)]
+    assert ingest(logdir, db, sampling=ALL).files_changed == (str(path),)
     assert rows(db, "SELECT count(*) FROM data_loss") == [(0,)]
 
 
@@ -413,7 +413,7 @@ def test_removed_run_directory_purges_the_run(tmp_path: Path) -> None:
     kept_before = {k: v for k, v in stored_points(db).items() if k[0] == "keep"}
     shutil.rmtree(logdir / "gone")
     result = ingest(logdir, db, sampling=ALL)
-    assert result.runs_deleted == ["gone/deep"]
+    assert result.runs_deleted == ("gone/deep",)
     assert rows(db, "SELECT name, deleted, start_time IS NULL FROM runs ORDER BY name") == [
         ("gone/deep", 1, 1),
         ("keep", 0, 0),
@@ -439,7 +439,7 @@ def test_vanished_logdir_does_not_erase_the_store(tmp_path: Path) -> None:
     before = snapshot(db)
     logdir.rename(tmp_path / "elsewhere")
     result = ingest(logdir, db, sampling=ALL)
-    assert result.runs_deleted == []
+    assert result.runs_deleted == ()
     assert snapshot(db) == before
     # The command line refuses a missing logdir outright.
     assert main(["ingest", str(logdir), "--db", str(db), "--samples-per-plugin", "*=all"]) == (
@@ -448,7 +448,7 @@ def test_vanished_logdir_does_not_erase_the_store(tmp_path: Path) -> None:
     # An empty directory in its place (an unmounted mount point) erases nothing either.
     logdir.mkdir()
     result = ingest(logdir, db, sampling=ALL)
-    assert result.runs_deleted == []
+    assert result.runs_deleted == ()
     assert snapshot(db) == before
     # Back in place: nothing to read, nothing lost.
     logdir.rmdir()

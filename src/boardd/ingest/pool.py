@@ -1,8 +1,4 @@
-"""Decode worker processes for parallel catch-up.
-
-A worker reads length-prefixed pickled :func:`decode_segment` argument tuples from a pipe and
-writes length-prefixed pickled :class:`Segment` results to another, one per task, until its
-task pipe closes. Only the parent's own pickles are ever loaded, over a private pipe.
+"""A pool of decode worker processes for parallel catch-up (see :mod:`boardd.ingest.worker`).
 
 Workers are started one of two ways, never with multiprocessing (which may re-import the
 caller's ``__main__`` module, whatever program embeds boardd):
@@ -10,7 +6,7 @@ caller's ``__main__`` module, whatever program embeds boardd):
 - **forked** from the calling process, when it has a single thread (``boardd ingest``): a
   worker then starts in a millisecond with everything already imported, and shares the
   parent's memory pages until it writes to them;
-- **spawned** as ``python -m boardd.reader.worker`` otherwise (the daemon, whose threads make
+- **spawned** as ``python -m boardd.ingest.worker`` otherwise (the daemon, whose threads make
   ``fork`` unsafe): a fresh interpreter that imports the decoder first (~0.2 s, ~80 MiB).
 """
 
@@ -30,54 +26,12 @@ import threading
 import time
 from typing import IO, Any, NoReturn
 
-from boardd.reader.segment import Segment, decode_segment
-
-_HEADER = 8
+from boardd.ingest.segment import Segment
+from boardd.ingest.worker import read_frame, serve, write_frame
 
 
 class WorkerError(RuntimeError):
     """A worker process died or answered nonsense; the caller falls back to decoding itself."""
-
-
-def _write_frame(stream: IO[bytes], payload: bytes) -> None:
-    stream.write(len(payload).to_bytes(_HEADER, "little"))
-    stream.write(payload)
-    stream.flush()
-
-
-def _read_exact(stream: IO[bytes], size: int) -> bytes:
-    chunks = []
-    while size:
-        chunk = stream.read(size)
-        if not chunk:
-            raise EOFError("stream closed")
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
-def _read_frame(stream: IO[bytes]) -> bytes:
-    size = int.from_bytes(_read_exact(stream, _HEADER), "little")
-    return _read_exact(stream, size)
-
-
-def _serve(tasks: IO[bytes], results: IO[bytes]) -> None:
-    """The worker's loop: decode each task, answer, until the task pipe closes."""
-    while True:
-        try:
-            task = pickle.loads(_read_frame(tasks))
-        except EOFError:
-            return
-        answer = pickle.dumps(decode_segment(*task), protocol=pickle.HIGHEST_PROTOCOL)
-        _write_frame(results, answer)
-        # Freed before the next task is decoded, not when the next answer replaces it.
-        del answer, task
-
-
-def main() -> int:
-    """A spawned worker: tasks on stdin, results on stdout."""
-    _serve(sys.stdin.buffer, sys.stdout.buffer)
-    return 0
 
 
 class _Forked:
@@ -151,7 +105,7 @@ def _forked_child(tasks: int, results: int, close: list[int]) -> NoReturn:  # pr
         for fd in close:
             os.close(fd)
         with os.fdopen(tasks, "rb") as task_pipe, os.fdopen(results, "wb") as result_pipe:
-            _serve(task_pipe, result_pipe)
+            serve(task_pipe, result_pipe)
         code = 0
     except BaseException:  # the parent sees the pipe close, and recovers
         pass
@@ -187,7 +141,7 @@ class WorkerPool:
                     proc = _Forked(self._pipe_fds())
                 else:
                     proc = subprocess.Popen(
-                        [sys.executable, "-m", "boardd.reader.worker"],
+                        [sys.executable, "-m", "boardd.ingest.worker"],
                         stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE,
                     )
@@ -221,7 +175,7 @@ class WorkerPool:
     def _drain(self, worker: int, stream: IO[bytes]) -> None:
         try:
             while True:
-                payload = _read_frame(stream)
+                payload = read_frame(stream)
                 if not self._closing:
                     self._results.put((worker, payload))
         except (EOFError, OSError, ValueError):
@@ -253,7 +207,7 @@ class WorkerPool:
         stdin = self._procs[worker].stdin
         assert stdin is not None
         try:
-            _write_frame(stdin, pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
+            write_frame(stdin, pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
         except OSError as exc:
             raise WorkerError(f"decode worker {worker} is gone: {exc}") from exc
         self._tasks[worker].append(tag)
@@ -320,7 +274,3 @@ class WorkerPool:
         self._procs = []
         self._tasks = []
         self._readers = []
-
-
-if __name__ == "__main__":
-    sys.exit(main())
