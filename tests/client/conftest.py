@@ -24,8 +24,8 @@ from tensorboardX import summary as x_summary
 
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
+from boardd.ingest.ingestor import Ingestor
 from boardd.store.bus import ChangeHub
-from boardd.store.ingest import Ingestor
 from boardd.store.session import WriteSession
 
 WALL = 1_700_000_000.0

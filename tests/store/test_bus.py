@@ -8,10 +8,10 @@ import os
 import subprocess
 from pathlib import Path
 
+from boardd.ingest.ingestor import Ingestor
 from boardd.store import queries
 from boardd.store.bus import ChangeHub, StoreWatcher
 from boardd.store.connection import open_reader
-from boardd.store.ingest import Ingestor
 from boardd.store.session import WriteSession
 from tests.store.conftest import LiveWriter, boardd_command, boardd_env, ingest
 
