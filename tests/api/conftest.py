@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import wave
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from tensorboardX import summary as x_summary
 
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
-from boardd.ingest import ingest_logdir
+from tests.conftest import ingest
 
 WALL = 1_700_000_000.0
 EXPERIMENT = "exp"
@@ -136,17 +136,6 @@ def write_logdir(root: Path) -> Path:
     return logdir
 
 
-def ingest(
-    logdir: Path,
-    db: Path,
-    sampling: Mapping[str, int | None] | None,
-    *,
-    experiment: str = EXPERIMENT,
-) -> None:
-    """One ingest pass into ``db``, as ``boardd ingest`` does it."""
-    ingest_logdir(logdir, db, experiment=experiment, sampling=sampling, workers=1)
-
-
 @pytest.fixture(scope="session")
 def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The shared logdir (never modified by tests)."""
@@ -157,7 +146,7 @@ def logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def spec_all(logdir: Path) -> ExperimentSpec:
     """A store that keeps every point."""
     db = logdir.parent / "all.sqlite"
-    ingest(logdir, db, ALL)
+    ingest(logdir, db, ALL, experiment=EXPERIMENT)
     return ExperimentSpec(EXPERIMENT, logdir, db)
 
 
@@ -165,7 +154,7 @@ def spec_all(logdir: Path) -> ExperimentSpec:
 def spec_default(logdir: Path) -> ExperimentSpec:
     """A store with the default sampling (images keep 10 steps, …)."""
     db = logdir.parent / "default.sqlite"
-    ingest(logdir, db, None)
+    ingest(logdir, db, None, experiment=EXPERIMENT)
     return ExperimentSpec(EXPERIMENT, logdir, db)
 
 
@@ -173,7 +162,7 @@ def spec_default(logdir: Path) -> ExperimentSpec:
 def spec_small(logdir: Path) -> ExperimentSpec:
     """A store with small capacities: train's series are reservoir samples (irregular steps)."""
     db = logdir.parent / "small.sqlite"
-    ingest(logdir, db, SMALL)
+    ingest(logdir, db, SMALL, experiment=EXPERIMENT)
     return ExperimentSpec(EXPERIMENT, logdir, db)
 
 

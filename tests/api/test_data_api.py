@@ -641,7 +641,7 @@ def test_a_commit_after_a_cached_answer_gives_a_new_answer(tmp_path: Path) -> No
     logdir = tmp_path / "logs"
     write_train(logdir / "train", range(0, 100))
     db = tmp_path / "store.sqlite"
-    ingest(logdir, db, ALL)
+    ingest(logdir, db, ALL, experiment=EXPERIMENT)
     requests: list[tuple[str, dict[str, Any]]] = [
         ("/api/v1/runs", {}),
         ("/api/v1/scalars/list", {"plugin": "scalars"}),
@@ -660,7 +660,7 @@ def test_a_commit_after_a_cached_answer_gives_a_new_answer(tmp_path: Path) -> No
         # A new run: the listings change; the cached values of train's series stay valid.
         with SummaryWriter(str(logdir / "late")) as w:
             w.add_scalar("acc", 0.5, 3)
-        ingest(logdir, db, ALL)
+        ingest(logdir, db, ALL, experiment=EXPERIMENT)
         path, params = requests[2]
         etag = before[path, repr(params)].headers["etag"]
         assert client.get(path, params=params, headers={"if-none-match": etag}).status_code == 304
@@ -670,7 +670,7 @@ def test_a_commit_after_a_cached_answer_gives_a_new_answer(tmp_path: Path) -> No
         )
         # More points in the run; the same server answers again.
         write_train(logdir / "train", range(100, 160), seed=1)
-        ingest(logdir, db, ALL)
+        ingest(logdir, db, ALL, experiment=EXPERIMENT)
         for path, params in requests:
             old = before[path, repr(params)]
             etag = old.headers["etag"]

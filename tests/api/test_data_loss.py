@@ -42,7 +42,7 @@ def test_data_loss_is_listed_and_logged_once_per_file(
     damage(files["eval"], 0.5)
     db = tmp_path / "store.sqlite"
     with caplog.at_level(logging.WARNING, logger="boardd.store.writer"):
-        ingest(logdir, db, ALL)
+        ingest(logdir, db, ALL, experiment=EXPERIMENT)
     warnings = [r.getMessage() for r in caplog.records if "data loss" in r.getMessage()]
     assert len(warnings) == 2, warnings  # once per file, though train has two ranges
     assert {str(files["train"]), str(files["eval"])} == {
@@ -73,6 +73,6 @@ def test_no_data_loss_is_an_empty_list(tmp_path: Path) -> None:
     logdir = tmp_path / "logs"
     write_runs(logdir)
     db = tmp_path / "store.sqlite"
-    ingest(logdir, db, ALL)
+    ingest(logdir, db, ALL, experiment=EXPERIMENT)
     with serve(ExperimentSpec(EXPERIMENT, logdir, db)) as client:
         assert get_json(client, "/api/v1/data_loss") == []

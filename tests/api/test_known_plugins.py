@@ -55,7 +55,7 @@ def test_a_plugin_the_store_has_is_known(tmp_path: Path) -> None:
         writer.add_event(event)
     writer.close()
     db = tmp_path / "store.sqlite"
-    ingest(logdir, db, ALL)
+    ingest(logdir, db, ALL, experiment=EXPERIMENT)
     with serve(ExperimentSpec(EXPERIMENT, logdir, db)) as client:
         answer = get_json(client, "/api/v1/tensors", plugin="my_plugin")
         assert [p["step"] for p in answer["run"]["thing"]] == [0, 1, 2]

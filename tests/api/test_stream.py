@@ -19,187 +19,38 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
-from starlette.applications import Starlette
-from tensorboard.compat.proto import event_pb2 as tb_event_pb2
-from tensorboard.compat.proto import summary_pb2 as tb_summary_pb2
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboardX import SummaryWriter
-from tensorboardX import summary as x_summary
 
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
-from boardd.ingest.ingestor import Ingestor
 from boardd.store.bus import ChangeHub
 from boardd.store.connection import open_reader
-from boardd.store.session import WriteSession
+from tests.conftest import WAIT, WALL, LiveStore, ThreadedServer
 
-WALL = 1_700_000_000.0
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 #: Short heartbeats: the client's reader thread notices a close request within one.
 HEARTBEAT = 0.2
-#: How long a test waits for a message it expects (generous: a loaded machine must not flake).
-WAIT = 10.0
 
 
 # -- writing and ingesting ----------------------------------------------------------------------
 
 
-class Run:
-    """One run's event file, written with TensorBoard's writer (its flush() waits for the disk)
-    and tensorboardX's summary builders."""
-
-    def __init__(self, directory: Path, suffix: str = "") -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self._writer = EventFileWriter(
-            str(directory), max_queue_size=1000, flush_secs=3600, filename_suffix=suffix
-        )
-        _OPEN_RUNS.append(self)
-
-    def scalars(self, tag: str, points: dict[int, float]) -> None:
-        """Writes ``{step: value}`` as legacy scalars and flushes."""
-        for step, value in points.items():
-            summary = tb_summary_pb2.Summary.FromString(
-                x_summary.scalar(tag, value).SerializeToString()
-            )
-            event = tb_event_pb2.Event(step=step, wall_time=WALL + step, summary=summary)
-            self._writer.add_event(event)
-        self._writer.flush()
-
-    def close(self) -> None:
-        """Closes the file."""
-        self._writer.close()
-
-
-#: Runs written by the current test: closed after it (each writer has a thread of its own).
-_OPEN_RUNS: list[Run] = []
-
-
-@pytest.fixture(autouse=True)
-def _close_runs() -> Iterator[None]:
-    yield
-    while _OPEN_RUNS:
-        _OPEN_RUNS.pop().close()
-
-
-@dataclass
-class Store:
-    """A store with its writer in this process: ``commit()`` ingests what is new."""
-
-    name: str
-    logdir: Path
-    db: Path
-    hub: ChangeHub | None = None
-    commits: dict[int, float] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.logdir.mkdir(parents=True, exist_ok=True)
-        self.session = WriteSession(self.db, self.logdir)
-        self.session.writer.on_commit(self._committed)
-        if self.hub is not None:
-            # As a daemon's runner: the writer claims its store on the bus, which announces
-            # its commits.
-            self.hub.claim(self.name, self.session.writer)
-        self.ingestor = Ingestor(self.session.writer, self.logdir, experiment=self.name, workers=1)
-
-    def _committed(self, generation: int) -> None:
-        self.commits[generation] = time.perf_counter()
-
-    @property
-    def spec(self) -> ExperimentSpec:
-        """The experiment as the app takes it."""
-        return ExperimentSpec(self.name, self.logdir, self.db)
-
-    @property
-    def generation(self) -> int:
-        """The generation of the last commit."""
-        return self.session.writer.generation
-
-    def commit(self) -> int:
-        """One ingest pass (commits if anything is new); returns the generation after it."""
-        self.ingestor.run_pass()
-        return self.generation
-
-    def close(self) -> None:
-        """Commits what is pending and closes the store."""
-        self.ingestor.close()
-        self.session.close()
-
-
-@pytest.fixture
-def stores(tmp_path: Path) -> Iterator[list[Store]]:
-    """Stores made by :func:`new_store`, closed at the end."""
-    made: list[Store] = []
-    yield made
-    for store in made:
-        store.close()
-
-
-def new_store(stores: list[Store], root: Path, name: str, hub: ChangeHub | None) -> Store:
-    """A fresh store for experiment ``name`` under ``root``."""
-    store = Store(name, root / name / "logs", root / name / "store.sqlite", hub)
-    stores.append(store)
-    return store
-
-
 # -- the server and the client ------------------------------------------------------------------
 
 
-class Server:
-    """The app under uvicorn in a thread, on 127.0.0.1 and a free port."""
-
-    def __init__(self, app: Starlette) -> None:
-        # IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only then (as boardd's).
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(
-            app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=5
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, name="test-uvicorn"
-        )
-
-    def start(self) -> None:
-        """Starts serving; returns once the lifespan has started."""
-        self.thread.start()
-        deadline = time.monotonic() + WAIT
-        while not self.server.started:
-            assert self.thread.is_alive(), "uvicorn stopped during start-up"
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        """Stops the server (the lifespan ends) and joins its thread."""
-        self.server.should_exit = True
-        self.thread.join(WAIT)
-        assert not self.thread.is_alive(), "uvicorn did not stop"
-        self.sock.close()
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    """Servers started by :func:`start_server`, stopped at the end."""
-    started: list[Server] = []
-    yield started
-    for server in started:
-        server.stop()
-
-
-def start_server(servers: list[Server], *specs: ExperimentSpec, **options: Any) -> Server:
+def start_server(
+    servers: list[ThreadedServer], *specs: ExperimentSpec, **options: Any
+) -> ThreadedServer:
     """Serves ``create_app(specs, **options)`` (heartbeat :data:`HEARTBEAT` unless given)."""
     options.setdefault("stream_heartbeat", HEARTBEAT)
-    server = Server(create_app(specs, **options))
-    server.start()
+    server = ThreadedServer(create_app(specs, **options)).start()
     servers.append(server)
     return server
 
@@ -335,7 +186,7 @@ def streams() -> Iterator[list[Stream]]:
         stream.close()
 
 
-def open_stream(streams: list[Stream], server: Server, **kwargs: Any) -> Stream:
+def open_stream(streams: list[Stream], server: ThreadedServer, **kwargs: Any) -> Stream:
     """Opens a stream on ``server``."""
     stream = Stream(server.url, **kwargs)
     streams.append(stream)
@@ -368,11 +219,14 @@ def changed_since(db: Path, generation: int) -> set[tuple[str, str, int]]:
 
 
 def test_new_points_arrive_with_step_value_and_commit_id(
-    tmp_path: Path, stores: list[Store], servers: list[Server], streams: list[Stream]
+    tmp_path: Path,
+    live_stores: Callable[..., LiveStore],
+    servers: list[ThreadedServer],
+    streams: list[Stream],
 ) -> None:
     hub = ChangeHub()
-    store = new_store(stores, tmp_path, "exp", hub)
-    train = Run(store.logdir / "train")
+    store = live_stores("exp", hub)
+    train = store.run("train")
     train.scalars("loss", {s: 1.0 / (1 + s) for s in range(10)})
     start = store.commit()
     server = start_server(servers, store.spec, hub=hub)
@@ -415,17 +269,20 @@ def test_new_points_arrive_with_step_value_and_commit_id(
 
 
 def test_new_and_deleted_runs(
-    tmp_path: Path, stores: list[Store], servers: list[Server], streams: list[Stream]
+    tmp_path: Path,
+    live_stores: Callable[..., LiveStore],
+    servers: list[ThreadedServer],
+    streams: list[Stream],
 ) -> None:
     hub = ChangeHub()
-    store = new_store(stores, tmp_path, "exp", hub)
-    Run(store.logdir / "train").scalars("loss", {0: 1.0})
+    store = live_stores("exp", hub)
+    store.run("train").scalars("loss", {0: 1.0})
     store.commit()
     server = start_server(servers, store.spec, hub=hub)
     stream = open_stream(streams, server)
     stream.opened()
 
-    fresh = Run(store.logdir / "eval" / "nested")
+    fresh = store.run("eval/nested")
     fresh.scalars("acc", {5: 0.5})
     fresh.close()
     store.commit()
@@ -459,14 +316,17 @@ def test_new_and_deleted_runs(
 
 
 def test_last_event_id_replays_exactly_the_missed_changes(
-    tmp_path: Path, stores: list[Store], servers: list[Server], streams: list[Stream]
+    tmp_path: Path,
+    live_stores: Callable[..., LiveStore],
+    servers: list[ThreadedServer],
+    streams: list[Stream],
 ) -> None:
     hub = ChangeHub()
-    store = new_store(stores, tmp_path, "exp", hub)
-    train = Run(store.logdir / "train")
+    store = live_stores("exp", hub)
+    train = store.run("train")
     train.scalars("loss", {s: float(s) for s in range(5)})
     train.scalars("acc", {s: float(s) for s in range(5)})
-    Run(store.logdir / "old").scalars("x", {0: 0.0})
+    store.run("old").scalars("x", {0: 0.0})
     store.commit()
     server = start_server(servers, store.spec, hub=hub)
     first = open_stream(streams, server)
@@ -482,7 +342,7 @@ def test_last_event_id_replays_exactly_the_missed_changes(
     train.scalars("loss", {6: 6.0, 7: 7.0})
     store.commit()
     train.scalars("acc", {8: float("nan")})
-    extra = Run(store.logdir / "extra")
+    extra = store.run("extra")
     extra.scalars("y", {3: -1.5})
     extra.close()
     store.commit()
@@ -514,11 +374,14 @@ def test_last_event_id_replays_exactly_the_missed_changes(
 
 
 def test_heartbeat_when_idle(
-    tmp_path: Path, stores: list[Store], servers: list[Server], streams: list[Stream]
+    tmp_path: Path,
+    live_stores: Callable[..., LiveStore],
+    servers: list[ThreadedServer],
+    streams: list[Stream],
 ) -> None:
     hub = ChangeHub()
-    store = new_store(stores, tmp_path, "exp", hub)
-    Run(store.logdir / "train").scalars("loss", {0: 1.0})
+    store = live_stores("exp", hub)
+    store.run("train").scalars("loss", {0: 1.0})
     store.commit()
     server = start_server(servers, store.spec, hub=hub, stream_heartbeat=0.3)
     stream = open_stream(streams, server)
@@ -535,11 +398,14 @@ def test_heartbeat_when_idle(
 
 
 def test_store_watcher_without_a_hub(
-    tmp_path: Path, stores: list[Store], servers: list[Server], streams: list[Stream]
+    tmp_path: Path,
+    live_stores: Callable[..., LiveStore],
+    servers: list[ThreadedServer],
+    streams: list[Stream],
 ) -> None:
     # The writer is not the app's (another process, as far as the app knows): no hub.
-    store = new_store(stores, tmp_path, "exp", None)
-    train = Run(store.logdir / "train")
+    store = live_stores("exp", None)
+    train = store.run("train")
     train.scalars("loss", {0: 1.0})
     store.commit()
     server = start_server(servers, store.spec)
@@ -565,26 +431,32 @@ def test_store_watcher_without_a_hub(
 
 
 def test_a_store_that_appears_later(
-    tmp_path: Path, stores: list[Store], servers: list[Server], streams: list[Stream]
+    tmp_path: Path,
+    live_stores: Callable[..., LiveStore],
+    servers: list[ThreadedServer],
+    streams: list[Stream],
 ) -> None:
     spec = ExperimentSpec("exp", tmp_path / "exp" / "logs", tmp_path / "exp" / "store.sqlite")
     server = start_server(servers, spec)
     stream = open_stream(streams, server)
     assert stream.opened() == "0"
-    store = new_store(stores, tmp_path, "exp", None)
-    Run(store.logdir / "train").scalars("loss", {4: 2.0})
+    store = live_stores("exp", None)
+    store.run("train").scalars("loss", {4: 2.0})
     store.commit()
     got = stream.events(2)
     assert [(e.event, e.data["run"]) for e in got] == [("run", "train"), ("series", "train")]
 
 
 def test_several_experiments_share_a_stream(
-    tmp_path: Path, stores: list[Store], servers: list[Server], streams: list[Stream]
+    tmp_path: Path,
+    live_stores: Callable[..., LiveStore],
+    servers: list[ThreadedServer],
+    streams: list[Stream],
 ) -> None:
     hub = ChangeHub()
-    a = new_store(stores, tmp_path, "a", hub)
-    b = new_store(stores, tmp_path, "b", hub)
-    run_a, run_b = Run(a.logdir / "r"), Run(b.logdir / "r")
+    a = live_stores("a", hub)
+    b = live_stores("b", hub)
+    run_a, run_b = a.run("r"), b.run("r")
     run_a.scalars("t", {0: 0.0})
     run_b.scalars("t", {0: 0.0})
     ga, gb = a.commit(), b.commit()
@@ -615,11 +487,14 @@ def test_several_experiments_share_a_stream(
 
 
 def test_bad_requests(
-    tmp_path: Path, stores: list[Store], servers: list[Server], streams: list[Stream]
+    tmp_path: Path,
+    live_stores: Callable[..., LiveStore],
+    servers: list[ThreadedServer],
+    streams: list[Stream],
 ) -> None:
     hub = ChangeHub()
-    a = new_store(stores, tmp_path, "a", hub)
-    b = new_store(stores, tmp_path, "b", hub)
+    a = live_stores("a", hub)
+    b = live_stores("b", hub)
     server = start_server(servers, a.spec, b.spec, hub=hub)
     cases: list[tuple[dict[str, Any], dict[str, str], int, str]] = [
         ({"experiment": "nope"}, {}, 404, "no experiment 'nope'"),
@@ -636,13 +511,13 @@ def test_bad_requests(
 
 
 def test_closing_the_hub_ends_streams_and_the_server_stops(
-    tmp_path: Path, stores: list[Store], streams: list[Stream]
+    tmp_path: Path, live_stores: Callable[..., LiveStore], streams: list[Stream]
 ) -> None:
     hub = ChangeHub()
-    store = new_store(stores, tmp_path, "exp", hub)
-    Run(store.logdir / "train").scalars("loss", {0: 1.0})
+    store = live_stores("exp", hub)
+    store.run("train").scalars("loss", {0: 1.0})
     store.commit()
-    server = Server(create_app([store.spec], hub=hub, stream_heartbeat=60.0))
+    server = ThreadedServer(create_app([store.spec], hub=hub, stream_heartbeat=60.0))
     server.start()
     stream = open_stream(streams, server)
     stream.opened()
@@ -734,12 +609,15 @@ def test_serve_streams_live_writes_and_stops_with_a_stream_open(tmp_path: Path) 
 
 
 def test_latency_figures(
-    tmp_path: Path, stores: list[Store], servers: list[Server], streams: list[Stream]
+    tmp_path: Path,
+    live_stores: Callable[..., LiveStore],
+    servers: list[ThreadedServer],
+    streams: list[Stream],
 ) -> None:
     """Commit → message latency over 30 commits (printed; the bound asserted is generous)."""
     hub = ChangeHub()
-    store = new_store(stores, tmp_path, "exp", hub)
-    train = Run(store.logdir / "train")
+    store = live_stores("exp", hub)
+    train = store.run("train")
     train.scalars("loss", {0: 0.0})
     store.commit()
     server = start_server(servers, store.spec, hub=hub)

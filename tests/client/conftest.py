@@ -8,103 +8,24 @@ import contextlib
 import select
 import socket
 import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from tensorboard.compat.proto import event_pb2 as tb_event_pb2
-from tensorboard.compat.proto import summary_pb2 as tb_summary_pb2
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
-from tensorboardX import summary as x_summary
 
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
-from boardd.ingest.ingestor import Ingestor
 from boardd.store.bus import ChangeHub
-from boardd.store.session import WriteSession
-
-WALL = 1_700_000_000.0
-#: How long a test waits for something it expects (generous: the machine is shared).
-WAIT = 10.0
-
-
-# -- a store written here ------------------------------------------------------------------------
-
-
-class Run:
-    """One run's event file, written with TensorBoard's writer (flush() waits for the disk)."""
-
-    def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self._writer = EventFileWriter(str(directory), max_queue_size=1000, flush_secs=3600)
-
-    def scalars(self, tag: str, points: dict[int, float]) -> None:
-        """Writes ``{step: value}`` as scalars and flushes."""
-        for step, value in points.items():
-            summary = tb_summary_pb2.Summary.FromString(
-                x_summary.scalar(tag, value).SerializeToString()
-            )
-            self._writer.add_event(
-                tb_event_pb2.Event(step=step, wall_time=WALL + step, summary=summary)
-            )
-        self._writer.flush()
-
-    def close(self) -> None:
-        """Closes the file."""
-        self._writer.close()
-
-
-@dataclass
-class Store:
-    """A store with its writer in this process; with a hub, the writer claims the store on it
-    (as the daemon's runner does)."""
-
-    name: str
-    logdir: Path
-    db: Path
-    hub: ChangeHub | None = None
-    runs: list[Run] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.logdir.mkdir(parents=True, exist_ok=True)
-        self.session = WriteSession(self.db, self.logdir)
-        self.ingestor = Ingestor(self.session.writer, self.logdir, experiment=self.name, workers=1)
-        if self.hub is not None:
-            self.hub.claim(self.name, self.session.writer)
-
-    @property
-    def spec(self) -> ExperimentSpec:
-        """The experiment as the app takes it."""
-        return ExperimentSpec(self.name, self.logdir, self.db)
-
-    def run(self, name: str) -> Run:
-        """A new run's event file."""
-        made = Run(self.logdir / name)
-        self.runs.append(made)
-        return made
-
-    def commit(self) -> int:
-        """One ingest pass; the generation after it."""
-        self.ingestor.run_pass()
-        return self.session.writer.generation
-
-    def close(self) -> None:
-        """Closes the event files and the store."""
-        for run in self.runs:
-            run.close()
-        self.ingestor.close()
-        self.session.close()
+from tests.conftest import WAIT, LiveStore, ThreadedServer
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def store(tmp_path: Path) -> Iterator[LiveStore]:
     """A store whose writer claims it on a hub of its own (``store.hub``)."""
-    made = Store("exp", tmp_path / "logs", tmp_path / "store.sqlite", ChangeHub())
+    made = LiveStore("exp", tmp_path / "logs", tmp_path / "store.sqlite", ChangeHub())
     yield made
     made.close()
 
@@ -159,52 +80,16 @@ class Recorder:
             return {s.client for s in self.seen if path is None or s.path == path}
 
 
-class Server:
+class Server(ThreadedServer):
     """``create_app(specs, **options)`` under uvicorn in a thread, on 127.0.0.1 (a free port,
-    or ``port``); the requests it sees are in :attr:`recorder`."""
+    or ``port``), started; the requests it sees are in :attr:`recorder`."""
 
     def __init__(self, *specs: ExperimentSpec, port: int = 0, **options: Any) -> None:
         options.setdefault("stream_heartbeat", 0.5)
         self.recorder = Recorder(create_app(specs, **options))
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
-        self.sock.listen(64)
-        self.port = int(self.sock.getsockname()[1])
-        self.url = f"http://127.0.0.1:{self.port}"
         # A short grace: streams never end on their own; at stop they are cut.
-        config = uvicorn.Config(
-            self.recorder,
-            log_config=None,
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=0.5,
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, name="test-client-server"
-        )
-        self.thread.start()
-        deadline = time.monotonic() + WAIT
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        """Stops serving (open streams are cut) and joins the thread; safe to call twice."""
-        self.server.should_exit = True
-        self.thread.join(WAIT)
-        assert not self.thread.is_alive(), "uvicorn did not stop"
-        self.sock.close()
-
-
-@pytest.fixture
-def servers() -> Iterator[list[Server]]:
-    """Servers a test started (appended here), stopped at the end."""
-    started: list[Server] = []
-    yield started
-    for server in started:
-        server.stop()
+        super().__init__(self.recorder, port=port, graceful=0.5)
+        self.start()
 
 
 # -- a proxy that can cut connections ------------------------------------------------------------

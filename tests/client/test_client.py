@@ -7,23 +7,18 @@ from __future__ import annotations
 import importlib.util
 import math
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-import uvicorn
 from tensorboardX import SummaryWriter
 
 from boardd.api.app import create_app
 from boardd.client import BlobSequenceDatum, BoarddError, Client, Run, ScalarSeries
 from boardd.config import ExperimentSpec
-from boardd.ingest.ingestor import Ingestor
-from boardd.store.session import WriteSession
+from tests.conftest import WALL, ThreadedServer, ingest
 
-WALL = 1_700_000_000.0
 TOKEN = "client-test-token-0123456789"
 STEPS = 120
 SPECIAL = {5: math.nan, 6: math.inf, 7: -math.inf}
@@ -46,56 +41,25 @@ def write_logdir(logdir: Path) -> None:
                     w.add_image("sample", image, step, walltime=t)
 
 
-class Server:
-    """uvicorn serving an app on a free loopback port, in a thread."""
-
-    def __init__(self, *specs: ExperimentSpec, token: str | None = None) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(
-            create_app(specs, token=token), log_config=None, access_log=False, lifespan="on"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, name="test-client-uvicorn"
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        """Stops serving and joins the thread."""
-        self.server.should_exit = True
-        self.thread.join(10)
-        assert not self.thread.is_alive(), "uvicorn did not stop"
-        self.sock.close()
-
-
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory: pytest.TempPathFactory) -> ExperimentSpec:
     root = tmp_path_factory.mktemp("client")
     logdir = root / "logs"
     write_logdir(logdir)
     db = root / "store.sqlite"
-    with WriteSession(db, logdir, sampling={"*": None}) as session:
-        ingestor = Ingestor(session.writer, logdir, experiment="exp", workers=1)
-        ingestor.run_pass()
-        ingestor.close()
+    ingest(logdir, db, experiment="exp", sampling={"*": None})
     return ExperimentSpec("exp", logdir, db)
 
 
 @pytest.fixture(scope="module")
-def server(spec: ExperimentSpec) -> Iterator[Server]:
-    running = Server(spec)
+def server(spec: ExperimentSpec) -> Iterator[ThreadedServer]:
+    running = ThreadedServer(create_app([spec])).start()
     yield running
     running.stop()
 
 
 @pytest.fixture
-def client(server: Server) -> Iterator[Client]:
+def client(server: ThreadedServer) -> Iterator[Client]:
     with Client(server.url) as made:
         yield made
 
@@ -208,7 +172,7 @@ def test_scalars_frame(client: Client) -> None:
     assert len(frame) == 10 and set(frame["run"]) == {"eval", "train"}
 
 
-def test_server_errors_become_boardd_errors(client: Client, server: Server) -> None:
+def test_server_errors_become_boardd_errors(client: Client, server: ThreadedServer) -> None:
     with pytest.raises(BoarddError) as raised:
         client.scalars("train", "acc", latest=0)
     assert (raised.value.status, raised.value.code) == (400, "bad_request")
@@ -237,7 +201,7 @@ def test_unreachable_server() -> None:
 
 
 def test_token(spec: ExperimentSpec) -> None:
-    guarded = Server(spec, token=TOKEN)
+    guarded = ThreadedServer(create_app([spec], token=TOKEN)).start()
     try:
         with pytest.raises(BoarddError) as raised, Client(guarded.url) as anonymous:
             anonymous.runs()
@@ -253,7 +217,7 @@ def test_token(spec: ExperimentSpec) -> None:
         guarded.stop()
 
 
-def test_gzip_answers_are_read(server: Server) -> None:
+def test_gzip_answers_are_read(server: ThreadedServer) -> None:
     # Large answers come gzip-compressed (the client asks for it) and read the same.
     with Client(server.url) as client:
         everything = client.scalars_many()

@@ -9,13 +9,14 @@ import threading
 import pytest
 
 from boardd.client import Client
-from tests.client.conftest import Server, Store
+from tests.client.conftest import Server
+from tests.conftest import LiveStore
 
 POINTS = 400
 
 
 @pytest.fixture
-def server(store: Store, servers: list[Server]) -> Server:
+def server(store: LiveStore, servers: list[Server]) -> Server:
     """A store with one run of two scalar series, served."""
     train = store.run("train")
     train.scalars("loss", {s: 1.0 / (1 + s) for s in range(POINTS)})

@@ -13,7 +13,8 @@ import pytest
 
 from boardd.client import BoarddError, Client, RunEvent, SeriesEvent, StreamEvent
 from boardd.store.bus import ChangeHub
-from tests.client.conftest import WAIT, WALL, Proxy, Server, Store
+from tests.client.conftest import Proxy, Server
+from tests.conftest import WAIT, WALL, LiveStore
 
 TAGS = [f"tag{i}" for i in range(6)]
 
@@ -26,7 +27,7 @@ def wait_subscribed(hub: ChangeHub, count: int = 1) -> None:
         time.sleep(0.01)
 
 
-def commit_all(store: Store, steps: range) -> int:
+def commit_all(store: LiveStore, steps: range) -> int:
     """Writes ``steps`` of every tag of run ``train`` and commits; the generation."""
     train = store.runs[0] if store.runs else store.run("train")
     for i, tag in enumerate(TAGS):
@@ -39,7 +40,7 @@ def series_keys(events: list[StreamEvent]) -> list[tuple[str, str, int]]:
     return [(e.run, e.tag, e.generation) for e in events if isinstance(e, SeriesEvent)]
 
 
-def test_a_commit_arrives_as_typed_events(store: Store, servers: list[Server]) -> None:
+def test_a_commit_arrives_as_typed_events(store: LiveStore, servers: list[Server]) -> None:
     store.run("train").scalars("loss", {0: 1.0})
     start = store.commit()
     server = Server(store.spec, hub=store.hub)
@@ -69,7 +70,7 @@ def test_a_commit_arrives_as_typed_events(store: Store, servers: list[Server]) -
     wait_subscribed(store.hub, 0)  # closing the generator ended the server's subscription
 
 
-def test_since_starts_after_a_known_event(store: Store, servers: list[Server]) -> None:
+def test_since_starts_after_a_known_event(store: LiveStore, servers: list[Server]) -> None:
     first = commit_all(store, range(0, 3))
     second = commit_all(store, range(3, 6))
     server = Server(store.spec, hub=store.hub)
@@ -91,7 +92,7 @@ def take(stream: Iterator[StreamEvent], count: int) -> list[StreamEvent]:
 
 
 def test_resume_after_a_cut_mid_commit_gives_each_event_once(
-    store: Store, servers: list[Server], proxies: list[Proxy]
+    store: LiveStore, servers: list[Server], proxies: list[Proxy]
 ) -> None:
     start = commit_all(store, range(0, 2))
     server = Server(store.spec, hub=store.hub)
@@ -122,7 +123,7 @@ def test_resume_after_a_cut_mid_commit_gives_each_event_once(
         assert list(client.stream(since=got[-1].id, timeout=0.5)) == []
 
 
-def test_resume_after_a_server_restart(store: Store, servers: list[Server]) -> None:
+def test_resume_after_a_server_restart(store: LiveStore, servers: list[Server]) -> None:
     # Another process's view: no hub, the app watches the store. The server goes away, commits
     # happen meanwhile, a new server comes up on the same port a second later: the client
     # retries until it is there and gets what it missed, once.
@@ -168,7 +169,7 @@ def test_retries_are_bounded() -> None:
     assert (raised.value.status, raised.value.code) == (0, "unreachable")
 
 
-def test_error_answers_are_not_retried(store: Store, servers: list[Server]) -> None:
+def test_error_answers_are_not_retried(store: LiveStore, servers: list[Server]) -> None:
     store.commit()
     server = Server(store.spec)
     servers.append(server)
@@ -184,7 +185,7 @@ def test_error_answers_are_not_retried(store: Store, servers: list[Server]) -> N
     assert len(server.recorder.seen) == 2
 
 
-def test_a_timeout_ends_the_stream(store: Store, servers: list[Server]) -> None:
+def test_a_timeout_ends_the_stream(store: LiveStore, servers: list[Server]) -> None:
     store.commit()
     server = Server(store.spec, hub=store.hub)
     servers.append(server)

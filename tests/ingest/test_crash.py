@@ -16,11 +16,11 @@ from boardd.cli import ExitCode
 from boardd.store.connection import open_reader
 from boardd.store.errors import StoreOpenError
 from boardd.store.lease import current_holder
+from tests.conftest import ingest
 from tests.store.conftest import (
     assert_same_store,
     boardd_command,
     boardd_env,
-    ingest,
     snapshot,
     start_boardd,
 )

@@ -22,11 +22,11 @@ from boardd.reader.types import DataLoss
 from boardd.store.blobs import CHUNK_SIZE, read_blob
 from boardd.store.connection import open_reader
 from boardd.store.session import WriteSession
+from tests.conftest import ingest
 from tests.store.conftest import (
     WALL,
     LiveWriter,
     assert_same_store,
-    ingest,
     record_ends,
     snapshot,
     write_mixed,

@@ -8,7 +8,6 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.summary.writer.record_writer import RecordWriter
 from tensorboardX import summary as x_summary
 
-from boardd.ingest import IngestResult, ingest_logdir
 from boardd.store.blobs import read_blob
 from boardd.store.connection import open_reader
 
@@ -91,20 +89,6 @@ def write_mixed(writer: LiveWriter, steps: range, *, seed: int = 0) -> None:
         if step % 25 == 0:
             writer.image("sample", rng.integers(0, 256, (3, 5, 4), dtype=np.uint8), step)
             writer.text("notes", f"step **{step}**", step)
-
-
-def ingest(
-    logdir: Path,
-    db: Path,
-    *,
-    sampling: Mapping[str, int | None] | None = None,
-    commit_bytes: int | None = None,
-    batch_bytes: int | None = None,
-) -> IngestResult:
-    """One pass of ingest in this process, as ``boardd ingest`` does it."""
-    return ingest_logdir(
-        logdir, db, sampling=sampling, commit_bytes=commit_bytes, batch_bytes=batch_bytes
-    )
 
 
 def snapshot(db: Path, logdir: Path | None = None) -> dict[str, Any]:

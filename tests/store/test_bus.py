@@ -13,7 +13,8 @@ from boardd.store import queries
 from boardd.store.bus import ChangeHub, StoreWatcher
 from boardd.store.connection import open_reader
 from boardd.store.session import WriteSession
-from tests.store.conftest import LiveWriter, boardd_command, boardd_env, ingest
+from tests.conftest import ingest
+from tests.store.conftest import LiveWriter, boardd_command, boardd_env
 
 WAIT = 10.0
 

@@ -19,11 +19,11 @@ from boardd.store.connection import immediate, open_reader, open_writer
 from boardd.store.errors import LeaseHeldError
 from boardd.store.lease import Lease, LeaseLostError, current_holder
 from boardd.store.session import WriteSession
+from tests.conftest import ingest
 from tests.store.conftest import (
     LiveWriter,
     boardd_command,
     boardd_env,
-    ingest,
     snapshot,
     start_boardd,
     wait_for_lease,

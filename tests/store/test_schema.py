@@ -9,7 +9,8 @@ import apsw
 from boardd.store.connection import PAGE_SIZE, open_reader
 from boardd.store.queries import summary
 from boardd.store.schema import SCHEMA_VERSION
-from tests.store.conftest import LiveWriter, ingest, snapshot, write_mixed
+from tests.conftest import ingest
+from tests.store.conftest import LiveWriter, snapshot, write_mixed
 
 SMALL = {"scalars": 40, "histograms": 15, "images": 3, "text": 5}
 
