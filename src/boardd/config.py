@@ -1,7 +1,10 @@
-"""Settings of ``boardd serve`` in one place: defaults, validation, the experiments to watch."""
+"""Every setting of the ``boardd`` commands in one place: defaults, validation, the experiments
+to watch. The commands parse their flags and hand the values here; whatever is wrong comes back
+as a :class:`SettingsError` whose message names the flag and says what to give instead."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import stat
@@ -9,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from boardd.exitcodes import ExitCode
 from boardd.reader.modes import CrcMode
 from boardd.store.location import default_store_path
 
@@ -19,12 +23,29 @@ DEFAULT_POLL_INTERVAL = 1.0
 DEFAULT_DEBOUNCE_SECONDS = 0.005
 DEFAULT_LOG_LEVEL = "info"
 LOG_LEVELS = ("debug", "info", "warning", "error")
+#: The values of ``--crc``, from the one definition of the modes.
+CRC_CHOICES = tuple(mode.value for mode in CrcMode)
+CRC_HELP = (
+    "check every record's payload CRC (always, the default), or only of records that fail to "
+    "decode (on-error, faster; what TensorBoard's Rust data server does)"
+)
+#: A bearer token shorter than this is refused (it could be guessed).
+MIN_TOKEN_LENGTH = 16
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 class SettingsError(ValueError):
     """A setting is invalid; the message says which and how to fix it."""
+
+    #: The exit code of a command stopped by it.
+    exit_code = ExitCode.USAGE
+
+
+class LogdirError(SettingsError):
+    """A logdir (or a path to inspect) cannot be read: missing, not a directory, no access."""
+
+    exit_code = ExitCode.BAD_LOGDIR
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +73,104 @@ class ServeSettings:
     sampling: Mapping[str, int | None] = field(default_factory=dict)
     crc_mode: CrcMode = CrcMode.ALWAYS
     token: str | None = field(default=None, repr=False)
+    #: Rebuild (beside, then swap in) each store that was built with other settings.
+    rebuild: bool = False
+
+
+def serve_settings(
+    logdirs: Sequence[str],
+    *,
+    db: str | None = None,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    port_file: str | None = None,
+    token_file: str | None = None,
+    insecure: bool = False,
+    poll: bool = False,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    rescan_interval: float = DEFAULT_RESCAN_INTERVAL,
+    log_level: str = DEFAULT_LOG_LEVEL,
+    samples_per_plugin: str = "",
+    crc: str = CrcMode.ALWAYS.value,
+    rebuild: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> ServeSettings:
+    """The validated settings of ``boardd serve``; SettingsError (LogdirError for a logdir that
+    cannot be read) says what is wrong."""
+    experiments = parse_experiments(logdirs, db, environ)
+    sampling = parse_sampling(samples_per_plugin)
+    for flag, value in (("--poll-interval", poll_interval), ("--rescan-interval", rescan_interval)):
+        if not value > 0:
+            raise SettingsError(f"{flag} {value:g}: give a number of seconds above 0")
+    if not 0 <= port <= 65535:
+        raise SettingsError(f"--port {port}: give 0 to 65535 (0 picks a free port)")
+    if log_level not in LOG_LEVELS:
+        raise SettingsError(f"--log-level {log_level}: give one of {', '.join(LOG_LEVELS)}")
+    token = read_token(token_file) if token_file else None
+    if token is None and not insecure and not is_loopback(host):
+        raise SettingsError(
+            f"--host {host} exposes your metrics beyond this machine: give --token-file FILE "
+            "(clients then send 'Authorization: Bearer <token>'), or --insecure if you really "
+            "mean it"
+        )
+    for spec in experiments:
+        check_logdir(spec.logdir)
+    return ServeSettings(
+        experiments=experiments,
+        host=host,
+        port=port,
+        port_file=Path(port_file).resolve() if port_file else None,
+        poll=poll,
+        rescan_interval=rescan_interval,
+        poll_interval=poll_interval,
+        log_level=log_level,
+        sampling=sampling,
+        crc_mode=parse_crc(crc),
+        token=token,
+        rebuild=rebuild,
+    )
+
+
+def parse_sampling(spec: str) -> dict[str, int | None]:
+    """``--samples-per-plugin`` (TensorBoard's syntax) → plugin → points kept (None: all)."""
+    from boardd.store.sampling import parse_samples_per_plugin
+
+    try:
+        return parse_samples_per_plugin(spec)
+    except ValueError as exc:
+        raise SettingsError(f"--samples-per-plugin: {exc}") from None
+
+
+def parse_crc(text: str) -> CrcMode:
+    """``--crc`` → its mode."""
+    try:
+        return CrcMode(text)
+    except ValueError:
+        raise SettingsError(f"--crc {text}: give one of {', '.join(CRC_CHOICES)}") from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether listening on ``host`` exposes the server to this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def read_token(path: str) -> str:
+    """The token in a file (surrounding whitespace ignored)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            token = f.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"--token-file {path}: cannot be read ({exc})") from None
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise SettingsError(
+            f"--token-file {path}: the token must be at least {MIN_TOKEN_LENGTH} characters"
+        )
+    return token
 
 
 def parse_experiments(
@@ -86,22 +205,34 @@ def parse_experiments(
     return tuple(experiments)
 
 
-def check_logdir(logdir: Path) -> str | None:
-    """Why a logdir cannot be watched, or None if it can."""
+def check_logdir(logdir: Path) -> None:
+    """Raises LogdirError if ``logdir`` cannot be watched (the one wording of each problem)."""
+    problem = _path_problem(logdir)
+    if problem is None and not stat.S_ISDIR(logdir.stat().st_mode):
+        problem = "not a directory"
+    if problem is None and not os.access(logdir, os.R_OK | os.X_OK):
+        problem = "directory is not readable by this user"
+    if problem is not None:
+        raise LogdirError(f"{logdir}: {problem}")
+
+
+def check_exists(path: Path) -> None:
+    """Raises LogdirError if ``path`` (a logdir or a file) does not exist or cannot be reached."""
+    problem = _path_problem(path)
+    if problem is not None:
+        raise LogdirError(f"{path}: {problem}")
+
+
+def _path_problem(path: Path) -> str | None:
     try:
-        st = logdir.stat()
+        path.stat()
     except (FileNotFoundError, NotADirectoryError):
-        return f"{logdir}: no such directory"
+        return "does not exist"
     except OSError as exc:
         # Path.exists() raises this (EACCES: a parent directory is not searchable).
         return (
-            f"{logdir}: cannot be reached ({exc.strerror}): check the permissions of the "
-            "directories above it"
+            f"cannot be reached ({exc.strerror}): check the permissions of the directories above it"
         )
-    if not stat.S_ISDIR(st.st_mode):
-        return f"{logdir}: not a directory"
-    if not os.access(logdir, os.R_OK | os.X_OK):
-        return f"{logdir}: directory is not readable by this user"
     return None
 
 

@@ -109,7 +109,7 @@ def inspect_path(
     """Reads every event file under ``path`` (a logdir, or one event file) and reports on it."""
     root = Path(path)
     if not root.exists():
-        raise InspectError(f"{root}: no such file or directory")
+        raise InspectError(f"{root}: does not exist")
     report = InspectReport()
     if root.is_file():
         if not is_event_file(root.name):
@@ -119,7 +119,7 @@ def inspect_path(
         found = discover(root)
         runs, report.problems = found.runs, found.problems
         if not os.access(root, os.R_OK | os.X_OK):
-            raise InspectError(f"{root}: directory is not readable")
+            raise InspectError(f"{root}: directory is not readable by this user")
     sizes = {p: _size(p) for files in runs.values() for p in files}
     total = sum(sizes.values())
     done = 0

@@ -10,9 +10,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from boardd.api.app import create_app
-from boardd.api.auth import MAX_QUERY_BYTES, Guard, is_loopback
+from boardd.api.auth import MAX_QUERY_BYTES, Guard
 from boardd.cli import ExitCode, main
-from boardd.config import ExperimentSpec
+from boardd.config import ExperimentSpec, is_loopback
 from boardd.store.session import WriteSession
 
 TOKEN = "s3cret-token-0123456789"

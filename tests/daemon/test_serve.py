@@ -33,6 +33,7 @@ from boardd.daemon.runner import ExperimentRunner
 from boardd.daemon.watcher import LogdirWatcher
 from boardd.store.connection import open_reader
 from boardd.store.errors import StoreOpenError
+from tests.conftest import ingest
 from tests.daemon.conftest import ServeFactory, boardd_env, wait_until
 
 WALL = 1_700_000_000.0
@@ -678,7 +679,7 @@ def test_bad_logdirs_and_usage(tmp_path: Path) -> None:
     state = str(tmp_path / "state")
     missing = run_serve(tmp_path / "missing", "--port", "0", STATE_DIRECTORY=state)
     assert missing.returncode == ExitCode.BAD_LOGDIR, missing.stderr
-    assert "no such directory" in missing.stderr
+    assert f"{tmp_path / 'missing'}: does not exist" in missing.stderr
     a_file = tmp_path / "file"
     a_file.write_text("")
     not_dir = run_serve(a_file, "--port", "0", STATE_DIRECTORY=state)
@@ -839,3 +840,57 @@ def test_a_flushed_point_is_served_within_seconds(serve: ServeFactory, tmp_path:
     writer.close()
     print(f"flush-to-API latencies: {[round(x, 3) for x in latencies]} s")
     assert max(latencies) < 5.0
+
+
+# -- a store built with other settings ---------------------------------------------------------
+
+
+def test_a_store_built_with_other_settings_stops_serve_before_the_port(tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    with SummaryWriter(str(logdir / "train")) as w:
+        for step in range(5):
+            w.add_scalar("loss", 1.0 / (step + 1), step)
+    db = tmp_path / "store.sqlite"
+    ingest(logdir, db, {"scalars": 2})
+    before = db.stat().st_mtime_ns, db.stat().st_size
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = run_serve(logdir, "--db", db, "--port", str(port), STATE_DIRECTORY=str(tmp_path / "s"))
+    assert done.returncode == ExitCode.FINGERPRINT_MISMATCH, done.stderr
+    assert f"the store {db} was built with other settings" in done.stderr
+    assert "--rebuild" in done.stderr and "scalars=2" in done.stderr
+    assert "listening" not in done.stderr  # refused before the port was bound
+    assert (db.stat().st_mtime_ns, db.stat().st_size) == before
+
+
+@pytest.mark.slow
+def test_serve_rebuild_serves_the_old_store_until_the_new_one_is_complete(
+    serve: ServeFactory, big_logdir: BigLogdir, tmp_path: Path
+) -> None:
+    db = tmp_path / "store.sqlite"
+    old_capacity = 50
+    ingest(big_logdir.path, db, {"scalars": old_capacity})
+    run, tag = "run3", BigLogdir.tag(5)
+    daemon = serve(big_logdir.path, "--db", db, "--samples-per-plugin", "scalars=all", "--rebuild")
+    seen_rebuilding = 0
+    while (state := daemon.status()["state"]) != "live":
+        assert state in ("rebuilding", "starting", "catching_up"), daemon.stderr()
+        points = daemon.scalars(run, tag)
+        if daemon.status()["state"] == "rebuilding":
+            # Still the old store: its sample, never a half-built new one.
+            assert len(points) == old_capacity
+            seen_rebuilding += 1
+        time.sleep(0.02)
+    assert seen_rebuilding > 0, "the rebuild was never seen under way"
+    points = daemon.scalars(run, tag)
+    assert [p["step"] for p in points] == list(range(big_logdir.steps[run]))
+    log = daemon.stderr()
+    assert "rebuilding it beside the old one" in log and "serving the new store" in log
+    assert not Path(f"{db}.rebuild").exists()
+    assert daemon.stop() == 0
+    # Restarted with --rebuild still given: the settings match now, nothing is rebuilt.
+    again = serve(big_logdir.path, "--db", db, "--samples-per-plugin", "scalars=all", "--rebuild")
+    again.wait_for_state("live", timeout=60)
+    assert "rebuilding" not in again.stderr()
+    assert len(again.scalars(run, tag)) == big_logdir.steps[run]

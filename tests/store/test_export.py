@@ -294,7 +294,7 @@ def test_refuses_an_existing_output(db: Path, writer: apsw.Connection, tmp_path:
     out = tmp_path / "copy.db"
     out.write_bytes(b"precious")
 
-    with pytest.raises(ExportError, match=r"already exists.*overwrite=True"):
+    with pytest.raises(ExportError, match=r"already exists.*--force"):
         export_store(db, out)
     assert out.read_bytes() == b"precious"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.db", "store.db", *wal_files()]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import ipaddress
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -17,25 +16,6 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether listening on ``host`` exposes the server to this machine only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def read_token(path: str) -> str:
-    """The token in a file (surrounding whitespace ignored); ValueError if it is too short."""
-    with open(path, encoding="utf-8") as f:
-        token = f.read().strip()
-    if len(token) < 16:
-        raise ValueError(f"{path}: the token must be at least 16 characters")
-    return token
 
 
 class Guard:

@@ -23,8 +23,9 @@ from boardd.config import ExperimentSpec, ServeSettings
 from boardd.daemon.watcher import LogdirWatcher
 from boardd.ingest.ingestor import Ingestor
 from boardd.ingest.progress import ProgressLine, ProgressLog, catch_up_reporter
+from boardd.store import fingerprint
 from boardd.store.bus import ChangeHub, WriterClaim
-from boardd.store.errors import LeaseHeldError, StoreError
+from boardd.store.errors import FingerprintMismatchError, LeaseHeldError, StoreError
 from boardd.store.lease import LeaseLostError
 from boardd.store.session import WriteSession
 
@@ -40,6 +41,8 @@ class RunnerState(enum.Enum):
     """Where a runner is in its life."""
 
     STARTING = "starting"
+    #: ``serve --rebuild``: a fresh store is built beside the old one, which is served meanwhile.
+    REBUILDING = "rebuilding"
     CATCHING_UP = "catching_up"
     LIVE = "live"
     READ_ONLY = "read_only"
@@ -173,6 +176,8 @@ class ExperimentRunner:
 
     def _main(self) -> None:
         try:
+            if self.settings.rebuild and self._built_with_other_settings():
+                self._rebuild()
             while not self._stop.is_set():
                 if not self._open():
                     return
@@ -235,6 +240,61 @@ class ExperimentRunner:
             self.opened.set()
             return True
         return False
+
+    def _built_with_other_settings(self) -> bool:
+        try:
+            fingerprint.verify(self.spec.db, self.spec.logdir, self.settings.sampling)
+        except FingerprintMismatchError:
+            return True
+        return False
+
+    def _rebuild(self) -> None:
+        """``serve --rebuild``: builds a fresh store beside the old one (which the API keeps
+        serving, and whose lease this holds so nobody else writes it), then swaps it in; the
+        runner then opens it as usual. Stopped before the end, the old store stays as it was."""
+        name = self.spec.name
+        session = WriteSession(
+            self.spec.db, self.spec.logdir, sampling=self.settings.sampling, rebuild=True
+        )
+        self.state = RunnerState.REBUILDING
+        self.opened.set()
+        log.info(
+            "%s: %s was built with other settings: rebuilding it beside the old one (%s), "
+            "which is served until the new one is complete",
+            name,
+            self.spec.db,
+            session.path,
+        )
+        started = time.monotonic()
+        ingestor = Ingestor(
+            session.writer, self.spec.logdir, experiment=name, crc_mode=self.settings.crc_mode
+        )
+        self._ingestor = ingestor
+        complete = False
+        try:
+            if self._stop.is_set():
+                ingestor.stop_event.set()
+            self.bytes_total = ingestor.pending_bytes()
+            self._reporter = catch_up_reporter(name, sys.stderr, log)
+            try:
+                ingestor.run_pass(progress=self._progress)
+            finally:
+                self._reporter.clear()
+                self._reporter = None
+            ingestor.close()
+            complete = not ingestor.stop_requested()
+        finally:
+            self._ingestor = None
+            if complete:
+                # No longer "rebuilding" from here on: the swap is about to happen.
+                self.state = RunnerState.STARTING
+            session.close(success=complete)
+        if complete:
+            log.info(
+                "%s: rebuilt in %.1f s; serving the new store", name, time.monotonic() - started
+            )
+        else:
+            log.info("%s: rebuild stopped; the old store is kept as it was", name)
 
     def _drop_session(self) -> None:
         """Lets go of a store whose lease was lost (nothing more can be committed to it)."""
@@ -379,9 +439,14 @@ class ExperimentRunner:
 
 def describe(status: RunnerStatus) -> str:
     """A one-line STATUS= text for systemd."""
-    if status.state == RunnerState.CATCHING_UP.value and status.bytes_total:
+    busy = {
+        RunnerState.CATCHING_UP.value: "catching up",
+        RunnerState.REBUILDING.value: "rebuilding",
+    }
+    if status.state in busy and status.bytes_total:
         pct = 100.0 * status.bytes_done / status.bytes_total
-        return f"{status.name}: catching up {pct:.0f}% of {status.bytes_total / 1e6:.0f} MB"
+        doing = busy[status.state]
+        return f"{status.name}: {doing} {pct:.0f}% of {status.bytes_total / 1e6:.0f} MB"
     if status.state == RunnerState.LIVE.value:
         # Lag: how long the oldest change not yet committed has waited (none: up to date).
         lag = "up to date" if status.lag_seconds is None else f"lag {status.lag_seconds:.1f} s"

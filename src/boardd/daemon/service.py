@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import asdict
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -30,7 +29,7 @@ import uvicorn
 from boardd.api.app import create_app
 from boardd.config import ServeSettings
 from boardd.daemon.notify import Notifier
-from boardd.daemon.runner import ExperimentRunner, RunnerState, describe
+from boardd.daemon.runner import ExperimentRunner, describe
 from boardd.store.bus import ChangeHub
 from boardd.store.location import state_directory
 
@@ -88,6 +87,16 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
+
+
+def url_of(host: str, port: int) -> str:
+    """The base URL a person opens for a server listening on ``host``:``port`` (a wildcard
+    address is shown as this machine's name)."""
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 class _Server(uvicorn.Server):
@@ -221,7 +230,12 @@ class Service:
 
     def _write_port_file(self, sock: socket.socket) -> None:
         port = sock.getsockname()[1]
-        log.info("listening on http://%s:%d", self.settings.host, port)
+        for spec in self.settings.experiments:
+            log.info("%s: logdir %s, store %s", spec.name, spec.logdir, spec.db)
+        base = url_of(self.settings.host, port)
+        log.info(
+            "listening on %s: open %s/api/v1/health (the data API: %s/api/v1/)", base, base, base
+        )
         if self.settings.port_file is None:
             return
         target = self.settings.port_file
@@ -246,13 +260,3 @@ def _status_of(runner: ExperimentRunner) -> Any:
         return asdict(runner.status())
 
     return status
-
-
-def is_running(runner: ExperimentRunner) -> bool:
-    """Whether a runner is still doing its job (for tests and health)."""
-    return runner.alive and runner.state is not RunnerState.FAILED
-
-
-def resolve_port_file(path: str | None) -> Path | None:
-    """The --port-file path, absolute."""
-    return Path(path).resolve() if path else None

@@ -96,7 +96,8 @@ def _check_target(source: Path, target: Path, overwrite: bool) -> None:
         return
     if not overwrite:
         raise ExportError(
-            f"{target} already exists; remove it, choose another path, or pass overwrite=True"
+            f"{target} already exists; remove it, choose another path, or give --force to "
+            "overwrite it"
         )
     # A -wal or hot journal beside the file would be replayed onto the new copy when it is
     # opened, corrupting it: the file is a store in use or one that was not closed cleanly.
@@ -193,14 +194,14 @@ def _move_into_place(temp: Path, target: Path, overwrite: bool) -> None:
         except FileExistsError:
             raise ExportError(
                 f"{target} appeared while exporting; remove it, choose another path, "
-                "or pass overwrite=True"
+                "or give --force to overwrite it"
             ) from None
         except OSError:
             # No hard links here (some FUSE and network filesystems): check, then rename.
             if target.exists():
                 raise ExportError(
                     f"{target} appeared while exporting; remove it, choose another path, "
-                    "or pass overwrite=True"
+                    "or give --force to overwrite it"
                 ) from None
             os.replace(temp, target)
             return

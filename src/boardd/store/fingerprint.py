@@ -66,18 +66,27 @@ def check_or_record(connection: apsw.Connection, wanted: Mapping[str, str]) -> N
                 (_META_KEY, json.dumps(dict(wanted), sort_keys=True)),
             )
         return
-    changed = [
+    changed = _changes(found, wanted)
+    if changed:
+        raise FingerprintMismatchError(_mismatch_message(None, changed))
+
+
+def _changes(found: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
+    return [
         f"{key}: store has {found.get(key, '(none)')!r}, now {value!r}"
         for key, value in sorted(wanted.items())
         if found.get(key) != value
     ]
-    if changed:
-        raise FingerprintMismatchError(
-            "the store was built with other settings ("
-            + "; ".join(changed)
-            + "). Run again with --rebuild to build a fresh store with the new settings "
-            "(the old one stays readable until the new one is complete), or give another --db."
-        )
+
+
+def _mismatch_message(db: Path | None, changed: list[str]) -> str:
+    where = f"the store {db}" if db is not None else "the store"
+    return (
+        f"{where} was built with other settings ("
+        + "; ".join(changed)
+        + "). Run again with --rebuild to build a fresh store with the new settings "
+        "(the old one stays readable until the new one is complete), or give another --db."
+    )
 
 
 def _migrated(found: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
@@ -87,3 +96,27 @@ def _migrated(found: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
     except ValueError:
         return False
     return others_equal and older
+
+
+def verify(db: Path, logdir: str | os.PathLike[str], sampling: Mapping[str, int | None]) -> None:
+    """Raises FingerprintMismatchError if the store at ``db`` was built with other settings
+    than these (read-only; a store that does not exist yet, or has no fingerprint, passes)."""
+    from boardd.store.connection import open_reader
+    from boardd.store.errors import StoreError
+
+    if not db.exists():
+        return
+    try:
+        connection = open_reader(db)
+    except StoreError:
+        return  # not a readable store: the writer reports it when it opens it
+    try:
+        found = stored(connection)
+    finally:
+        connection.close()
+    wanted = compute(logdir, sampling)
+    if found is None or _migrated(found, wanted):
+        return
+    changed = _changes(found, wanted)
+    if changed:
+        raise FingerprintMismatchError(_mismatch_message(db, changed))

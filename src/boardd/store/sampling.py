@@ -39,7 +39,6 @@ DATA_CLASS_CAPACITIES: Final[Mapping[DataClass, int]] = MappingProxyType(
 """Points kept per series of a plugin without a default of its own, by data class."""
 
 _COUNT = re.compile(r"[0-9]+", re.ASCII)
-_FLAG = "--samples_per_plugin"
 
 
 def parse_samples_per_plugin(spec: str) -> dict[str, int | None]:
@@ -59,18 +58,16 @@ def parse_samples_per_plugin(spec: str) -> dict[str, int | None]:
         name, equals, value = (part.strip() for part in entry.partition("="))
         if not equals:
             raise ValueError(
-                f"{_FLAG}: {entry!r} is not of the form plugin=number; "
+                f"{entry!r} is not of the form plugin=number; "
                 "write for example scalars=1000,images=all"
             )
         if not name:
             raise ValueError(
-                f"{_FLAG}: {entry!r} has no plugin name before '='; "
+                f"{entry!r} has no plugin name before '='; "
                 f"write for example images={value or 'all'}, or *={value or 'all'} for every plugin"
             )
         if any(char.isspace() for char in name):
-            raise ValueError(
-                f"{_FLAG}: plugin name {name!r} contains spaces; separate entries with commas"
-            )
+            raise ValueError(f"plugin name {name!r} contains spaces; separate entries with commas")
         capacity: int | None
         if value.lower() == "all":
             capacity = ALL
@@ -78,12 +75,12 @@ def parse_samples_per_plugin(spec: str) -> dict[str, int | None]:
             capacity = int(value)
         else:
             raise ValueError(
-                f"{_FLAG}: {value!r} (for {name}) is not a number of samples; "
+                f"{value!r} (for {name}) is not a number of samples; "
                 "use a whole number (0 keeps nothing) or 'all' to keep every sample"
             )
         if name in result:
             raise ValueError(
-                f"{_FLAG} names {name!r} twice ({_show(result[name])} and {_show(capacity)}); "
+                f"{name!r} is named twice ({_show(result[name])} and {_show(capacity)}); "
                 "keep one of them"
             )
         result[name] = capacity

@@ -23,7 +23,7 @@ from boardd.store.errors import StoreOpenError
 from boardd.store.lease import current_holder
 from boardd.store.location import default_store_path
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 WALL = 1_700_000_000.0
 JSON_KEYS = {"db", "runs", "series", "points", "blobs", "bytes_read", "data_loss", "seconds"}
 
@@ -119,15 +119,19 @@ def test_bad_logdir_and_bad_spec(
 ) -> None:
     db = tmp_path / "store.db"
     assert main(["ingest", str(tmp_path / "missing"), "--db", str(db)]) == ExitCode.BAD_LOGDIR
-    assert "not a directory" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"boardd ingest: {tmp_path / 'missing'}: does not exist\n"
     a_file = tmp_path / "file"
     a_file.write_text("x")
     assert main(["ingest", str(a_file), "--db", str(db)]) == ExitCode.BAD_LOGDIR
-    capsys.readouterr()
+    assert capsys.readouterr().err == f"boardd ingest: {a_file}: not a directory\n"
     for spec in ("scalars=lots", "scalars", "=5", "scalars=1,scalars=2"):
         code = main(["ingest", str(logdir), "--db", str(db), "--samples-per-plugin", spec])
         assert code == ExitCode.USAGE
-        assert "--samples_per_plugin" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        # The flag as the user typed it, named once (it was "--samples-per-plugin:
+        # --samples_per_plugin: ..."): one prefix, then what to fix.
+        assert err.startswith("boardd ingest: --samples-per-plugin: '"), err
+        assert err.count("--samples") == 1, err
     assert not db.exists()  # refused before anything was created
     # Not a store at all.
     a_file.write_bytes(b"SQLite format 3\x00" + bytes(100))

@@ -93,7 +93,7 @@ def test_missing_path_has_its_own_exit_code(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["inspect", str(tmp_path / "nope")]) == ExitCode.BAD_LOGDIR
-    assert "no such file or directory" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"boardd inspect: {tmp_path / 'nope'}: does not exist\n"
 
 
 def test_console_script_version_help_and_module(logdir: Path) -> None:

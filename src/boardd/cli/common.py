@@ -1,0 +1,75 @@
+"""What several commands share: the store flags, ``--crc``, logging, and how a command fails."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from boardd.config import CRC_CHOICES, CRC_HELP, SettingsError
+from boardd.exitcodes import ExitCode
+
+
+def fail(command: str, message: object, code: int = ExitCode.ERROR) -> int:
+    """Prints ``boardd COMMAND: message`` on stderr; returns ``code`` (the exit code)."""
+    print(f"boardd {command}: {message}", file=sys.stderr)
+    return code
+
+
+def settings_failed(command: str, error: SettingsError) -> int:
+    """A bad setting: its message, and the exit code it carries (usage, or a bad logdir)."""
+    return fail(command, error, error.exit_code)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def add_crc_argument(parser: argparse.ArgumentParser) -> None:
+    """``--crc``, its choices derived from the reader's modes."""
+    parser.add_argument("--crc", choices=CRC_CHOICES, default=CRC_CHOICES[0], help=CRC_HELP)
+
+
+def add_store_arguments(parser: argparse.ArgumentParser, *, rebuild_help: str) -> None:
+    """``--db``, ``--samples-per-plugin``, ``--rebuild`` and ``--crc`` (ingest and serve)."""
+    parser.add_argument(
+        "--db",
+        metavar="PATH",
+        help=(
+            "the store file (default: one file per logdir under $STATE_DIRECTORY, or "
+            "$XDG_STATE_HOME/boardd, i.e. ~/.local/state/boardd)"
+        ),
+    )
+    parser.add_argument(
+        "--samples-per-plugin",
+        metavar="SPEC",
+        default="",
+        help=(
+            "points kept per series, in TensorBoard's syntax: e.g. 'scalars=1000,images=all,"
+            "audio=0,*=50' (all keeps everything, 0 nothing). Defaults: scalars 10000, "
+            "histograms 500, pr_curves 100, text 100, other tensors 100, images 10, audio 10, "
+            "other blob sequences 10"
+        ),
+    )
+    parser.add_argument("--rebuild", action="store_true", help=rebuild_help)
+    add_crc_argument(parser)
+
+
+def setup_logging(level: str) -> None:
+    """One line per event on stderr; no timestamps when journald adds its own."""
+    fmt = "%(levelname)s %(name)s: %(message)s"
+    if not os.environ.get("JOURNAL_STREAM"):
+        fmt = "%(asctime)s " + fmt
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(fmt))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())

@@ -1,0 +1,32 @@
+"""``boardd install-service LOGDIR``: a systemd unit that runs ``boardd serve`` on a logdir."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "install-service"
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declares the command and its flags (defined by the systemd package, which is imported
+    only when the command runs, but for its light argument module)."""
+    from boardd.systemd.args import add_install_service_arguments
+
+    parser = sub.add_parser(
+        NAME,
+        help="write a systemd unit that runs `boardd serve` on a logdir",
+        description=(
+            "Writes boardd@<escaped LOGDIR>.service (system-wide, or for your user with --user) "
+            "running this boardd, plus an environment file with its port, and prints the "
+            "systemctl commands that start it. It never runs systemctl."
+        ),
+    )
+    add_install_service_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``boardd install-service``; returns the exit code."""
+    from boardd.systemd.install import run as install
+
+    return install(args)

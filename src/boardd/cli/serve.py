@@ -1,0 +1,156 @@
+"""``boardd serve LOGDIR...``: the daemon — watch logdirs, keep their stores current, serve HTTP."""
+
+from __future__ import annotations
+
+import argparse
+
+from boardd.cli.common import add_store_arguments, fail, settings_failed, setup_logging
+from boardd.config import (
+    DEFAULT_HOST,
+    DEFAULT_LOG_LEVEL,
+    DEFAULT_POLL_INTERVAL,
+    DEFAULT_PORT,
+    DEFAULT_RESCAN_INTERVAL,
+    LOG_LEVELS,
+    ServeSettings,
+    SettingsError,
+    serve_settings,
+)
+from boardd.exitcodes import ExitCode
+
+NAME = "serve"
+
+REBUILD_HELP = (
+    "if a store was built with other settings (--samples-per-plugin, the logdir), build a "
+    "fresh one beside it and swap it in once complete, serving the old data meanwhile. "
+    "Without it such a store stops serve at once (exit 5). A store whose settings match is "
+    "resumed either way, so the flag may stay in a service's arguments"
+)
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declares the command and its flags."""
+    parser = sub.add_parser(
+        NAME,
+        help="the daemon: watch logdirs, keep their stores current, serve the HTTP API",
+        description=(
+            "Catches up with whatever is new in each LOGDIR, then follows it live (inotify, "
+            "with a periodic rescan as the safety net) and serves TensorBoard's data API over "
+            "HTTP. Each LOGDIR is an experiment: NAME=PATH names it, a plain PATH is named "
+            "after its directory. If another boardd writes a store, this one serves it "
+            "read-only and takes over when the other stops. SIGTERM/SIGINT stop cleanly; "
+            "SIGHUP rescans now. Exit codes: 0 clean stop, 2 bad usage, 3 a LOGDIR missing or "
+            "unreadable, 5 a store built with other settings (see --rebuild), 7 the port is "
+            "in use."
+        ),
+    )
+    parser.add_argument("logdirs", nargs="+", metavar="LOGDIR", help="PATH or NAME=PATH")
+    add_store_arguments(parser, rebuild_help=REBUILD_HELP)
+    parser.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        help=f"address to listen on (default {DEFAULT_HOST}: this machine only)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"TCP port (default {DEFAULT_PORT}; 0 picks a free one, see --port-file)",
+    )
+    parser.add_argument(
+        "--port-file", metavar="FILE", help="write the port actually bound to FILE once ready"
+    )
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=(
+            "require 'Authorization: Bearer <token>' on every request, the token being FILE's "
+            "content (at least 16 characters); needed to listen on a non-loopback --host"
+        ),
+    )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback --host without a token (anyone who can reach it reads all)",
+    )
+    parser.add_argument(
+        "--poll",
+        action="store_true",
+        help="poll instead of using inotify (for NFS, FUSE and containers where inotify fails)",
+    )
+    parser.add_argument(
+        "--poll-interval",
+        type=float,
+        default=DEFAULT_POLL_INTERVAL,
+        metavar="SECONDS",
+        help=f"how often to poll when polling (default {DEFAULT_POLL_INTERVAL:g})",
+    )
+    parser.add_argument(
+        "--rescan-interval",
+        type=float,
+        default=DEFAULT_RESCAN_INTERVAL,
+        metavar="SECONDS",
+        help=f"full rescan of every logdir, the safety net (default {DEFAULT_RESCAN_INTERVAL:g})",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default=DEFAULT_LOG_LEVEL,
+        help=f"least severe messages logged to stderr (default {DEFAULT_LOG_LEVEL})",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``boardd serve`` until SIGTERM/SIGINT; returns the exit code."""
+    from boardd.daemon.service import PortInUseError, Service, bind_socket
+    from boardd.store.errors import FingerprintMismatchError
+
+    setup_logging(args.log_level)
+    try:
+        settings = serve_settings(
+            args.logdirs,
+            db=args.db,
+            host=args.host,
+            port=args.port,
+            port_file=args.port_file,
+            token_file=args.token_file,
+            insecure=args.insecure,
+            poll=args.poll,
+            poll_interval=args.poll_interval,
+            rescan_interval=args.rescan_interval,
+            log_level=args.log_level,
+            samples_per_plugin=args.samples_per_plugin,
+            crc=args.crc,
+            rebuild=args.rebuild,
+        )
+    except SettingsError as exc:
+        return settings_failed(NAME, exc)
+    if not settings.rebuild:
+        try:
+            check_stores(settings)
+        except FingerprintMismatchError as exc:
+            return fail(NAME, exc, ExitCode.FINGERPRINT_MISMATCH)
+    try:
+        sock = bind_socket(settings.host, settings.port)
+    except PortInUseError as exc:
+        return fail(
+            NAME, f"{exc.strerror}; choose another --port (0 picks one)", ExitCode.PORT_IN_USE
+        )
+    except OSError as exc:
+        return fail(
+            NAME, f"cannot listen on {settings.host}:{settings.port}: {exc}", ExitCode.USAGE
+        )
+    with sock:
+        started = Service(settings).run(sock)
+    return ExitCode.OK if started else ExitCode.ERROR
+
+
+def check_stores(settings: ServeSettings) -> None:
+    """Before the port is bound: every existing store was built with these settings (else
+    FingerprintMismatchError, naming --rebuild). One rule: serve never mixes settings in a
+    store, and never rebuilds one unless asked."""
+    from boardd.store import fingerprint
+
+    for spec in settings.experiments:
+        fingerprint.verify(spec.db, spec.logdir, settings.sampling)
