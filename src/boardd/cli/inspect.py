@@ -33,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     """Runs ``boardd inspect``; returns the exit code."""
     from boardd.ingest.progress import ProgressLine
-    from boardd.inspect import InspectError, format_table, inspect_path
+    from boardd.reader.inspect import InspectError, format_table, inspect_path
     from boardd.reader.modes import CrcMode
 
     progress = ProgressLine(sys.stderr) if sys.stderr.isatty() and not args.json else None
