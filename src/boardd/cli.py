@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def install_service_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``boardd install-service`` (here, not in boardd.daemon.install, so
+    """The arguments of ``boardd install-service`` (here, not in boardd.systemd.install, so
     that other commands start without importing it)."""
     parser.add_argument("logdir", metavar="LOGDIR", help="the logdir the service watches")
     parser.add_argument(
@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "install-service":
-        from boardd.daemon.install import run as install_service
+        from boardd.systemd.install import run as install_service
 
         return install_service(args)
     parser.error(f"unknown command {args.command!r}")

@@ -791,7 +791,7 @@ def _current_user() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m boardd.daemon.install``: install-service without the full CLI (tests)."""
+    """``python -m boardd.systemd.install``: install-service without the full CLI (tests)."""
     from boardd.cli import install_service_arguments
 
     parser = argparse.ArgumentParser(prog="boardd install-service")

@@ -17,7 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from boardd.cli import install_service_arguments
-from boardd.daemon.install import (
+from boardd.systemd.install import (
     EXIT_BAD_LOGDIR,
     EXIT_OK,
     EXIT_USAGE,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from boardd.daemon.install import (
+from boardd.systemd.install import (
     find_boardd_executable,
     quote_exec_path,
     render_unit,
@@ -39,8 +39,8 @@ def test_shipped_units_match_the_renderer() -> None:
     for relative, expected in shipped_units().items():
         shipped = (SYSTEMD_DIR / relative).read_text(encoding="utf-8")
         assert shipped == expected, (
-            f"systemd/{relative} is out of date with boardd.daemon.install.render_unit; "
-            'regenerate with: .venv/bin/python -c "from boardd.daemon.install import '
+            f"systemd/{relative} is out of date with boardd.systemd.install.render_unit; "
+            'regenerate with: .venv/bin/python -c "from boardd.systemd.install import '
             "write_shipped_units; write_shipped_units('systemd')\""
         )
 
