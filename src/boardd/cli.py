@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import enum
 import json
 import logging
 import os
@@ -20,21 +19,9 @@ from boardd.config import (
     DEFAULT_RESCAN_INTERVAL,
     LOG_LEVELS,
 )
+from boardd.exitcodes import ExitCode
 from boardd.ingest.progress import ProgressLine as _ProgressLine
-
-
-class ExitCode(enum.IntEnum):
-    """Distinct exit codes, so scripts and systemd can tell failures apart."""
-
-    OK = 0
-    ERROR = 1
-    USAGE = 2
-    BAD_LOGDIR = 3
-    STORE_LOCKED = 4
-    FINGERPRINT_MISMATCH = 5
-    BAD_STORE = 6
-    PORT_IN_USE = 7
-    INTERRUPTED = 130
+from boardd.systemd.args import install_service_arguments
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -199,38 +186,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def install_service_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``boardd install-service`` (here, not in boardd.systemd.install, so
-    that other commands start without importing it)."""
-    parser.add_argument("logdir", metavar="LOGDIR", help="the logdir the service watches")
-    parser.add_argument(
-        "--user",
-        action="store_true",
-        help="install a service of your user's systemd (systemctl --user); no root needed",
-    )
-    parser.add_argument(
-        "--port",
-        type=int,
-        default=None,
-        help=(
-            f"the HTTP port (default: the port of an earlier install of this logdir, else the "
-            f"first from {DEFAULT_PORT} that no other installed boardd uses; 0 picks a free "
-            "port at each start)"
-        ),
-    )
-    parser.add_argument(
-        "--run-as",
-        metavar="USER",
-        default=None,
-        help="system services only: the user the service runs as (default: the logdir's owner)",
-    )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the files and commands, write nothing",
-    )
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -293,9 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args)
     if args.command == "install-service":
-        from boardd.systemd.install import run as install_service
+        from boardd.systemd import install
 
-        return install_service(args)
+        return install.run(args)
     parser.error(f"unknown command {args.command!r}")
     return ExitCode.USAGE  # pragma: no cover - parser.error exits
 
