@@ -24,14 +24,14 @@ def render(name: str, **values: object) -> str:
     (systemd's own ``${VAR}`` is written ``${{VAR}}``). A field without a value raises KeyError;
     values the template does not use are ignored.
     """
-    template = resources.files(__package__ or "boardd.systemd").joinpath("templates")
+    template = resources.files("boardd.systemd").joinpath("templates")
     for part in f"{name}.in".split("/"):
         template = template.joinpath(part)
     return template.read_text(encoding="utf-8").format_map(values)
 
 
-def unit_name(*, template: bool, user: bool) -> str:
-    """The shipped unit's path under ``systemd/`` (and its template's under ``templates/``)."""
+def _shipped_name(*, template: bool, user: bool) -> str:
+    # The unit's path under the repository's systemd/ and, with ".in", under templates/.
     name = "boardd@.service" if template else "boardd.service"
     return f"user/{name}" if user else name
 
@@ -54,7 +54,7 @@ def render_unit(
     lines before its first blank line).
     """
     text = render(
-        unit_name(template=template, user=user),
+        _shipped_name(template=template, user=user),
         boardd=boardd,
         user=run_as or DEFAULT_SYSTEM_USER,
         default_host=DEFAULT_HOST,
@@ -83,7 +83,7 @@ def shipped_files() -> dict[str, str]:
     for template in (True, False):
         for user in (False, True):
             boardd = SHIPPED_USER_BOARDD if user else SHIPPED_SYSTEM_BOARDD
-            name = unit_name(template=template, user=user)
+            name = _shipped_name(template=template, user=user)
             files[name] = render_unit(template=template, user=user, boardd=boardd)
     files["boardd.env.example"] = render(
         "boardd.env.example", default_host=DEFAULT_HOST, default_port=DEFAULT_PORT

@@ -22,8 +22,8 @@ def verify_unit_text(unit_name: str, text: str, *, user: bool) -> list[str] | No
         return verify_unit_file(path, user=user)
 
 
-def verify_unit_file(path: Path, *, user: bool, as_name: str | None = None) -> list[str] | None:
-    """``systemd-analyze verify`` on a unit file (loaded as ``as_name`` if given).
+def verify_unit_file(path: Path, *, user: bool) -> list[str] | None:
+    """``systemd-analyze verify`` on a unit file.
 
     Returns its diagnostics about this unit (see verify_unit_text), or None without
     systemd-analyze. A template is checked as its instance ``i`` (what systemd-analyze does).
@@ -31,7 +31,7 @@ def verify_unit_file(path: Path, *, user: bool, as_name: str | None = None) -> l
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         return None
-    name = as_name or path.name
+    name = path.name
     env = dict(os.environ)
     # Log to stderr even when not on a terminal (the default target is the journal/kmsg).
     env.update(SYSTEMD_LOG_TARGET="console", SYSTEMD_LOG_COLOR="0", SYSTEMD_PAGER="cat")
@@ -42,8 +42,7 @@ def verify_unit_file(path: Path, *, user: bool, as_name: str | None = None) -> l
             # A user manager needs a runtime directory, absent under sudo or in containers.
             if not env.get("XDG_RUNTIME_DIR"):
                 env["XDG_RUNTIME_DIR"] = runtime
-        spec = f"{path}:{as_name}" if as_name else str(path)
-        command += ["verify", "--man=no", "--recursive-errors=no", spec]
+        command += ["verify", "--man=no", "--recursive-errors=no", str(path)]
         proc = subprocess.run(
             command,
             env=env,
