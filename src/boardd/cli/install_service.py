@@ -10,7 +10,7 @@ NAME = "install-service"
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Declares the command and its flags (defined by the systemd package, which is imported
     only when the command runs, but for its light argument module)."""
-    from boardd.systemd.args import add_install_service_arguments
+    from boardd.systemd.args import install_service_arguments
 
     parser = sub.add_parser(
         NAME,
@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "systemctl commands that start it. It never runs systemctl."
         ),
     )
-    add_install_service_arguments(parser)
+    install_service_arguments(parser)
     parser.set_defaults(run=run)
 
 

@@ -1,24 +1,26 @@
-"""The shipped systemd units: in sync with their renderer, and clean under systemd-analyze."""
+"""The shipped systemd files: rendered from the templates, and clean under systemd-analyze."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from boardd.daemon.install import (
-    find_boardd_executable,
-    quote_exec_path,
-    render_unit,
-    shipped_units,
-    systemd_escape_path,
-    verify_unit_file,
-)
+from boardd.exitcodes import ExitCode
+from boardd.systemd.escape import quote_exec_path, systemd_escape_path
+from boardd.systemd.install import find_boardd_executable
+from boardd.systemd.units import render_unit, shipped_files
+from boardd.systemd.verify import verify_unit_file
 
-SYSTEMD_DIR = Path(__file__).resolve().parents[2] / "systemd"
+REPO = Path(__file__).resolve().parents[2]
+SYSTEMD_DIR = REPO / "systemd"
+TEMPLATES_DIR = REPO / "src" / "boardd" / "systemd" / "templates"
 ANALYZE = shutil.which("systemd-analyze")
 needs_analyze = pytest.mark.skipif(
     ANALYZE is None,
@@ -34,15 +36,77 @@ UNITS = {
 }
 
 
-def test_shipped_units_match_the_renderer() -> None:
-    assert set(shipped_units()) == set(UNITS)
-    for relative, expected in shipped_units().items():
+#: Shipped files that are not units.
+OTHER_FILES = {"boardd.env.example", "boardd.sysusers.conf"}
+#: Templates of the files install-service writes, not shipped.
+INSTALL_ONLY_TEMPLATES = {"instance.env.in"}
+
+
+def test_shipped_files_are_the_rendered_templates() -> None:
+    assert set(shipped_files()) == set(UNITS) | OTHER_FILES
+    for relative, expected in shipped_files().items():
         shipped = (SYSTEMD_DIR / relative).read_text(encoding="utf-8")
         assert shipped == expected, (
-            f"systemd/{relative} is out of date with boardd.daemon.install.render_unit; "
-            'regenerate with: .venv/bin/python -c "from boardd.daemon.install import '
-            "write_shipped_units; write_shipped_units('systemd')\""
+            f"systemd/{relative} is out of date with src/boardd/systemd/templates/{relative}.in; "
+            "regenerate with: .venv/bin/python tools/gen_systemd_units.py"
         )
+
+
+def test_every_template_is_rendered() -> None:
+    templates = {
+        path.relative_to(TEMPLATES_DIR).as_posix()
+        for path in TEMPLATES_DIR.rglob("*")
+        if path.is_file()
+    }
+    assert templates == {f"{name}.in" for name in shipped_files()} | INSTALL_ONLY_TEMPLATES
+
+
+def test_restart_is_prevented_after_the_exit_codes_a_restart_cannot_fix() -> None:
+    expected = f"{int(ExitCode.USAGE)} {int(ExitCode.FINGERPRINT_MISMATCH)}"
+    for relative in UNITS:
+        settings = _settings(SYSTEMD_DIR / relative)
+        assert settings["RestartPreventExitStatus"] == [expected], relative
+        # The numbers README documents: changing them changes what users were told.
+        assert settings["RestartPreventExitStatus"] == ["2 5"], relative
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_templates(tmp_path: Path) -> None:
+    """A built (non-editable) wheel holds every template, and importlib.resources finds them."""
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+        capture_output=True,
+        check=True,
+        timeout=240,
+    )
+    (wheel,) = wheels.glob("boardd-*.whl")
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        archive.extractall(site)
+    templates = {
+        f"boardd/systemd/templates/{path.relative_to(TEMPLATES_DIR).as_posix()}"
+        for path in TEMPLATES_DIR.rglob("*.in")
+    }
+    assert len(templates) == len(UNITS) + len(OTHER_FILES) + len(INSTALL_ONLY_TEMPLATES)
+    assert templates <= names
+    # Rendered from the unpacked wheel (first on sys.path), the files are the shipped ones.
+    script = (
+        "import json, boardd.systemd.units as units; "
+        "print(json.dumps({'module': units.__file__, 'files': units.shipped_files()}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    answer = json.loads(done.stdout)
+    assert Path(answer["module"]).is_relative_to(site)
+    assert answer["files"] == shipped_files()
 
 
 def test_shipped_units_have_the_required_settings() -> None:

@@ -1,8 +1,8 @@
-"""``boardd install-service``: escaping, planning, writing, and the units it writes."""
+"""``boardd install-service``: planning, writing, and the units it writes."""
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import io
 import json
 import os
@@ -13,113 +13,15 @@ import traceback
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
-from boardd.cli import install_service_arguments
-from boardd.daemon.install import (
-    EXIT_BAD_LOGDIR,
-    EXIT_OK,
-    EXIT_USAGE,
-    InstallError,
-    InstallPlan,
-    apply_install,
-    find_boardd_executable,
-    plan_install,
-    quote_exec_path,
-    render_unit,
-    run,
-    systemd_escape_path,
-    systemd_unescape_path,
-    verify_unit_file,
-)
+from boardd.cli import main
+from boardd.exitcodes import ExitCode
+from boardd.systemd.errors import InstallError
+from boardd.systemd.escape import quote_exec_path, systemd_escape_path
+from boardd.systemd.install import InstallPlan, apply_install, find_boardd_executable, plan_install
+from boardd.systemd.verify import verify_unit_file
 
-ESCAPE = shutil.which("systemd-escape")
 ANALYZE = shutil.which("systemd-analyze")
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-# --- escaping ---------------------------------------------------------------------------------
-
-_component_text = st.text(
-    alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="/\x00"),
-    min_size=1,
-    max_size=12,
-)
-_component_bytes = st.binary(min_size=1, max_size=8).filter(
-    lambda b: b"/" not in b and b"\0" not in b
-)
-_component = st.one_of(_component_text, _component_bytes.map(os.fsdecode)).filter(
-    lambda c: c not in (".", "..")
-)
-_paths = st.lists(_component, min_size=0, max_size=5).map(lambda parts: "/" + "/".join(parts))
-
-
-@pytest.mark.skipif(
-    ESCAPE is None, reason="systemd-escape is not installed (apt-get install systemd)"
-)
-@settings(max_examples=150, deadline=None)
-@given(_paths)
-@example("/")
-@example("/srv/logs/exp1")
-@example("/srv/my-logs/run 1/.hidden/ü/a.b:c_d")
-@example("/home/me/lr=0.1,bs=64/%i/$HOME/'q\"\\")
-@example("/.dot/-dash-/--")
-def test_escape_matches_systemd_escape(path: str) -> None:
-    assert ESCAPE is not None
-    proc = subprocess.run(
-        [ESCAPE, "--path", "--", path], capture_output=True, check=True, env=_c_locale()
-    )
-    assert systemd_escape_path(path) == os.fsdecode(proc.stdout.rstrip(b"\n"))
-    assert systemd_unescape_path(systemd_escape_path(path)) == path
-
-
-@pytest.mark.skipif(
-    ESCAPE is None, reason="systemd-escape is not installed (apt-get install systemd)"
-)
-@pytest.mark.parametrize("path", ["/srv//logs/./x/", "/a/b/", "//", "/./"])
-def test_escape_simplifies_like_systemd_escape(path: str) -> None:
-    assert ESCAPE is not None
-    proc = subprocess.run([ESCAPE, "--path", "--", path], capture_output=True, check=True)
-    assert systemd_escape_path(path) == proc.stdout.decode().rstrip("\n")
-
-
-def test_escape_examples_without_systemd() -> None:
-    assert systemd_escape_path("/srv/logs/exp1") == "srv-logs-exp1"
-    assert systemd_escape_path("/srv/my-logs/.x") == "srv-my\\x2dlogs-.x"
-    assert systemd_escape_path("/.hidden/a b") == "\\x2ehidden-a\\x20b"
-    assert systemd_escape_path("/ü") == "\\xc3\\xbc"
-    assert systemd_escape_path("/") == "-"
-    assert systemd_unescape_path("srv-my\\x2dlogs-.x") == "/srv/my-logs/.x"
-    assert systemd_unescape_path("-") == "/"
-    with pytest.raises(ValueError, match="absolute"):
-        systemd_escape_path("relative/path")
-    with pytest.raises(ValueError, match="normalized"):
-        systemd_escape_path("/srv/../etc")
-
-
-def test_quote_exec_path() -> None:
-    assert quote_exec_path(Path("/opt/venv/bin/boardd")) == "/opt/venv/bin/boardd"
-    assert quote_exec_path(Path("/opt/my venv/bin/boardd")) == '"/opt/my venv/bin/boardd"'
-    assert quote_exec_path(Path("/opt/50%/bin/boardd")) == "/opt/50%%/bin/boardd"
-    with pytest.raises(InstallError, match="absolute"):
-        quote_exec_path(Path("bin/boardd"))
-    for bad in ("/opt/a\nb/boardd", '/opt/a"b/boardd', "/opt/a'b/boardd", "/opt/a\\b/boardd"):
-        with pytest.raises(InstallError, match="quotes, backslashes or control characters"):
-            quote_exec_path(Path(bad))
-
-
-@pytest.mark.skipif(
-    ANALYZE is None, reason="systemd-analyze is not installed (apt-get install systemd)"
-)
-def test_quoted_exec_path_reaches_the_binary(tmp_path: Path) -> None:
-    # systemd-analyze verify fails unless ExecStart's first word, unquoted, names the file.
-    odd = tmp_path / "my venv" / "50%" / "ü-x" / "bin"
-    odd.mkdir(parents=True)
-    (odd / "boardd").symlink_to(find_boardd_executable())
-    unit = tmp_path / "boardd@.service"
-    unit.write_text(render_unit(template=True, user=False, boardd=quote_exec_path(odd / "boardd")))
-    assert verify_unit_file(unit, user=False) == []
-
 
 # --- the command ------------------------------------------------------------------------------
 
@@ -135,10 +37,10 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="boardd install-service")
-    install_service_arguments(parser)
+    """``boardd install-service ARGV`` in this process: exit code, stdout, stderr."""
     out, err = io.StringIO(), io.StringIO()
-    code = run(parser.parse_args(argv), stdout=out, stderr=err)
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["install-service", *argv])
     return code, out.getvalue(), err.getvalue()
 
 
@@ -151,7 +53,7 @@ def test_user_dry_run_prints_everything_and_writes_nothing(home: Path, tmp_path:
     logdir.mkdir()
     before = _files(tmp_path)
     code, out, err = _run("--user", "--dry-run", str(logdir))
-    assert code == EXIT_OK, err
+    assert code == ExitCode.OK, err
     assert _files(tmp_path) == before
     unit = f"boardd@{systemd_escape_path(str(logdir))}.service"
     config = home / ".config"
@@ -167,7 +69,7 @@ def test_user_install_writes_unit_and_env_into_home(home: Path, tmp_path: Path) 
     logdir = tmp_path / "my logs-1"
     logdir.mkdir()
     code, out, err = _run("--user", str(logdir))
-    assert code == EXIT_OK, err
+    assert code == ExitCode.OK, err
     instance = systemd_escape_path(str(logdir))
     unit = home / ".config" / "systemd" / "user" / f"boardd@{instance}.service"
     env = home / ".config" / "boardd" / f"{instance}.env"
@@ -191,36 +93,36 @@ def test_ports_are_handed_out_kept_and_checked(home: Path, tmp_path: Path) -> No
         text = (env_dir / f"{systemd_escape_path(str(logdir))}.env").read_text()
         return next(line for line in text.splitlines() if line.startswith("BOARDD_PORT="))
 
-    assert _run("--user", str(first))[0] == EXIT_OK
-    assert _run("--user", str(second))[0] == EXIT_OK
+    assert _run("--user", str(first))[0] == ExitCode.OK
+    assert _run("--user", str(second))[0] == ExitCode.OK
     assert port_of(first) == "BOARDD_PORT=6007"
     assert port_of(second) == "BOARDD_PORT=6008"
     # Reinstalling keeps the port, and the user's own edits to the file.
     env_first = env_dir / f"{systemd_escape_path(str(first))}.env"
     env_first.write_text(env_first.read_text().replace("BOARDD_ARGS=", "BOARDD_ARGS=--poll"))
-    assert _run("--user", str(first))[0] == EXIT_OK
+    assert _run("--user", str(first))[0] == ExitCode.OK
     assert port_of(first) == "BOARDD_PORT=6007"
     assert "BOARDD_ARGS=--poll\n" in env_first.read_text()
     # An explicit port replaces the old one, still keeping the edits.
-    assert _run("--user", "--port", "7000", str(first))[0] == EXIT_OK
+    assert _run("--user", "--port", "7000", str(first))[0] == ExitCode.OK
     assert port_of(first) == "BOARDD_PORT=7000"
     assert "BOARDD_ARGS=--poll\n" in env_first.read_text()
     # A port another boardd already has is refused, naming the file and a free port.
     code, _, err = _run("--user", "--port", "6008", str(third))
-    assert code == EXIT_USAGE
+    assert code == ExitCode.USAGE
     assert str(env_dir / f"{systemd_escape_path(str(second))}.env") in err
     assert "--port 6007" in err
     # Port 0 (a free port at each start) never collides.
-    assert _run("--user", "--port", "0", str(third))[0] == EXIT_OK
+    assert _run("--user", "--port", "0", str(third))[0] == ExitCode.OK
     assert port_of(third) == "BOARDD_PORT=0"
-    assert _run("--user", "--port", "70000", str(third))[0] == EXIT_USAGE
+    assert _run("--user", "--port", "70000", str(third))[0] == ExitCode.USAGE
 
 
 def test_boardd_env_of_the_single_service_counts_as_taken(home: Path, tmp_path: Path) -> None:
     env_dir = home / ".config" / "boardd"
     env_dir.mkdir(parents=True)
     (env_dir / "boardd.env").write_text("BOARDD_LOGDIR=/srv/logs\n")  # default port 6007
-    plan = plan_install(tmp_path, user=True, boardd_path=find_boardd_executable(), home=home)
+    plan = plan_install(tmp_path, user=True, boardd_path=find_boardd_executable())
     assert plan.port == 6008
 
 
@@ -234,22 +136,22 @@ def test_xdg_config_home_is_honoured(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_bad_logdirs_are_refused(home: Path, tmp_path: Path) -> None:
     code, _, err = _run("--user", str(tmp_path / "missing"))
-    assert (code, "not a directory" in err) == (EXIT_BAD_LOGDIR, True)
+    assert (code, "not a directory" in err) == (ExitCode.BAD_LOGDIR, True)
     dollar = tmp_path / "cost$HOME"
     dollar.mkdir()
     code, _, err = _run("--user", str(dollar))
-    assert (code, "'$'" in err) == (EXIT_BAD_LOGDIR, True)
+    assert (code, "'$'" in err) == (ExitCode.BAD_LOGDIR, True)
     deep = tmp_path / ("x" * 200) / ("y" * 40)
     deep.mkdir(parents=True)
     code, _, err = _run("--user", str(deep))
-    assert (code, "symlink" in err) == (EXIT_BAD_LOGDIR, True)
+    assert (code, "symlink" in err) == (ExitCode.BAD_LOGDIR, True)
     assert _files(home) == set()
 
 
 def test_system_install_refuses_logdirs_the_sandbox_hides(tmp_path: Path) -> None:
     # tmp_path is under /tmp, which PrivateTmp= replaces for system services.
     code, out, err = _run("--dry-run", "--run-as", "nobody", str(tmp_path))
-    assert code == EXIT_BAD_LOGDIR
+    assert code == ExitCode.BAD_LOGDIR
     assert "PrivateTmp" in err
     assert "--user" in err
     assert out == ""
@@ -258,9 +160,9 @@ def test_system_install_refuses_logdirs_the_sandbox_hides(tmp_path: Path) -> Non
 def test_run_as_is_checked(home: Path) -> None:
     logdir = _system_logdir()
     code, _, err = _run("--user", "--run-as", "nobody", str(logdir))
-    assert (code, "--run-as applies to system services" in err) == (EXIT_USAGE, True)
+    assert (code, "--run-as applies to system services" in err) == (ExitCode.USAGE, True)
     code, _, err = _run("--dry-run", "--run-as", "no-such-user-boardd", str(logdir))
-    assert (code, "no such user" in err) == (EXIT_USAGE, True)
+    assert (code, "no such user" in err) == (ExitCode.USAGE, True)
 
 
 def test_system_dry_run_plans_etc_and_writes_nothing() -> None:
@@ -268,7 +170,7 @@ def test_system_dry_run_plans_etc_and_writes_nothing() -> None:
     logdir = _system_logdir()
     instance = systemd_escape_path(str(logdir))
     code, out, err = _run("--dry-run", "--run-as", "nobody", "--port", "6100", str(logdir))
-    assert code == EXIT_OK, err
+    assert code == ExitCode.OK, err
     assert f"# would write /etc/systemd/system/boardd@{instance}.service:" in out
     assert f"# would write /etc/boardd/{instance}.env:" in out
     assert "\nUser=nobody\n" in out
@@ -286,7 +188,7 @@ def test_system_service_runs_as_the_logdir_owner() -> None:
     if uid == 0:
         with pytest.raises(InstallError, match="owned by root") as caught:
             plan_install(logdir, user=False, boardd_path=boardd)
-        assert caught.value.exit_code == EXIT_USAGE
+        assert caught.value.exit_code == ExitCode.USAGE
     else:
         plan = plan_install(logdir, user=False, boardd_path=boardd)
         assert f"\nUser={pwd.getpwuid(uid).pw_name}\n" in plan.unit_text
@@ -367,7 +269,7 @@ def test_installed_user_unit_verifies_and_runs_boardd_on_the_logdir(
     logdir = tmp_path / "exp-1" / "lr 0.01" / "ü" / ".runs"
     logdir.mkdir(parents=True)
     code, _, err = _run("--user", str(logdir))
-    assert code == EXIT_OK, err
+    assert code == ExitCode.OK, err
     assert "warning" not in err
     unit = next((home / ".config" / "systemd" / "user").iterdir())
     assert verify_unit_file(unit, user=True) == []
@@ -399,7 +301,3 @@ def _system_logdir() -> Path:
     if not any(h == here or h in here.parents for h in hidden):
         return here
     return Path("/usr/share")
-
-
-def _c_locale() -> dict[str, str]:
-    return {**os.environ, "LC_ALL": "C.UTF-8"}

@@ -1,0 +1,1 @@
+"""systemd tooling: unit files rendered from templates, path escaping, ``install-service``."""
