@@ -1,4 +1,4 @@
-"""The leak check of tests/conftest.py fails tests that leave threads or descriptors behind."""
+"""The leak check (tests/leakcheck.py) fails tests that leave threads or descriptors behind."""
 
 from __future__ import annotations
 
@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-CONFTEST = Path(__file__).with_name("conftest.py").read_text()
+#: The plugin as the conftest of a pytest run of its own, with a short grace time.
+CONFTEST = (
+    Path(__file__)
+    .with_name("leakcheck.py")
+    .read_text()
+    .replace("LEAK_GRACE_SECONDS = 2.0", "LEAK_GRACE_SECONDS = 0.2")
+)
 
 
 def _run(pytester: pytest.Pytester, source: str) -> pytest.RunResult:
