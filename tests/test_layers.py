@@ -1,0 +1,62 @@
+"""The layers stay apart, as ARCHITECTURE.md draws them: imports flow reader ← ingest → store ←
+data ← api, and each layer keeps off what is not its business."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "boardd"
+
+#: layer → module prefixes none of its files may import.
+FORBIDDEN = {
+    "reader": (
+        "apsw",
+        "asyncio",
+        "threading",
+        "multiprocessing",
+        "subprocess",
+        "pickle",
+        "boardd.ingest",
+        "boardd.store",
+        "boardd.data",
+        "boardd.api",
+        "boardd.daemon",
+        "boardd.cli",
+    ),
+    "store": ("boardd.ingest", "boardd.data", "boardd.api", "boardd.daemon", "boardd.cli"),
+    "ingest": ("boardd.data", "boardd.api", "boardd.daemon", "boardd.cli"),
+    "data": ("starlette", "uvicorn", "boardd.api", "boardd.daemon", "boardd.cli", "boardd.ingest"),
+    "api": ("boardd.store", "boardd.reader", "boardd.ingest", "boardd.daemon", "boardd.cli"),
+    "systemd": ("boardd.cli", "boardd.daemon", "boardd.api"),
+    "client": ("boardd.api", "boardd.store", "boardd.data", "boardd.daemon", "boardd.cli"),
+}
+
+
+def imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+    return out
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_a_layer_imports_only_what_it_may(layer: str) -> None:
+    bad = {
+        f"{path.relative_to(SRC)}: {module}"
+        for path in sorted((SRC / layer).rglob("*.py"))
+        for module in imports(path)
+        if any(module == bad or module.startswith(bad + ".") for bad in FORBIDDEN[layer])
+    }
+    assert not bad, sorted(bad)
+
+
+def test_api_holds_no_sql() -> None:
+    for path in sorted((SRC / "api").glob("*.py")):
+        assert "execute(" not in path.read_text(encoding="utf-8"), path.name
