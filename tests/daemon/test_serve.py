@@ -756,6 +756,11 @@ def test_two_logdirs_are_two_experiments(serve: ServeFactory, tmp_path: Path) ->
     daemon.wait_for_steps("eval", "acc", range(2), experiment="b")
     assert daemon.runs("a") == ["train"]
     assert daemon.runs("b") == ["eval", "train"]
+    # The log says where each store is and which URL to open (the port actually bound).
+    log = daemon.stderr()
+    for entry in health["experiments"]:
+        assert f"{entry['name']}: logdir {entry['logdir']}, store {entry['db']}" in log
+    assert f"open http://127.0.0.1:{daemon.port}/api/v1/health" in log
 
 
 # -- 9. no leaks ---------------------------------------------------------------------------------
