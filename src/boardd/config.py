@@ -216,13 +216,6 @@ def check_logdir(logdir: Path) -> None:
         raise LogdirError(f"{logdir}: {problem}")
 
 
-def check_exists(path: Path) -> None:
-    """Raises LogdirError if ``path`` (a logdir or a file) does not exist or cannot be reached."""
-    problem = _path_problem(path)
-    if problem is not None:
-        raise LogdirError(f"{path}: {problem}")
-
-
 def _path_problem(path: Path) -> str | None:
     try:
         path.stat()

@@ -18,7 +18,8 @@ from boardd.reader import fastpath
 from boardd.reader.events import EventDecoder
 from boardd.reader.fastpath import decode_simple_scalars
 from boardd.reader.pipeline import decode_batch, read_event_file
-from boardd.reader.tfrecord import CrcMode, RecordBatch, RecordReader, frame_record
+from boardd.reader.tfrecord import CrcMode, RecordBatch, RecordReader
+from tests.reader.records import frame_record
 
 
 def _frame_all(payloads: list[bytes]) -> tuple[bytes, np.ndarray, np.ndarray]:

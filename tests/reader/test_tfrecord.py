@@ -32,11 +32,10 @@ from boardd.reader.tfrecord import (
     RecordBatch,
     RecordFileError,
     RecordReader,
-    frame_record,
     masked_crc32c,
-    read_records,
 )
 from boardd.reader.types import DataLoss
+from tests.reader.records import frame_record, read_records
 
 MODES = list(CrcMode)
 FILE_NAME = "events.out.tfevents.1700000000.host"

@@ -91,14 +91,6 @@ class Notifier:
         """Pings the watchdog (``WATCHDOG=1``); call it every watchdog_interval() seconds."""
         self.send("WATCHDOG=1")
 
-    def extend_timeout(self, seconds: float) -> None:
-        """Asks systemd for ``seconds`` more before it gives up on starting or stopping.
-
-        Useful before READY=1 when opening the store takes long (EXTEND_TIMEOUT_USEC=); it must
-        be sent again before each extension runs out.
-        """
-        self.send(f"EXTEND_TIMEOUT_USEC={max(0, round(seconds * 1_000_000))}")
-
     def watchdog_interval(self) -> float | None:
         """Seconds between watchdog pings (half of ``$WATCHDOG_USEC``), or None if not asked for.
 

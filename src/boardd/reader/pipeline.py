@@ -148,11 +148,7 @@ def _decode_one(
     try:
         return decoder.decode(batch.payload(i), offset)
     except EventDecodeError as exc:
-        length = int(batch.lengths[i]) + 16
-        if not batch.payload_crc_checked and not batch.verify_payload(i):
-            out.data_loss.append(DataLoss(offset, length, "bad payload CRC"))
-        else:
-            out.data_loss.append(DataLoss(offset, length, f"undecodable event: {exc}"))
+        out.data_loss.append(batch.reject(i, f"undecodable event: {exc}"))
         return None
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import itertools
 import os
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -86,19 +85,6 @@ class RecordFileError(ReaderError):
 def masked_crc32c(data: bytes | memoryview) -> int:
     """The masked CRC-32C of ``data``, as stored in a TFRecord header or footer."""
     return crc.masked_crc32c(data)
-
-
-def frame_record(payload: bytes) -> bytes:
-    """The full framed record for ``payload`` (for writers and tests)."""
-    length = _U64.pack(len(payload))
-    return b"".join(
-        (
-            length,
-            _U32.pack(crc.masked_crc32c(length)),
-            payload,
-            _U32.pack(crc.masked_crc32c(payload)),
-        )
-    )
 
 
 @dataclass(slots=True)
@@ -340,30 +326,6 @@ class RecordReader:
             end_offset=self._offset,
             payload_crc_checked=self.crc_mode is CrcMode.ALWAYS,
         )
-
-
-def read_records(
-    path: str | os.PathLike[str] | RandomAccessBytes,
-    offset: int = 0,
-    *,
-    crc_mode: CrcMode = CrcMode.ALWAYS,
-    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-) -> Iterator[RecordBatch]:
-    """Yields the batches of every complete record now in ``path`` after ``offset``."""
-    with RecordReader(
-        path,
-        offset,
-        crc_mode=crc_mode,
-        max_batch_bytes=max_batch_bytes,
-        max_record_bytes=max_record_bytes,
-    ) as reader:
-        while True:
-            start = reader.offset
-            batch = reader.read_batch()
-            if batch.end_offset == start:
-                return
-            yield batch
 
 
 def _crc32c_of(buf: bytes, start: int, end: int) -> int:
