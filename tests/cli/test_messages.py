@@ -1,12 +1,13 @@
-"""What every command says about a logdir it cannot use: one wording, the same exit code."""
+"""What the commands say: one wording per problem, the flags as typed, help that explains."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
-from boardd.cli import ExitCode, main
+from boardd.cli import ExitCode, build_parser, main
 
 
 @pytest.mark.parametrize("command", ["inspect", "ingest", "serve"])
@@ -50,3 +51,29 @@ def test_crc_choices_come_from_the_reader_modes(capsys: pytest.CaptureFixture[st
         main(["inspect", ".", "--crc", "sometimes"])
     err = capsys.readouterr().err
     assert all(repr(mode.value) in err for mode in CrcMode), err
+
+
+def test_export_names_the_force_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    db, out = tmp_path / "store.sqlite", tmp_path / "copy.sqlite"
+    assert main(["ingest", str(logdir), "--db", str(db)]) == ExitCode.OK
+    out.write_bytes(b"")
+    capsys.readouterr()
+    assert main(["export", "--db", str(db), "--out", str(out)]) == ExitCode.BAD_STORE
+    err = capsys.readouterr().err
+    assert "--force" in err and "overwrite=True" not in err, err
+    assert main(["export", "--db", str(db), "--out", str(out), "--force"]) == ExitCode.OK
+
+
+def test_every_command_explains_itself() -> None:
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            commands = action.choices
+    for name, parser in commands.items():
+        assert parser.description and len(parser.description) > 60, name
+        for flag in parser._actions:
+            if flag.option_strings and flag.help != argparse.SUPPRESS:
+                assert flag.help and flag.help != "as for ingest", (name, flag.dest)
+    serve_help = commands["serve"].format_help()
+    assert "--rebuild" in serve_help and "exit 5" in " ".join(serve_help.split())

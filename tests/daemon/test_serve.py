@@ -899,3 +899,23 @@ def test_serve_rebuild_serves_the_old_store_until_the_new_one_is_complete(
     again.wait_for_state("live", timeout=60)
     assert "rebuilding" not in again.stderr()
     assert len(again.scalars(run, tag)) == big_logdir.steps[run]
+
+
+@pytest.mark.slow
+def test_a_rebuild_stopped_midway_keeps_the_old_store(
+    serve: ServeFactory, big_logdir: BigLogdir, tmp_path: Path
+) -> None:
+    db = tmp_path / "store.sqlite"
+    ingest(big_logdir.path, db, {"scalars": 50})
+    before = committed_points(db)
+    daemon = serve(big_logdir.path, "--db", db, "--samples-per-plugin", "scalars=all", "--rebuild")
+    wait_until(
+        lambda: (s := daemon.status())["state"] == "rebuilding" and s["bytes_done"] > 0,
+        timeout=30,
+        what="a rebuild under way",
+        alive=daemon.check_alive,
+    )
+    assert daemon.stop() == 0
+    assert "rebuild stopped; the old store is kept as it was" in daemon.stderr()
+    assert not Path(f"{db}.rebuild").exists()
+    assert committed_points(db) == before
