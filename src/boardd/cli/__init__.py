@@ -4,21 +4,28 @@ module of its own (inspect, ingest, serve, export, install_service); it returns 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from boardd import __version__
-from boardd.cli import export, ingest, inspect, install_service, serve
 from boardd.exitcodes import MEANINGS, ExitCode
 
 __all__ = ["ExitCode", "build_parser", "main"]
 
-#: The commands, in the order ``boardd --help`` lists them.
-COMMANDS = (inspect, ingest, serve, install_service, export)
+#: The commands (name → module of boardd.cli), in the order ``boardd --help`` lists them.
+COMMANDS = {
+    "inspect": "inspect",
+    "ingest": "ingest",
+    "serve": "serve",
+    "install-service": "install_service",
+    "export": "export",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (also used to document every flag)."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser: of every command, or of ``only`` that one (a command starts
+    without importing the other commands' modules)."""
     parser = argparse.ArgumentParser(
         prog="boardd",
         description=(
@@ -33,15 +40,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"boardd {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(sub)
+    for name, module in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(f"boardd.cli.{module}").add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line and returns the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    command = words[0] if words and words[0] in COMMANDS else None
+    parser = build_parser(command)
+    args = parser.parse_args(words)
     if args.command is None:
         parser.print_help(sys.stderr)
         return ExitCode.USAGE

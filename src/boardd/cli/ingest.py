@@ -54,8 +54,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``boardd ingest``; returns the exit code."""
-    from boardd.ingest import ingest_logdir
-    from boardd.ingest.progress import ProgressLine
+    from boardd.ingest.oneshot import ingest_logdir
     from boardd.store.errors import FingerprintMismatchError, LeaseHeldError, StoreError
 
     logdir = Path(args.logdir)
@@ -65,7 +64,11 @@ def run(args: argparse.Namespace) -> int:
         crc_mode = parse_crc(args.crc)
     except SettingsError as exc:
         return settings_failed(NAME, exc)
-    progress = ProgressLine(sys.stderr) if sys.stderr.isatty() else None
+    progress = None
+    if sys.stderr.isatty():
+        from boardd.ingest.progress import ProgressLine
+
+        progress = ProgressLine(sys.stderr)
     try:
         result = ingest_logdir(
             logdir,
