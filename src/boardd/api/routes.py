@@ -160,23 +160,35 @@ class RouteDef:
     @property
     def query_names(self) -> frozenset[str]:
         """The names of its query parameters."""
-        return frozenset(p.name for p in self.params if p.location == "query")
+        return frozenset(self._query_params())
+
+    def _query_params(self) -> dict[str, Param]:
+        # Asked on every request: built once per route (the table is immutable).
+        found = _QUERY_PARAMS.get(self.operation_id)
+        if found is None:
+            found = {p.name: p for p in self.params if p.location == "query"}
+            _QUERY_PARAMS[self.operation_id] = found
+        return found
 
     def parse(self, request: Request) -> Query:
         """The request's query parameters, validated; ApiError(400) names the unknown ones (a
         misspelt filter must not silently widen the answer) or what is wrong with a value."""
-        allowed = self.query_names
-        given = request.query_params
-        unknown = sorted(set(given.keys()) - allowed)
+        declared = self._query_params()
+        given: dict[str, list[str]] = {}
+        for name, value in request.query_params.multi_items():
+            given.setdefault(name, []).append(value)
+        unknown = sorted(name for name in given if name not in declared)
         if unknown:
             raise ApiError(
                 400,
                 f"unknown parameter(s) {', '.join(unknown)}; allowed: "
-                + (", ".join(sorted(allowed)) or "none"),
+                + (", ".join(sorted(declared)) or "none"),
             )
-        return Query(
-            {p.name: p.parse(given.getlist(p.name)) for p in self.params if p.location == "query"}
-        )
+        return Query({name: p.parse(given.get(name, [])) for name, p in declared.items()})
+
+
+#: operation id → its query parameters by name (see RouteDef._query_params).
+_QUERY_PARAMS: dict[str, dict[str, Param]] = {}
 
 
 # -- parameters ---------------------------------------------------------------------------------
