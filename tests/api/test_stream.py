@@ -30,9 +30,10 @@ from tensorboardX import SummaryWriter
 
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
+from boardd.store import queries
 from boardd.store.bus import ChangeHub
 from boardd.store.connection import open_reader
-from tests.conftest import WAIT, WALL, LiveStore, ThreadedServer
+from tests.conftest import WAIT, WALL, LiveStore, ThreadedServer, ingest
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 #: Short heartbeats: the client's reader thread notices a close request within one.
@@ -663,3 +664,26 @@ def test_serve_socket_turns_nagle_off() -> None:
 
     asyncio.run(asyncio.wait_for(main(), WAIT))
     assert seen == [1]
+
+
+def test_a_store_swapped_in_by_a_rebuild_resets_the_stream(
+    live_stores: Callable[..., LiveStore], servers: list[ThreadedServer], streams: list[Stream]
+) -> None:
+    store = live_stores("exp", None)
+    store.run("train").scalars("loss", {step: float(step) for step in range(5)})
+    old = store.commit()
+    store.close()  # its writer lets go: `boardd ingest --rebuild` takes the store over
+    server = start_server(servers, store.spec)
+    stream = open_stream(streams, server)
+    assert stream.opened() == str(old)
+    new = ingest(store.logdir, store.db, {"scalars": 2}, experiment="exp", rebuild=True)
+    # The new file counts its commits from 0 again; whether it has reached the old count or
+    # not, a cursor into the old file means nothing in it: the client must refetch.
+    (event,) = stream.events(1)
+    assert event.event == "reset", (old, event)
+    connection = open_reader(new.db)
+    try:
+        assert event.data["generation"] == queries.generation(connection)
+    finally:
+        connection.close()
+    assert event.id == str(event.data["generation"])

@@ -16,7 +16,8 @@ Events::
            "value" (scalars only; NaN spelled "NaN"), "generation"}
 
     event: run     data: {"experiment", "run", "change": "created" | "deleted", "generation"}
-    event: reset   data: {"experiment", "generation"}  (the store went back in time: refetch)
+    event: reset   data: {"experiment", "generation"}  (the store went back in time, or another
+                   store file was swapped in by a rebuild: refetch)
 
 and a comment ``: ping`` after ``heartbeat`` seconds without a message.
 
@@ -85,6 +86,8 @@ class _Feed:
 
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     memo: OrderedDict[int, Changes] = field(default_factory=OrderedDict)
+    #: The store file (device, inode) the memo was computed from.
+    file: tuple[int, int] | None = None
 
 
 class LiveStreams:
@@ -187,6 +190,9 @@ class LiveStreams:
     async def _events(
         self, subscription: Subscription, cursor: dict[str, int]
     ) -> AsyncIterator[bytes]:
+        # The store file each experiment's cursor counts in: a store replaced under the stream
+        # (a rebuild swapped in) numbers its commits anew, so the client must refetch.
+        files = {name: self._handles[name].pool.file_identity() for name in cursor}
         try:
             yield f": connected\nretry: {RETRY_MS}\nid: {format_cursor(cursor)}\n\n".encode()
             last_sent = time.monotonic()
@@ -195,7 +201,7 @@ class LiveStreams:
                 changed = await subscription.wait(max(0.0, timeout))
                 if subscription.closed:
                     return
-                chunk = await self._messages(changed, cursor) if changed else b""
+                chunk = await self._messages(changed, cursor, files) if changed else b""
                 if chunk:
                     yield chunk
                     last_sent = time.monotonic()
@@ -206,13 +212,27 @@ class LiveStreams:
             subscription.close()
             self._subscriptions.discard(subscription)
 
-    async def _messages(self, changed: set[str], cursor: dict[str, int]) -> bytes:
+    async def _messages(
+        self,
+        changed: set[str],
+        cursor: dict[str, int],
+        files: dict[str, tuple[int, int] | None],
+    ) -> bytes:
         out: list[bytes] = []
         for name in cursor:
             if name not in changed:
                 continue
+            file = self._handles[name].pool.file_identity()
             try:
-                changes = await self._changes(name, cursor[name])
+                if file != files[name] and files[name] is not None:
+                    generation = await self._generation(name)
+                    files[name] = file
+                    cursor[name] = generation
+                    data = {"experiment": name, "generation": generation}
+                    out.append(_message(cursor, "reset", data))
+                    continue
+                files[name] = file
+                changes = await self._changes(name, cursor[name], file)
             except DataError:
                 continue  # the store is not there (yet): the watcher announces it when it is
             if len(changes.runs) + len(changes.series) > _RENDER_INLINE_MAX:
@@ -221,9 +241,12 @@ class LiveStreams:
                 out.append(render_changes(name, changes, cursor))
         return b"".join(out)
 
-    async def _changes(self, name: str, since: int) -> Changes:
+    async def _changes(self, name: str, since: int, file: tuple[int, int] | None) -> Changes:
         feed = self._feeds[name]
         async with feed.lock:
+            if file != feed.file:
+                feed.memo.clear()  # computed from another store file
+                feed.file = file
             latest = self.hub.latest(name)
             hit = feed.memo.get(since)
             # Equal, not greater or equal: a store rebuilt on disk counts from 0 again.

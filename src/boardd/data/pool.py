@@ -86,6 +86,11 @@ class ReadPool:
         with self._lock:
             return tuple(self._stores)
 
+    def file_identity(self) -> tuple[int, int] | None:
+        """The store file's identity now (device, inode), None while it does not exist: a
+        different one means the store was replaced (a rebuild swapped in)."""
+        return self._stat()
+
     def _stat(self) -> tuple[int, int] | None:
         try:
             st = os.stat(self.db)
