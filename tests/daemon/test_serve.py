@@ -919,3 +919,23 @@ def test_a_rebuild_stopped_midway_keeps_the_old_store(
     assert "rebuild stopped; the old store is kept as it was" in daemon.stderr()
     assert not Path(f"{db}.rebuild").exists()
     assert committed_points(db) == before
+
+
+def test_serve_rebuild_waits_read_only_while_another_boardd_writes_the_store(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    logdir = tmp_path / "logs"
+    db = tmp_path / "shared.sqlite"
+    write_closed(logdir / "train", "loss", range(20))
+    first = serve(logdir, "--db", db, "--samples-per-plugin", "scalars=5")
+    first.wait_for_state("live")
+    assert len(first.scalars("train", "loss")) == 5
+
+    second = serve(logdir, "--db", db, "--samples-per-plugin", "scalars=all", "--rebuild")
+    status = second.wait_for_state("read_only")
+    assert "another" in (status["error"] or ""), status
+    assert len(second.scalars("train", "loss")) == 5  # the old store, served meanwhile
+    assert first.stop() == 0
+    second.wait_for_state("live", timeout=30)
+    assert [p["step"] for p in second.scalars("train", "loss")] == list(range(20))
+    assert "rebuilding once it stops" in second.stderr()

@@ -176,8 +176,8 @@ class ExperimentRunner:
 
     def _main(self) -> None:
         try:
-            if self.settings.rebuild and self._built_with_other_settings():
-                self._rebuild()
+            if self.settings.rebuild:
+                self._rebuild_if_needed()
             while not self._stop.is_set():
                 if not self._open():
                     return
@@ -247,6 +247,25 @@ class ExperimentRunner:
         except FingerprintMismatchError:
             return True
         return False
+
+    def _rebuild_if_needed(self) -> None:
+        """Rebuilds the store if it was built with other settings; while another process
+        writes it, serves it read-only and tries again (that one may have rebuilt it)."""
+        while not self._stop.is_set() and self._built_with_other_settings():
+            try:
+                self._rebuild()
+                return
+            except LeaseHeldError as exc:
+                if self.state is not RunnerState.READ_ONLY:
+                    log.warning(
+                        "%s: %s Serving it read-only; rebuilding once it stops.",
+                        self.spec.name,
+                        exc,
+                    )
+                    self.error = str(exc)
+                    self.state = RunnerState.READ_ONLY
+                    self.opened.set()
+                self._idle(LEASE_RETRY_SECONDS)
 
     def _rebuild(self) -> None:
         """``serve --rebuild``: builds a fresh store beside the old one (which the API keeps
