@@ -20,6 +20,48 @@ FLOAT_OR_TEXT = {
     "anyOf": [{"type": "number"}, {"type": "string", "enum": ["NaN", "Infinity", "-Infinity"]}],
 }
 
+#: The metadata of a series (``/list`` answers); blob sequences add ``max_length``.
+TIME_SERIES: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "max_step",
+        "max_wall_time",
+        "plugin_name",
+        "plugin_content",
+        "display_name",
+        "description",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "max_step": {"type": ["integer", "null"]},
+        "max_wall_time": {"type": ["number", "null"]},
+        "plugin_name": {"type": "string"},
+        "plugin_content": {
+            "type": "string",
+            "contentEncoding": "base64",
+            "description": "the plugin's own metadata bytes (SummaryMetadata.plugin_data)",
+        },
+        "display_name": {"type": "string"},
+        "description": {"type": "string"},
+    },
+}
+
+
+def _with_max_length(series: dict[str, Any]) -> dict[str, Any]:
+    """The metadata of a blob sequence series: a time series' and the longest blob list."""
+    return {
+        **series,
+        "required": [*series["required"], "max_length"],
+        "properties": {
+            **series["properties"],
+            "max_length": {
+                "type": "integer",
+                "description": "the longest blob list of any step",
+            },
+        },
+    }
+
+
 SCHEMAS: dict[str, Any] = {
     "Error": {
         "type": "object",
@@ -110,55 +152,8 @@ SCHEMAS: dict[str, Any] = {
             "items": {"type": "string", "enum": ["scalar", "tensor", "blob_sequence"]},
         },
     },
-    "TimeSeries": {
-        "type": "object",
-        "required": [
-            "max_step",
-            "max_wall_time",
-            "plugin_name",
-            "plugin_content",
-            "display_name",
-            "description",
-        ],
-        "additionalProperties": False,
-        "properties": {
-            "max_step": {"type": ["integer", "null"]},
-            "max_wall_time": {"type": ["number", "null"]},
-            "plugin_name": {"type": "string"},
-            "plugin_content": {
-                "type": "string",
-                "contentEncoding": "base64",
-                "description": "the plugin's own metadata bytes (SummaryMetadata.plugin_data)",
-            },
-            "display_name": {"type": "string"},
-            "description": {"type": "string"},
-        },
-    },
-    "BlobSequenceTimeSeries": {
-        "type": "object",
-        "required": [
-            "max_step",
-            "max_wall_time",
-            "plugin_name",
-            "plugin_content",
-            "display_name",
-            "description",
-            "max_length",
-        ],
-        "additionalProperties": False,
-        "properties": {
-            "max_step": {"type": ["integer", "null"]},
-            "max_wall_time": {"type": ["number", "null"]},
-            "plugin_name": {"type": "string"},
-            "plugin_content": {"type": "string", "contentEncoding": "base64"},
-            "display_name": {"type": "string"},
-            "description": {"type": "string"},
-            "max_length": {
-                "type": "integer",
-                "description": "the longest blob list of any step",
-            },
-        },
-    },
+    "TimeSeries": TIME_SERIES,
+    "BlobSequenceTimeSeries": _with_max_length(TIME_SERIES),
     "ScalarDatum": {
         "type": "object",
         "required": ["step", "wall_time", "value"],
