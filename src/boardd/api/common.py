@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Collection, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,19 +81,6 @@ def json_bytes(data: Any) -> bytes:
 def json_response(data: Any, status: int = 200) -> Response:
     """A JSON response (for small, uncached answers)."""
     return Response(json_bytes(data), status_code=status, media_type="application/json")
-
-
-def check_params(request: Request, allowed: Collection[str]) -> None:
-    """(For the stream, which checks its own; the other routes are checked by the route
-    table.) ApiError(400) naming the query parameters this route does not take: a misspelt filter
-    must not silently widen the answer."""
-    unknown = sorted(set(request.query_params.keys()) - set(allowed))
-    if unknown:
-        raise ApiError(
-            400,
-            f"unknown parameter(s) {', '.join(unknown)}; allowed: "
-            + (", ".join(sorted(allowed)) or "none"),
-        )
 
 
 def experiment_from(request: Request) -> ExperimentHandle:

@@ -48,7 +48,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from boardd.api.common import ExperimentHandle, check_params, finite_or_text
+from boardd.api.common import ExperimentHandle, finite_or_text
 from boardd.api.errors import ApiError
 from boardd.data import experiments
 from boardd.data.changes import (
@@ -71,8 +71,6 @@ log = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 15.0
 #: The reconnection delay suggested to EventSource clients (milliseconds).
 RETRY_MS = 1000
-#: The query parameters of ``GET /api/v1/stream``.
-STREAM_PARAMS = frozenset({"experiment", "since"})
 #: Past this many changes, messages are rendered off the event loop.
 _RENDER_INLINE_MAX = 256
 #: Query results kept per experiment, by the generation they start from.
@@ -138,7 +136,6 @@ class LiveStreams:
 
     async def endpoint(self, request: Request) -> Response:
         """``GET /api/v1/stream[?experiment=NAME...][&since=CURSOR]``: Server-Sent Events."""
-        check_params(request, STREAM_PARAMS)
         names = self._names(request.query_params.getlist("experiment"))
         resume = request.headers.get("last-event-id") or request.query_params.get("since")
         cursor = parse_cursor(resume, names) if resume else None
