@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from boardd.api import data, server
+from boardd.api import data, server, tensorboard
 from boardd.api.auth import Guard
 from boardd.api.common import (
     AppState,
@@ -62,6 +62,7 @@ def create_app(
     disk_cache: Path | None = None,
     disk_cache_bytes: int = DEFAULT_DISK_BYTES,
     generation: Mapping[str, Callable[[], int | None]] | None = None,
+    sampling: Mapping[str, int | None] | None = None,
 ) -> Starlette:
     """The boardd HTTP app over these experiments' stores.
 
@@ -76,6 +77,8 @@ def create_app(
     kept across restarts) for expensive answers; None: memory only.
     ``generation``: per experiment, the generation of its last commit when this process is
     its writer (None otherwise); with it a cache hit needs no store access at all.
+    ``sampling``: ``--samples-per-plugin``; TensorBoard's routes (:mod:`boardd.api.tensorboard`)
+    return at most that many points per series, as TensorBoard does.
     """
     handles = {
         spec.name: ExperimentHandle(
@@ -90,7 +93,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, AppState]]:
         memory = ResponseCache(cache_bytes)
         tiers = TwoTierCache(memory, await _open_disk_tier(disk_cache, disk_cache_bytes))
-        state = AppState(handles, memory, time.time(), tiers=tiers)
+        state = AppState(handles, memory, time.time(), tiers=tiers, sampling=dict(sampling or {}))
         try:
             yield {"boardd": state}
         finally:
@@ -105,7 +108,10 @@ def create_app(
 
     handlers: dict[str, Handler] = {**HANDLERS, "stream": stream}
     return Starlette(
-        routes=[_route(r, handlers[r.operation_id]) for r in ROUTES],
+        routes=[
+            *(_route(r, handlers[r.operation_id]) for r in ROUTES),
+            *tensorboard.routes(),
+        ],
         lifespan=lifespan,
         middleware=[Middleware(Guard, token=token)],
         exception_handlers={

@@ -64,6 +64,9 @@ class AppState:
     started: float
     #: ``cache`` as the first tier, and the disk tier (if any) for expensive answers.
     tiers: TwoTierCache | None = None
+    #: ``--samples-per-plugin`` (plugin → points, None for all): TensorBoard's routes return
+    #: at most that many points per series, as TensorBoard's do.
+    sampling: Mapping[str, int | None] = field(default_factory=dict)
 
 
 def state_of(request: Request) -> AppState:

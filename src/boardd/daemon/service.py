@@ -171,6 +171,7 @@ class Service:
                 spec.name: functools.partial(self.hub.writer_generation, spec.name)
                 for spec in self.settings.experiments
             },
+            sampling=self.settings.sampling,
         )
         config = uvicorn.Config(
             app,

@@ -24,6 +24,7 @@ from boardd.reader.types import (
     DataClass,
     DecodedBatch,
     RunEvent,
+    RunEventKind,
     ScalarColumns,
     TagMetadata,
     TensorPoint,
@@ -462,10 +463,15 @@ class StoreWriter:
     def _mark_start(self, run_id: int, batch: DecodedBatch) -> None:
         if self._run_started.get(run_id):
             return
-        times = [e.wall_time for e in batch.run_events]
-        times += [float(c.wall_times.min()) for c in batch.scalars.values() if len(c)]
-        times += [p[0].wall_time for p in batch.tensors.values() if p]
-        times += [p[0].wall_time for p in batch.blob_sequences.values() if p]
+        # TensorBoard's start time of a run is the wall time of the first event of its first
+        # file: the file_version record every writer puts first (written when the file was
+        # created, whatever wall times the summaries after it claim).
+        versions = [e.wall_time for e in batch.run_events if e.kind is RunEventKind.FILE_VERSION]
+        times = versions or [e.wall_time for e in batch.run_events]
+        if not versions:
+            times += [float(c.wall_times.min()) for c in batch.scalars.values() if len(c)]
+            times += [p[0].wall_time for p in batch.tensors.values() if p]
+            times += [p[0].wall_time for p in batch.blob_sequences.values() if p]
         if not times:
             return
         self._db.execute(

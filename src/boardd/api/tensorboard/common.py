@@ -1,0 +1,244 @@
+"""What TensorBoard's routes share: which experiments a request addresses and how their runs are
+named (``--logdir_spec``'s ``NAME/RUN``), the generation-keyed answer cache, TensorBoard's JSON
+and its guard on POST.
+
+Every answer is built in a worker thread by a function of a :class:`Reader`, which opens the
+store of each addressed experiment on demand; the result is cached under the request and the
+generations of those stores, so a repeated request costs a dictionary lookup until new data is
+committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+import apsw
+from starlette.requests import Request
+from starlette.responses import Response
+
+from boardd.api.common import ExperimentHandle, reply, state_of
+from boardd.api.errors import ApiError
+from boardd.cache import Encoded, make_etag
+from boardd.data import experiments
+from boardd.data import series as data_series
+from boardd.data.errors import Unavailable
+from boardd.data.experiments import RunRow
+from boardd.data.kinds import Kind
+from boardd.data.series import Selection, SeriesInfo
+
+#: The experiment path parameter of ``/experiment/{experiment}/data/...``.
+EXPERIMENT_PARAM = "experiment"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The experiments one request addresses, and whether their run names carry the
+    experiment's name (several logdirs under ``/data``: ``NAME/RUN``, as ``--logdir_spec``)."""
+
+    handles: tuple[ExperimentHandle, ...]
+    prefixed: bool
+
+    def outer(self, handle: ExperimentHandle, run: str) -> str:
+        """The run's name as TensorBoard's UI sees it (``os.path.join(NAME, RUN)``, as
+        TensorBoard names the runs of a named logdir: the root run of ``a`` is ``a/.``)."""
+        return os.path.join(handle.spec.name, run) if self.prefixed else run
+
+    def inner(self, outer: str) -> tuple[ExperimentHandle, str] | None:
+        """The experiment and stored run name of an outer run name (None: no such experiment)."""
+        if not self.prefixed:
+            return (self.handles[0], outer) if self.handles else None
+        # The longest experiment name that prefixes it (names may contain "/").
+        for handle in sorted(self.handles, key=lambda h: -len(h.spec.name)):
+            head = handle.spec.name + "/"
+            if outer.startswith(head):
+                return handle, outer[len(head) :]
+        return None
+
+
+def scope_of(request: Request) -> Scope:
+    """The scope of a request: one experiment under ``/experiment/{name}/``, else all."""
+    state = state_of(request)
+    name = request.path_params.get(EXPERIMENT_PARAM)
+    if name is not None:
+        handle = state.experiments.get(name)
+        if handle is None:
+            known = ", ".join(sorted(state.experiments)) or "(none)"
+            raise ApiError(404, f"no experiment {name!r}; known: {known}")
+        return Scope((handle,), prefixed=False)
+    handles = tuple(state.experiments.values())
+    return Scope(handles, prefixed=len(handles) > 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One time series as a route sees it: its outer run name, the store it is in."""
+
+    run: str
+    handle: ExperimentHandle
+    info: SeriesInfo
+
+
+class Reader:
+    """Read access to the stores of a scope, from one worker thread (each store through its
+    pool's connection of that thread)."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+
+    def connection(self, handle: ExperimentHandle) -> apsw.Connection:
+        """This thread's read connection to the experiment's store."""
+        return handle.pool.connection()
+
+    def experiments(self) -> Iterator[tuple[ExperimentHandle, apsw.Connection, int]]:
+        """Each addressed experiment whose store has data: handle, connection, experiment id.
+        A store not yet created or still empty is skipped (TensorBoard shows no runs yet)."""
+        for handle in self.scope.handles:
+            try:
+                connection = handle.pool.connection()
+            except Unavailable:
+                continue
+            row = experiments.experiment(connection)
+            if row is not None:
+                yield handle, connection, row.id
+
+    def runs(self) -> list[tuple[str, RunRow]]:
+        """The live runs (outer name, row), experiment by experiment in TensorBoard's order."""
+        out: list[tuple[str, RunRow]] = []
+        for handle, connection, exp_id in self.experiments():
+            out.extend(
+                (self.scope.outer(handle, r.name), r) for r in experiments.runs(connection, exp_id)
+            )
+        return out
+
+    def series(
+        self,
+        kind: Kind,
+        plugin: str,
+        runs: tuple[str, ...] = (),
+        tags: tuple[str, ...] = (),
+    ) -> list[Series]:
+        """The series of ``plugin`` (of this kind), only these outer runs and tags if given."""
+        out: list[Series] = []
+        for handle, connection, exp_id in self.experiments():
+            inner_runs: tuple[str, ...] = ()
+            if runs:
+                inner_runs = tuple(
+                    r for h, r in filter(None, map(self.scope.inner, runs)) if h is handle
+                )
+                if not inner_runs:
+                    continue
+            found = data_series.list_series(
+                connection, exp_id, kind, Selection(plugin, inner_runs, tags)
+            )
+            out.extend(Series(self.scope.outer(handle, s.run), handle, s) for s in found)
+        return out
+
+    def one(self, kind: Kind, plugin: str, run: str, tag: str) -> Series | None:
+        """The series of one outer run and tag, or None."""
+        found = self.series(kind, plugin, (run,), (tag,))
+        return found[0] if found else None
+
+
+def _writer_generations(scope: Scope) -> tuple[Hashable, ...] | None:
+    """The generations as the writers in this process count them, without touching a store
+    (None unless this process writes every addressed store)."""
+    out: list[Hashable] = []
+    for handle in scope.handles:
+        current = handle.generation() if handle.generation is not None else None
+        if current is None:
+            return None
+        out.append((handle.spec.name, handle.pool.swaps, current))
+    return tuple(out)
+
+
+def _generations(scope: Scope) -> tuple[Hashable, ...]:
+    """Per addressed experiment: its pool's swaps and its last commit's generation (the
+    writer's own count when this process writes it, else read from the store; -1 while the
+    store cannot be read)."""
+    out: list[Hashable] = []
+    for handle in scope.handles:
+        current = handle.generation() if handle.generation is not None else None
+        if current is None:
+            try:
+                current = handle.pool.call(experiments.generation)
+            except (Unavailable, apsw.Error):
+                current = -1
+        out.append((handle.spec.name, handle.pool.swaps, current))
+    return tuple(out)
+
+
+def request_key(request: Request, form: Hashable = None) -> Hashable:
+    """What identifies a TensorBoard request's answer apart from the data: the route (without
+    the mount prefix: ``/tensorboard/data/x`` and ``/data/x`` are one answer; an experiment's
+    ``/experiment/NAME/data/x`` is not), its query, and a POST's parsed form (a multipart
+    body's boundary differs on every request)."""
+    path = request.url.path.removeprefix("/tensorboard")
+    return ("tb", path, request.scope["query_string"], form)
+
+
+async def answer(
+    request: Request,
+    build: Callable[[Reader], bytes],
+    media_type: str = "application/json",
+    *,
+    form: Hashable = None,
+    scope: Scope | None = None,
+) -> Response:
+    """The answer of ``build`` for this request, from the cache while no addressed store has
+    committed since it was built: ETag/304 and gzip as every boardd answer."""
+    scope = scope or scope_of(request)
+    state = state_of(request)
+    cache = state.cache
+    request_part = request_key(request, form)
+    # In the daemon the writers' generations are known without a store access: a hit is
+    # answered on the event loop, with no thread hop and no SQL.
+    fast = _writer_generations(scope)
+    if fast is not None:
+        fast_key: Hashable = (request_part, fast)
+        hit = cache.get(fast_key)
+        if hit is not None:
+            return reply(request, cache, fast_key, hit)
+
+    def compute() -> tuple[Hashable, Encoded]:
+        key = (request_part, _generations(scope))
+        entry = cache.get(key)
+        if entry is None:
+            entry = Encoded(build(Reader(scope)), media_type, make_etag(key))
+            cache.put(key, entry)
+        return key, entry
+
+    key, entry = await anyio.to_thread.run_sync(compute)
+    return reply(request, cache, key, entry)
+
+
+def tb_json(data: Any) -> bytes:
+    """JSON as TensorBoard writes it; non-finite floats must already be spelled "NaN",
+    "Infinity", "-Infinity" (:func:`boardd.data.values.finite_or_text`)."""
+    return json.dumps(data, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def require_xsrf(request: Request) -> None:
+    """TensorBoard's guard on POST routes: a form post from another site cannot set this
+    header, so one without it is refused (400, as TensorBoard answers)."""
+    if request.headers.get("x-xsrf-protected") != "1":
+        raise ApiError(
+            400, "POST requests to TensorBoard's routes must carry the header X-XSRF-Protected: 1"
+        )
+
+
+def not_found(message: str) -> ApiError:
+    """A 404 in boardd's error shape (TensorBoard answers such requests 404 too)."""
+    return ApiError(404, message)
+
+
+def required(request: Request, name: str) -> str:
+    """A query parameter the route cannot do without (400 naming it when absent)."""
+    value = request.query_params.get(name)
+    if value is None:
+        raise ApiError(400, f"{name}= is required")
+    return value

@@ -1,0 +1,64 @@
+"""Markdown → HTML safe to splice into the DOM, as TensorBoard renders text summaries and
+descriptions: Python-Markdown with tables and fenced code, then bleach's allow-list cleaner
+(disallowed tags are escaped, not dropped) with TensorBoard's tags and attributes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import bleach
+import markdown
+
+#: The tags and attributes TensorBoard lets through (its plugin_util).
+ALLOWED_TAGS = frozenset(
+    {
+        "ul", "ol", "li", "p", "pre", "code", "blockquote",
+        "h1", "h2", "h3", "h4", "h5", "h6", "hr", "br",
+        "strong", "em", "a", "img", "table", "thead", "tbody", "td", "tr", "th",
+    }
+)  # fmt: skip
+ALLOWED_ATTRIBUTES = {"a": ["href", "title"], "img": ["src", "title", "alt"]}
+
+
+class _PerThread(threading.local):
+    """A Markdown converter and a cleaner per thread (neither is thread-safe; both are costly
+    to build)."""
+
+    def __init__(self) -> None:
+        self.markdown = markdown.Markdown(
+            extensions=["markdown.extensions.tables", "markdown.extensions.fenced_code"]
+        )
+        self.cleaner = bleach.sanitizer.Cleaner(tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES)
+
+
+_LOCAL = _PerThread()
+
+
+def markdown_to_safe_html(source: str | bytes) -> str:
+    """One Markdown document as safe HTML."""
+    return markdowns_to_safe_html([source], lambda htmls: htmls[0])
+
+
+def markdowns_to_safe_html(
+    sources: Sequence[str | bytes], combine: Callable[[list[str]], str]
+) -> str:
+    """Several Markdown documents rendered, combined by ``combine``, then cleaned once. UTF-8
+    bytes are decoded and their NUL bytes dropped, with a comment saying how many."""
+    nuls = 0
+    htmls = []
+    converter = _LOCAL.markdown
+    for source in sources:
+        if isinstance(source, bytes):
+            decoded = source.decode("utf-8")
+            source = decoded.replace("\x00", "")
+            nuls += len(decoded) - len(source)
+        htmls.append(converter.reset().convert(source))
+    cleaned: str = _LOCAL.cleaner.clean(combine(htmls))
+    if nuls:
+        warning = (
+            f"<!-- WARNING: discarded {nuls} null bytes in markdown string "
+            "after UTF-8 decoding -->\n"
+        )
+        return warning + cleaned
+    return cleaned
