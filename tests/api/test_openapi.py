@@ -77,8 +77,10 @@ def test_served_and_valid(api: TestClient) -> None:
 
 
 def test_paths_are_the_routes(api: TestClient) -> None:
-    routes = [r for r in api.app.routes if isinstance(r, Route)]
-    assert len(routes) == len(api.app.routes)
+    # boardd's own API lives under /api/; the rest (TensorBoard's routes, its UI) speaks
+    # TensorBoard's shapes and is not described here.
+    routes = [r for r in api.app.routes if isinstance(r, Route) and r.path.startswith("/api/")]
+    assert all(isinstance(r, Route) for r in api.app.routes if r.path.startswith("/api/"))
     from_routes = {r.path for r in routes}
     assert from_routes == set(SPEC["paths"]), "declare new routes in src/boardd/api/routes.py"
     for route in routes:

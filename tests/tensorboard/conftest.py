@@ -113,13 +113,19 @@ def sampling_flag(sampling: Mapping[str, int | None]) -> str:
 
 @contextlib.contextmanager
 def tensorboard(
-    logdir: Path, sampling: Mapping[str, int | None] | None, runs: set[str], log: Path
+    logdir: Path | str,
+    sampling: Mapping[str, int | None] | None,
+    runs: set[str],
+    log: Path,
+    *,
+    flag: str = "--logdir",
 ) -> Iterator[Oracle]:
-    """TensorBoard (``--load_fast=false``) serving ``logdir``, once it lists ``runs`` and has
-    read every file (it loads in the background: its answers settle after the first reload)."""
+    """TensorBoard (``--load_fast=false``) serving ``logdir`` (or a ``--logdir_spec``), once it
+    lists ``runs`` and has read every file (it loads in the background: its answers settle
+    after the first reload)."""
     port = free_port()
     args = [
-        sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--port", str(port),
+        sys.executable, "-m", "tensorboard.main", flag, str(logdir), "--port", str(port),
         "--host", "127.0.0.1", "--load_fast=false", "--reload_interval", "1",
     ]  # fmt: skip
     if sampling:
