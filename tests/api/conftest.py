@@ -30,8 +30,9 @@ EXPERIMENT = "exp"
 ALL: dict[str, int | None] = {"*": None}
 #: Small capacities: sampling drops points of train's series (eval's and the others fit).
 SMALL: dict[str, int | None] = {"scalars": 40, "histograms": 6, "images": 3, "audio": 2}
-#: Runs of the logdir: the root, two siblings and a nested one.
-RUNS = [".", "eval", "nested/deep/run", "train"]
+#: Runs of the logdir: the root, two siblings and a nested one, in TensorBoard's order (by when
+#: each run's first event file was created: write_logdir writes them in this order).
+RUNS = ["train", "eval", "nested/deep/run", "."]
 TRAIN_STEPS = 300
 #: Non-finite scalar values of train/loss, by step.
 NON_FINITE = {13: float("nan"), 17: float("inf"), 19: float("-inf")}

@@ -69,7 +69,8 @@ def test_server_listings(client: Client, spec: ExperimentSpec) -> None:
     assert (experiment.id, experiment.name) == ("exp", "exp")
     assert experiment.logdir == str(spec.logdir.resolve())
     runs = client.runs()
-    assert [r.name for r in runs] == ["eval", "train"]
+    # TensorBoard's order: by when each run's first event file was created.
+    assert [r.name for r in runs] == ["train", "eval"]
     assert all(isinstance(r, Run) and isinstance(r.start_time, float) for r in runs)
     assert client.plugins() == {
         "histograms": ["tensor"],
@@ -212,7 +213,7 @@ def test_token(spec: ExperimentSpec) -> None:
         ):
             wrong.runs()
         with Client(guarded.url, token=TOKEN) as right:
-            assert [r.name for r in right.runs()] == ["eval", "train"]
+            assert [r.name for r in right.runs()] == ["train", "eval"]
     finally:
         guarded.stop()
 

@@ -167,7 +167,10 @@ def decode_simple_scalars(
     # The hashes are spent: their room takes the values' bits on their way to float64.
     bits = np.take(out.value_bits, sel, out=out.hashes.view(np.uint32)[:count])
     values = columns[2]
-    np.copyto(values, bits.view(np.float32))
+    # A signalling NaN (a corrupt or hand-made value) raises "invalid" on the way to float64;
+    # it arrives as a quiet NaN, as Python's own float conversion gives it.
+    with np.errstate(invalid="ignore"):
+        np.copyto(values, bits.view(np.float32))
     return _collect(data, ok, sel, bounds, same, starts, out, steps, wall, values)
 
 

@@ -465,19 +465,27 @@ class StoreWriter:
             return
         # TensorBoard's start time of a run is the wall time of the first event of its first
         # file: the file_version record every writer puts first (written when the file was
-        # created, whatever wall times the summaries after it claim).
+        # created, whatever wall times the summaries after it claim). The earliest such record
+        # wins; a run whose files have none takes its earliest event, once, and a later
+        # batch (after a restart, the middle of a file) never lowers what a file_version set.
         versions = [e.wall_time for e in batch.run_events if e.kind is RunEventKind.FILE_VERSION]
-        times = versions or [e.wall_time for e in batch.run_events]
-        if not versions:
+        if versions:
+            first = min(versions)
+            self._db.execute(
+                "UPDATE runs SET start_time = min(coalesce(start_time, ?), ?) WHERE id = ?",
+                (first, first, run_id),
+            )
+        else:
+            times = [e.wall_time for e in batch.run_events]
             times += [float(c.wall_times.min()) for c in batch.scalars.values() if len(c)]
             times += [p[0].wall_time for p in batch.tensors.values() if p]
             times += [p[0].wall_time for p in batch.blob_sequences.values() if p]
-        if not times:
-            return
-        self._db.execute(
-            "UPDATE runs SET start_time = min(coalesce(start_time, ?), ?) WHERE id = ?",
-            (min(times), min(times), run_id),
-        )
+            if not times:
+                return
+            self._db.execute(
+                "UPDATE runs SET start_time = ? WHERE id = ? AND start_time IS NULL",
+                (min(times), run_id),
+            )
         self._run_started[run_id] = True
 
     def _update_series(
