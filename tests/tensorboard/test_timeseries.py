@@ -128,6 +128,16 @@ def write_described_logdir(root: Path) -> Path:
                 tensor=tensor_util.make_tensor_proto(edges, dtype="float64"),
                 metadata=histogram_metadata.create_summary_metadata("h", f"spread in {run}"),
             )
+            if run == "c":
+                # A scalar of a metadata version newer than TensorBoard knows: not listed.
+                future = summary_pb2.SummaryMetadata()
+                future.plugin_data.plugin_name = "scalars"
+                future.plugin_data.content = b"\x08\x01"
+                event.summary.value.add(
+                    tag="future",
+                    tensor=tensor_util.make_tensor_proto(1.0, dtype="float32"),
+                    metadata=future,
+                )
             if run != "c" and step % 5 == 0 and (run == "a" or step < 20):
                 blobs = [
                     image_bytes(FORMATS[(step + i) % len(FORMATS)], step + i)
@@ -221,6 +231,7 @@ def test_tag_descriptions_rendered_and_combined(described_keep_all: Pair) -> Non
     assert loss.startswith("<h1>Multiple descriptions</h1>")
     assert "<h2>For runs: a, c</h2>" in loss and "<h2>For run: b</h2>" in loss
     assert "<strong>loss</strong>" in loss
+    assert got["scalars"]["runTagInfo"]["c"] == ["loss"]  # not "future": a newer version
     assert got["images"]["tagRunSampledInfo"]["formats"] == {
         "a": {"maxSamplesPerStep": 3},
         "b": {"maxSamplesPerStep": 3},

@@ -52,15 +52,23 @@ def _run_tag_info(found: list[Series]) -> dict[str, list[str]]:
     return {run: sorted(tags) for run, tags in out.items()}
 
 
+def _listed(reader: Reader, plugin: str) -> tuple[list[Series], list[Series]]:
+    """The plugin's series, and those of them TensorBoard's time series shows (not of a
+    newer metadata version than it knows; their runs are still listed)."""
+    found = reader.series(KIND_OF[plugin], plugin)
+    return found, [s for s in found if data_timeseries.shown_version(s.info.plugin_content)]
+
+
 def tags_index(reader: Reader) -> dict[str, Any]:
     """``{scalars: {runTagInfo, tagDescriptions}, histograms: {...}, images: {tagDescriptions,
     tagRunSampledInfo}}``; ``maxSamplesPerStep`` does not count an image step's width and
     height."""
     out: dict[str, Any] = {}
     for plugin in (SCALARS_PLUGIN, HISTOGRAMS_PLUGIN):
-        found = reader.series(KIND_OF[plugin], plugin)
-        out[plugin] = {"runTagInfo": _run_tag_info(found), "tagDescriptions": _descriptions(found)}
-    images = reader.series(BLOB_SEQUENCES, IMAGES_PLUGIN)
+        found, shown = _listed(reader, plugin)
+        info: dict[str, list[str]] = {s.run: [] for s in found} | _run_tag_info(shown)
+        out[plugin] = {"runTagInfo": info, "tagDescriptions": _descriptions(shown)}
+    _, images = _listed(reader, IMAGES_PLUGIN)
     sampled: dict[str, dict[str, Any]] = {}
     for s in images:
         sampled.setdefault(s.info.tag, {})[s.run] = {
