@@ -191,8 +191,8 @@ def parse_requests(text: str | None) -> list[dict[str, Any]]:
         )
     for wanted in parsed:
         run = wanted.get("run")
-        if run not in (None, False, 0, "") and not isinstance(run, str):
-            # TensorBoard fails on it (a 500); an entry error would hide the client's bug.
+        if run and not isinstance(run, str):
+            # TensorBoard fails on it (a 500; a falsy one means every run, as there).
             raise ApiError(400, f"'run' must be a string (a run name), not {json.dumps(run)}")
     return parsed
 
@@ -241,5 +241,6 @@ async def image_data(request: Request) -> Response:
     return StreamingResponse(
         itertools.chain((first,), rest),
         media_type=data_timeseries.image_media_type(first[:16]),
-        headers={"content-length": str(size)},
+        # A key names one blob of one store file for good: the browser may keep it.
+        headers={"content-length": str(size), "cache-control": "private, max-age=31536000"},
     )
