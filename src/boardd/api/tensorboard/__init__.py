@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Mount, Route
 
-from boardd.api.tensorboard import core, scalars
+from boardd.api.tensorboard import core, scalars, timeseries
 from boardd.api.tensorboard.common import EXPERIMENT_PARAM
 
 #: The mount points of the data routes.
@@ -33,6 +33,10 @@ def data_routes() -> list[BaseRoute]:
         Route("/plugin/scalars/tags", scalars.tags, methods=get),
         Route("/plugin/scalars/scalars", scalars.scalars, methods=get),
         Route("/plugin/scalars/scalars_multirun", scalars.scalars_multirun, methods=post),
+        # timeseries helper
+        Route("/plugin/timeseries/tags", timeseries.tags, methods=get),
+        Route("/plugin/timeseries/timeSeries", timeseries.time_series, methods=[*get, *post]),
+        Route("/plugin/timeseries/imageData", timeseries.image_data, methods=get),
     ]
 
 
