@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-
-import bleach
-import markdown
+from typing import Any
 
 #: The tags and attributes TensorBoard lets through (its plugin_util).
 ALLOWED_TAGS = frozenset(
@@ -21,22 +19,38 @@ ALLOWED_TAGS = frozenset(
 ALLOWED_ATTRIBUTES = {"a": ["href", "title"], "img": ["src", "title", "alt"]}
 
 
-class _PerThread(threading.local):
-    """A Markdown converter and a cleaner per thread (neither is thread-safe; both are costly
-    to build)."""
+class _Tools:
+    """A Markdown converter and a cleaner (neither is thread-safe; both are costly to build)."""
 
     def __init__(self) -> None:
-        self.markdown = markdown.Markdown(
+        # Imported on first use: they take a tenth of a second, and start-up is a feature.
+        import bleach.sanitizer
+        import markdown
+
+        self.markdown: Any = markdown.Markdown(
             extensions=["markdown.extensions.tables", "markdown.extensions.fenced_code"]
         )
-        self.cleaner = bleach.sanitizer.Cleaner(tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES)
+        self.cleaner: Any = bleach.sanitizer.Cleaner(
+            tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES
+        )
 
 
-_LOCAL = _PerThread()
+_LOCAL = threading.local()
+
+
+def _tools() -> _Tools:
+    """This thread's tools, made on first use."""
+    tools: _Tools | None = getattr(_LOCAL, "tools", None)
+    if tools is None:
+        tools = _LOCAL.tools = _Tools()
+    return tools
 
 
 def markdown_to_safe_html(source: str | bytes) -> str:
-    """One Markdown document as safe HTML."""
+    """One Markdown document as safe HTML ("" for an empty one, without loading the
+    converter)."""
+    if not source:
+        return ""
     return markdowns_to_safe_html([source], lambda htmls: htmls[0])
 
 
@@ -47,14 +61,15 @@ def markdowns_to_safe_html(
     bytes are decoded and their NUL bytes dropped, with a comment saying how many."""
     nuls = 0
     htmls = []
-    converter = _LOCAL.markdown
+    tools = _tools()
+    converter = tools.markdown
     for source in sources:
         if isinstance(source, bytes):
             decoded = source.decode("utf-8")
             source = decoded.replace("\x00", "")
             nuls += len(decoded) - len(source)
         htmls.append(converter.reset().convert(source))
-    cleaned: str = _LOCAL.cleaner.clean(combine(htmls))
+    cleaned: str = tools.cleaner.clean(combine(htmls))
     if nuls:
         warning = (
             f"<!-- WARNING: discarded {nuls} null bytes in markdown string "
