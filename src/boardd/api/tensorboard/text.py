@@ -20,11 +20,14 @@ from boardd.data.kinds import TENSORS
 from boardd.data.plugin_metadata import readable
 
 PLUGIN = "text"
-#: Steps per series the text route returns unless --samples-per-plugin says otherwise.
-DEFAULT_SAMPLES = 100
+#: Steps per series the text route returns unless --samples-per-plugin says otherwise:
+#: TensorBoard's text route asks for 100, but TensorBoard keeps only 10 tensors per series of
+#: a plugin it has no size guidance for (text is one), so 10 is what it answers.
+DEFAULT_SAMPLES = 10
 #: Shown above a table cut from a tensor of more than two dimensions (Markdown).
 RANK_WARNING = (
-    "**Warning:** This text summary contained data of dimensionality {rank}, but only 2d "
+    # Three spaces before "2d", as TensorBoard's message has them.
+    "**Warning:** This text summary contained data of dimensionality {rank}, but only   2d "
     "tables are supported. Showing a 2d slice of the data instead."
 )
 
