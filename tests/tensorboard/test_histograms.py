@@ -11,6 +11,7 @@ distributions exactly.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -18,11 +19,18 @@ import pytest
 
 from boardd.data.histograms import NORMAL_BASIS_POINTS, compress
 from tests.tensorboard.conftest import Pair
+from tests.tensorboard.plugin_logdir import LONG_STEPS, plugin_pair
 
 pytestmark = pytest.mark.allow_leaks("module-scoped TensorBoard subprocess and server")
 
 HISTOGRAMS = "/data/plugin/histograms/histograms"
 DISTRIBUTIONS = "/data/plugin/distributions/distributions"
+
+
+@pytest.fixture(scope="module")
+def plugin_defaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    with plugin_pair(tmp_path_factory, None) as p:
+        yield p
 
 
 def series(pair: Pair) -> list[tuple[str, str]]:
@@ -110,3 +118,17 @@ def test_plugin_without_data_lists_no_tags(keep_all: Pair) -> None:
     """A run without histograms is not in the listing; an unknown run has no series."""
     tags: dict[str, Any] = keep_all.both("GET", "/data/plugin/histograms/tags")[1].json()
     assert "curves" not in tags and "typed" not in tags
+
+
+def test_defaults_downsample_long_series(plugin_defaults: Pair) -> None:
+    """130 histograms: the histograms route answers 51 of them on both sides, the
+    distributions route all 130 (its limit is 501), ending at the same last step; which other
+    50 differ (boardd keeps the first step and a seeded choice by step, TensorBoard a random
+    one)."""
+    params = {"run": "long", "tag": "h"}
+    for path, count in ((HISTOGRAMS, 51), (DISTRIBUTIONS, LONG_STEPS)):
+        tb, ours = plugin_defaults.both("GET", path, params=params)
+        assert len(ours.json()) == len(tb.json()) == count, path
+        assert ours.json()[-1][:2] == tb.json()[-1][:2] == [ours.json()[-1][0], LONG_STEPS - 1]
+    tb, ours = plugin_defaults.both("GET", DISTRIBUTIONS, params=params)
+    assert [r[:2] for r in ours.json()] == [r[:2] for r in tb.json()]

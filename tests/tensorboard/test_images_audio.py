@@ -8,6 +8,7 @@ entry."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -15,10 +16,17 @@ import httpx
 import pytest
 
 from tests.tensorboard.conftest import Pair
+from tests.tensorboard.plugin_logdir import LONG_STEPS, plugin_pair
 
 pytestmark = pytest.mark.allow_leaks("module-scoped TensorBoard subprocess and server")
 
 PLUGINS = {"images": ("images", "individualImage"), "audio": ("audio", "individualAudio")}
+
+
+@pytest.fixture(scope="module")
+def plugin_defaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    with plugin_pair(tmp_path_factory, None) as p:
+        yield p
 
 
 def get(pair: Pair, path: str, **kwargs: Any) -> httpx.Response:
@@ -170,3 +178,20 @@ def test_individual_audio_content_type_checked(keep_all: Pair) -> None:
         params={"blob_key": key, "content_type": "application/octet-stream"},
     )
     assert ours.status_code == 200 and ours.headers["content-type"] == "application/octet-stream"
+
+
+def test_defaults_sample_10_of_a_long_series(plugin_defaults: Pair) -> None:
+    """130 images: 10 on both sides, ending at the last step; the steps in between differ
+    (boardd's seeded choice by step, TensorBoard's reservoir), so only the last image's bytes
+    are compared."""
+    params = {"run": "long", "tag": "img"}
+    tb, ours = plugin_defaults.both("GET", "/data/plugin/images/images", params=params)
+    assert len(ours.json()) == len(tb.json()) == 10 < LONG_STEPS
+    assert ours.json()[-1]["step"] == tb.json()[-1]["step"] == LONG_STEPS - 1
+    tb_blob = plugin_defaults.tb.get(
+        f"/data/plugin/images/individualImage?{tb.json()[-1]['query']}"
+    )
+    ours_blob = get(
+        plugin_defaults, f"/data/plugin/images/individualImage?{ours.json()[-1]['query']}"
+    )
+    assert ours_blob.content == tb_blob.content
