@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Mount, Route
 
-from boardd.api.tensorboard import core, scalars, timeseries
+from boardd.api.tensorboard import (
+    core,
+    histograms,
+    images,
+    pr_curves,
+    scalars,
+    text,
+    timeseries,
+)
 from boardd.api.tensorboard.common import EXPERIMENT_PARAM
 
 #: The mount points of the data routes.
@@ -33,7 +41,22 @@ def data_routes() -> list[BaseRoute]:
         Route("/plugin/scalars/tags", scalars.tags, methods=get),
         Route("/plugin/scalars/scalars", scalars.scalars, methods=get),
         Route("/plugin/scalars/scalars_multirun", scalars.scalars_multirun, methods=post),
-        # timeseries helper
+        # histograms, distributions, images, audio, text, pr_curves
+        Route("/plugin/histograms/tags", histograms.tags, methods=get),
+        Route("/plugin/histograms/histograms", histograms.histograms, methods=get),
+        Route("/plugin/distributions/tags", histograms.tags, methods=get),
+        Route("/plugin/distributions/distributions", histograms.distributions, methods=get),
+        Route("/plugin/images/tags", images.image_tags, methods=get),
+        Route("/plugin/images/images", images.images, methods=get),
+        Route("/plugin/images/individualImage", images.individual_image, methods=get),
+        Route("/plugin/audio/tags", images.audio_tags, methods=get),
+        Route("/plugin/audio/audio", images.audio, methods=get),
+        Route("/plugin/audio/individualAudio", images.individual_audio, methods=get),
+        Route("/plugin/text/tags", text.tags, methods=get),
+        Route("/plugin/text/text", text.text, methods=get),
+        Route("/plugin/pr_curves/tags", pr_curves.tags, methods=get),
+        Route("/plugin/pr_curves/pr_curves", pr_curves.pr_curves, methods=get),
+        # the Time Series dashboard
         Route("/plugin/timeseries/tags", timeseries.tags, methods=get),
         Route("/plugin/timeseries/timeSeries", timeseries.time_series, methods=[*get, *post]),
         Route("/plugin/timeseries/imageData", timeseries.image_data, methods=get),
