@@ -83,5 +83,5 @@ def safe_html(source: str | bytes) -> str:
     """HTML (UTF-8 bytes decoded) cleaned as the rendered Markdown is, without rendering it
     (TensorBoard's text plugin with ``markdown=false``)."""
     text = source.decode("utf-8") if isinstance(source, bytes) else source
-    cleaned: str = _LOCAL.cleaner.clean(text)
+    cleaned: str = _tools().cleaner.clean(text)
     return cleaned
