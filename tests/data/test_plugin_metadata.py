@@ -12,6 +12,7 @@ from boardd.data.plugin_metadata import (
     image_media_type,
     readable,
     varint_field,
+    version,
 )
 
 
@@ -38,3 +39,14 @@ def test_image_types() -> None:
     assert image_media_type(b"GIF89a") == "image/gif"
     assert image_media_type(b"BM\x00\x00") == "image/bmp"
     assert image_media_type(b"RIFF\x00\x00\x00\x00WEBP") == "application/octet-stream"
+
+
+def test_versions_as_protobuf_reads_them() -> None:
+    assert version(b"") == 0
+    assert version(b"\x08\x01") == 1
+    assert version(b"\x08\x00\x08\x02") == 2  # the last occurrence wins
+    assert version(b"\x12\x02ab\x08\x01") == 1  # other fields skipped
+    assert version(b"\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01") == -1  # an int32
+    assert readable(b"") and readable(b"\x08\x00") and readable(b"\x08")
+    assert readable(b"\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01")
+    assert not readable(b"\x08\x01")

@@ -9,10 +9,7 @@ import numpy as np
 
 from boardd.data.timeseries import (
     histogram_bins,
-    image_media_type,
     image_sample,
-    metadata_version,
-    shown_version,
     tag_descriptions,
 )
 from boardd.data.values import tensor_value
@@ -63,26 +60,3 @@ def test_image_sample_skips_width_and_height() -> None:
     # Negative samples index as Python does, as TensorBoard's do.
     assert [image_sample(keys, i) for i in (-1, -2, -3, -6, -7)] == ["h", "w", "img1", "w", None]
     assert image_sample(("w", "h"), 0) is None
-
-
-def test_image_media_types_tensorboard_names() -> None:
-    assert image_media_type(b"\x89PNG\r\n\x1a\n\x00") == "image/png"
-    assert image_media_type(b"\xff\xd8\xff\xe0") == "image/jpeg"
-    assert image_media_type(b"GIF89a..") == "image/gif"
-    assert image_media_type(b"GIF87a..") == "image/gif"
-    assert image_media_type(b"BM\x00\x00") == "image/bmp"
-    assert image_media_type(b"RIFF\x00\x00\x00\x00WEBPVP8 ") == "application/octet-stream"
-    assert image_media_type(b"") == "application/octet-stream"
-
-
-def test_metadata_versions_as_protobuf_reads_them() -> None:
-    assert metadata_version(b"") == 0
-    assert metadata_version(b"\x08\x01") == 1
-    assert metadata_version(b"\x08\x00\x08\x02") == 2  # the last occurrence wins
-    assert metadata_version(b"\x12\x02ab\x08\x01") == 1  # other fields skipped
-    assert metadata_version(b"\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01") == -1
-    assert metadata_version(b"\x08") is None
-    assert metadata_version(b"\x12\x05ab") is None
-    assert metadata_version(b"\x0f") is None
-    assert shown_version(b"") and shown_version(b"\x08\x00") and shown_version(b"\x08")
-    assert not shown_version(b"\x08\x01")

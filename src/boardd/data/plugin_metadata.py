@@ -55,9 +55,17 @@ def varint_field(content: bytes, field: int) -> int:
     return found
 
 
+def version(content: bytes) -> int:
+    """The format ``version`` of a plugin's content (an int32: a negative one is written as a
+    ten-byte varint; 0 when absent or unreadable, as protobuf's default)."""
+    value = varint_field(content, VERSION_FIELD) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
 def readable(content: bytes) -> bool:
-    """Whether TensorBoard's plugin reads data of this format version."""
-    return varint_field(content, VERSION_FIELD) <= LATEST_VERSION
+    """Whether TensorBoard's plugins (and its time series) read data of this format version:
+    a newer one is left out of their tags."""
+    return version(content) <= LATEST_VERSION
 
 
 def audio_media_type(content: bytes) -> str:

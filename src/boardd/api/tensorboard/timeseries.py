@@ -17,6 +17,7 @@ from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, Series, answer, require_xsrf, scope_of, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.markup import markdown_to_safe_html
+from boardd.data import plugin_metadata
 from boardd.data import series as data_series
 from boardd.data import timeseries as data_timeseries
 from boardd.data.blobs import open_blob, parse_blob_key, unknown_key
@@ -56,7 +57,7 @@ def _listed(reader: Reader, plugin: str) -> tuple[list[Series], list[Series]]:
     """The plugin's series, and those of them TensorBoard's time series shows (not of a
     newer metadata version than it knows; their runs are still listed)."""
     found = reader.series(KIND_OF[plugin], plugin)
-    return found, [s for s in found if data_timeseries.shown_version(s.info.plugin_content)]
+    return found, [s for s in found if plugin_metadata.readable(s.info.plugin_content)]
 
 
 def tags_index(reader: Reader) -> dict[str, Any]:
@@ -240,7 +241,7 @@ async def image_data(request: Request) -> Response:
     size, first, rest = await run_in_threadpool(start)
     return StreamingResponse(
         itertools.chain((first,), rest),
-        media_type=data_timeseries.image_media_type(first[:16]),
+        media_type=plugin_metadata.image_media_type(first[:16]),
         # A key names one blob of one store file for good: the browser may keep it.
         headers={"content-length": str(size), "cache-control": "private, max-age=31536000"},
     )
