@@ -33,6 +33,7 @@ from boardd.api.errors import (
 )
 from boardd.api.routes import ROUTES, Query, RouteDef
 from boardd.api.stream import HEARTBEAT_SECONDS, LiveStreams
+from boardd.api.tensorboard import webui
 from boardd.cache import (
     DEFAULT_DISK_BYTES,
     DEFAULT_MAX_BYTES,
@@ -68,7 +69,8 @@ def create_app(
 
     ``status`` maps an experiment name to a function giving its live ingest status (the
     daemon passes its runners'); without it the app serves the stores as they are. With a
-    ``token``, every request must carry ``Authorization: Bearer <token>``.
+    ``token``, every request must carry ``Authorization: Bearer <token>`` or the cookie that
+    ``/login?token=<token>`` sets (:mod:`boardd.api.auth`).
 
     ``hub``: the daemon's writers announce their commits to it, and /api/v1/stream wakes on
     them; without it the stream watches the stores (another process writes them).
@@ -111,6 +113,8 @@ def create_app(
         routes=[
             *(_route(r, handlers[r.operation_id]) for r in ROUTES),
             *tensorboard.routes(),
+            # After TensorBoard's data routes: /tensorboard/data/... are theirs.
+            *webui.routes(webui.webfiles_path()),
         ],
         lifespan=lifespan,
         middleware=[Middleware(Guard, token=token)],

@@ -1,15 +1,35 @@
-"""Bearer-token protection and request limits, as one small ASGI middleware."""
+"""Bearer-token protection and request limits, as one small ASGI middleware.
+
+A client proves it knows the token with ``Authorization: Bearer <token>``, or (a browser)
+with the cookie that ``GET /login?token=<token>`` sets: the URL ``boardd serve`` prints at
+start-up, as Jupyter does. The cookie holds an HMAC of the token, not the token: it grants
+access to this server while the token stays the same (restarts included), but the token
+cannot be read back from a browser's cookie store. It is HttpOnly (no script reads it) and
+SameSite=Strict (no other site's page makes the browser send it).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import parse_qs
 
 from boardd.api.common import json_bytes
 
 #: The longest query string accepted (a request naming thousands of runs × tags is refused).
 MAX_QUERY_BYTES = 64 * 1024
+
+#: The path of the login URL (``/login?token=<token>``).
+LOGIN_PATH = "/login"
+#: The cookie's name: this prefix and the server's port (browsers share cookies between the
+#: ports of a host, and each boardd has its own token).
+COOKIE_PREFIX = "boardd-auth"
+#: How long the browser keeps the cookie (seconds): 30 days.
+COOKIE_MAX_AGE = 30 * 86400
+#: What the cookie's HMAC (keyed with the token) is computed over.
+_COOKIE_MESSAGE = b"boardd login cookie v1"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -18,12 +38,26 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+def cookie_value(token: str) -> str:
+    """The login cookie's value for ``token``: an HMAC-SHA256 keyed with the token."""
+    return hmac.new(token.encode(), _COOKIE_MESSAGE, hashlib.sha256).hexdigest()
+
+
+def cookie_name(scope: Scope) -> str:
+    """The login cookie's name on the server that received ``scope``."""
+    server = scope.get("server")
+    return f"{COOKIE_PREFIX}-{server[1]}" if server and server[1] else COOKIE_PREFIX
+
+
 class Guard:
-    """Checks ``Authorization: Bearer <token>`` (in constant time) and the query size."""
+    """Checks the token (``Authorization: Bearer <token>`` or the login cookie, in constant
+    time), answers ``/login``, and bounds the query size."""
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
+        self._token = token.encode() if token else None
         self._expected = f"Bearer {token}".encode() if token else None
+        self._cookie = cookie_value(token).encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -32,19 +66,80 @@ class Guard:
         if len(scope.get("query_string", b"")) > MAX_QUERY_BYTES:
             await _reply(send, 413, "too_large", "the query string is too long: ask for less")
             return
-        if self._expected is not None:
-            given = dict(scope.get("headers", [])).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
+        if scope["path"] == LOGIN_PATH:
+            await self._login(scope, send)
+            return
+        if self._expected is not None and not self._authorized(scope):
+            await _reply(
+                send,
+                401,
+                "unauthorized",
+                "this server needs a token: open the login URL that boardd serve printed "
+                "(/login?token=<token>), or send 'Authorization: Bearer <token>' (the token is "
+                "in the file given to boardd serve --token-file)",
+                extra=[(b"www-authenticate", b"Bearer")],
+            )
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope: Scope) -> bool:
+        assert self._expected is not None and self._cookie is not None
+        bearer = b""
+        cookies: list[bytes] = []
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                bearer = value
+            elif name == b"cookie":
+                cookies.append(value)
+        if hmac.compare_digest(bearer, self._expected):
+            return True
+        given = _cookie(cookies, cookie_name(scope).encode())
+        return given is not None and hmac.compare_digest(given, self._cookie)
+
+    async def _login(self, scope: Scope, send: Send) -> None:
+        """``GET /login?token=<token>``: the right token sets the cookie and redirects to
+        ``/``; a wrong one is a 401 (and no cookie)."""
+        if scope["method"] not in ("GET", "HEAD"):
+            await _reply(send, 405, "method_not_allowed", "/login takes GET", [(b"allow", b"GET")])
+            return
+        headers = [
+            (b"location", b"/"),
+            (b"content-length", b"0"),
+            (b"cache-control", b"no-store"),
+            (b"referrer-policy", b"no-referrer"),
+        ]
+        if self._token is not None:
+            query = parse_qs(scope.get("query_string", b"").decode("utf-8", "replace"))
+            given = (query.get("token") or [""])[-1].encode()
+            if not hmac.compare_digest(given, self._token):
                 await _reply(
                     send,
                     401,
                     "unauthorized",
-                    "this server needs 'Authorization: Bearer <token>' (the token is in the "
-                    "file given to boardd serve --token-file)",
-                    extra=[(b"www-authenticate", b"Bearer")],
+                    "wrong or missing token: open /login?token=<token> with the token in the "
+                    "file given to boardd serve --token-file",
                 )
                 return
-        await self.app(scope, receive, send)
+            assert self._cookie is not None
+            secure = "; Secure" if scope.get("scheme") == "https" else ""
+            cookie = (
+                f"{cookie_name(scope)}={self._cookie.decode()}; Path=/; Max-Age={COOKIE_MAX_AGE}"
+                f"; HttpOnly; SameSite=Strict{secure}"
+            )
+            headers.append((b"set-cookie", cookie.encode()))
+        await send({"type": "http.response.start", "status": 303, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _cookie(headers: list[bytes], name: bytes) -> bytes | None:
+    """The value of cookie ``name`` in these Cookie headers (the last one), or None."""
+    found = None
+    for header in headers:
+        for part in header.split(b";"):
+            key, sep, value = part.strip().partition(b"=")
+            if sep and key.strip() == name:
+                found = value.strip().strip(b'"')
+    return found
 
 
 async def _reply(

@@ -23,10 +23,12 @@ from collections.abc import Generator
 from dataclasses import asdict
 from types import FrameType
 from typing import Any
+from urllib.parse import urlencode
 
 import uvicorn
 
 from boardd.api.app import create_app
+from boardd.api.auth import LOGIN_PATH
 from boardd.config import ServeSettings
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner, describe
@@ -97,6 +99,14 @@ def url_of(host: str, port: int) -> str:
     elif ":" in host and not host.startswith("["):
         host = f"[{host}]"
     return f"http://{host}:{port}"
+
+
+def open_url(base: str, token: str | None) -> str:
+    """The URL to open in a browser: the UI, or with a token its login URL (which sets the
+    login cookie and goes on to the UI; see :mod:`boardd.api.auth`)."""
+    if token is None:
+        return f"{base}/"
+    return f"{base}{LOGIN_PATH}?{urlencode({'token': token})}"
 
 
 class _Server(uvicorn.Server):
@@ -235,7 +245,10 @@ class Service:
             log.info("%s: logdir %s, store %s", spec.name, spec.logdir, spec.db)
         base = url_of(self.settings.host, port)
         log.info(
-            "listening on %s: open %s/api/v1/health (the data API: %s/api/v1/)", base, base, base
+            "listening on %s: open %s (the data API: %s/api/v1/)",
+            base,
+            open_url(base, self.settings.token),
+            base,
         )
         if self.settings.port_file is None:
             return

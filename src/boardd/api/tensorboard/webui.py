@@ -1,0 +1,249 @@
+"""TensorBoard's web UI, served from the installed ``tensorboard`` package.
+
+The UI is the ``webfiles.zip`` that ships inside the ``tensorboard`` package (the optional
+extra ``boardd[tensorboard]``); it is read with :mod:`zipfile` while boardd runs, nothing of
+it is copied into boardd. ``/tensorboard/`` is its ``index.html`` and ``/tensorboard/PATH``
+every file of the zip; the page asks for its data relative to itself, under
+``/tensorboard/data/`` (:mod:`boardd.api.tensorboard`). Its stylesheet and its code editor ask
+for ``/font-roboto/...`` and ``/tf-imports/...`` from the root of the site, so those two
+folders of the zip are served there too.
+
+Without the ``tensorboard`` package, ``/`` is a short page saying how to get the UI.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import mimetypes
+import posixpath
+import threading
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from boardd.api.errors import ApiError
+from boardd.cache import GZIP_MIN_BYTES, make_etag
+
+#: Where the UI is served.
+PREFIX = "/tensorboard"
+#: Folders of the zip that the UI asks for from the site's root (absolute URLs in its code).
+ROOT_FOLDERS = ("font-roboto", "tf-imports")
+#: A request carrying this parameter names one version of the file (the UI's ``index.js``
+#: and ``chart_worker.js``): cacheable for a day, as TensorBoard has it.
+FILE_HASH_PARAM = "_file_hash"
+HASHED_MAX_AGE = 86400
+
+#: Media types of the zip's files (mimetypes' answers vary between Python versions).
+MEDIA_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".woff2": "font/woff2",
+    ".woff": "font/woff",
+    ".ttf": "font/ttf",
+    ".json": "application/json",
+    ".png": "image/png",
+}
+#: Media types worth compressing (fonts in woff2 and images already are).
+COMPRESSIBLE = ("text/", "image/svg+xml", "application/json", "font/ttf")
+
+#: The Content-Security-Policy of the page: TensorBoard's own (its UI needs inline styles,
+#: ``eval`` for one plugin, data: fonts and images, and frames from Perfetto).
+CSP = "; ".join(
+    [
+        "default-src 'self'",
+        "font-src 'self' data:",
+        "frame-src 'self' https://ui.perfetto.dev",
+        "img-src 'self' data: blob:",
+        "object-src 'none'",
+        "style-src 'self' https://www.gstatic.com data: 'unsafe-inline'",
+        "connect-src 'self'",
+        "script-src 'self' 'unsafe-eval'",
+    ]
+)
+
+#: What TensorBoard writes before its index.html: the page's data is relative to the page.
+INDEX_PREAMBLE = b'<!doctype html><meta name="tb-relative-root" content="./">'
+
+NO_UI_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>boardd</title></head>
+<body style="font-family: sans-serif; max-width: 40em; margin: 2em auto">
+<h1>boardd</h1>
+<p>TensorBoard's web UI is not installed here: boardd serves it from the
+<code>tensorboard</code> package. Install it with</p>
+<pre>pip install "boardd[tensorboard]"</pre>
+<p>and restart <code>boardd serve</code>; this page then opens TensorBoard.</p>
+<p>The data API is served meanwhile: <a href="api/v1/health">api/v1/health</a>
+(the daemon's state), <a href="api/v1/openapi.json">api/v1/openapi.json</a> (every route).</p>
+</body></html>
+"""
+
+
+def webfiles_path() -> Path | None:
+    """The installed ``tensorboard`` package's ``webfiles.zip``, or None (no such package,
+    or a package without its UI). The package is located, not imported (importing it is slow)."""
+    try:
+        spec = importlib.util.find_spec("tensorboard")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / "webfiles.zip"
+        if path.is_file():
+            return path
+    return None
+
+
+@dataclass(slots=True)
+class Asset:
+    """One file of the zip, read: its body, media type, validator and (lazily) gzip form."""
+
+    body: bytes
+    media_type: str
+    etag: str
+    compressible: bool
+    _gzipped: bytes | None = None
+
+    def gzipped(self) -> bytes:
+        if self._gzipped is None:
+            self._gzipped = gzip.compress(self.body, compresslevel=6, mtime=0)
+        return self._gzipped
+
+
+class Webfiles:
+    """The files of a ``webfiles.zip``, read on first request and kept (about 20 MB)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        stat = path.stat()
+        # The zip's identity: another tensorboard version gives other validators.
+        self._identity = (str(path), stat.st_size, stat.st_mtime_ns)
+        with zipfile.ZipFile(path) as zf:
+            self._members = {info.filename: info.CRC for info in zf.infolist() if not info.is_dir()}
+        self._assets: dict[str, Asset] = {}
+        self._lock = threading.Lock()
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._members
+
+    def names(self) -> list[str]:
+        """Every file of the zip."""
+        return sorted(self._members)
+
+    def asset(self, name: str) -> Asset:
+        """The file ``name`` of the zip (which holds it), read once."""
+        with self._lock:
+            found = self._assets.get(name)
+            if found is not None:
+                return found
+            with zipfile.ZipFile(self.path) as zf:
+                body = zf.read(name)
+            if name == "index.html":
+                body = INDEX_PREAMBLE + body
+            media_type = media_type_of(name)
+            asset = Asset(
+                body,
+                media_type,
+                make_etag(("webfiles", self._identity, name, self._members[name])),
+                media_type.startswith(COMPRESSIBLE),
+            )
+            self._assets[name] = asset
+            return asset
+
+
+def media_type_of(name: str) -> str:
+    """The Content-Type of a file of the zip."""
+    ext = posixpath.splitext(name)[1].lower()
+    known = MEDIA_TYPES.get(ext) or mimetypes.guess_type(name)[0]
+    return known or "application/octet-stream"
+
+
+async def _serve(request: Request, files: Webfiles, name: str) -> Response:
+    if name not in files:
+        raise ApiError(404, f"no such file of TensorBoard's UI: {name}")
+    asset = await run_in_threadpool(files.asset, name)
+    headers = {"etag": asset.etag, "x-content-type-options": "nosniff"}
+    if FILE_HASH_PARAM in request.query_params and asset.media_type.startswith("text/javascript"):
+        headers["cache-control"] = f"private, max-age={HASHED_MAX_AGE}"
+    else:
+        headers["cache-control"] = "no-cache"
+    if name == "index.html":
+        headers["content-security-policy"] = CSP
+    if asset.compressible:
+        headers["vary"] = "accept-encoding"
+    if asset.etag in _etags(request.headers.get("if-none-match", "")):
+        return Response(status_code=304, headers=headers)
+    body = asset.body
+    if (
+        asset.compressible
+        and len(body) >= GZIP_MIN_BYTES
+        and _accepts_gzip(request.headers.get("accept-encoding", ""))
+    ):
+        body = await run_in_threadpool(asset.gzipped)
+        headers["content-encoding"] = "gzip"
+    return Response(body, media_type=asset.media_type, headers=headers)
+
+
+def _etags(header: str) -> set[str]:
+    return {part.strip().removeprefix("W/") for part in header.split(",") if part.strip()}
+
+
+def _accepts_gzip(header: str) -> bool:
+    """Whether Accept-Encoding allows gzip (not ``gzip;q=0``)."""
+    for part in header.split(","):
+        coding, *params = (p.strip().lower() for p in part.split(";"))
+        if coding in ("gzip", "x-gzip", "*"):
+            for param in params:
+                name, _, value = param.partition("=")
+                if name.strip() == "q":
+                    try:
+                        return float(value) > 0
+                    except ValueError:
+                        return False
+            return True
+    return False
+
+
+def routes(zip_path: Path | None) -> list[BaseRoute]:
+    """The UI's routes: ``/`` and ``/tensorboard/...`` from ``zip_path`` (a ``webfiles.zip``,
+    see :func:`webfiles_path`); without one, ``/`` is a page saying how to install it."""
+    if zip_path is None:
+
+        async def no_ui(request: Request) -> Response:
+            return HTMLResponse(NO_UI_PAGE, headers={"cache-control": "no-cache"})
+
+        return [Route("/", no_ui, methods=["GET", "HEAD"])]
+
+    files = Webfiles(zip_path)
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse(f"{request.scope.get('root_path', '')}{PREFIX}/", 307)
+
+    async def index(request: Request) -> Response:
+        return await _serve(request, files, "index.html")
+
+    async def in_prefix(request: Request) -> Response:
+        return await _serve(request, files, request.path_params["path"])
+
+    def at_root(folder: str) -> Route:
+        async def endpoint(request: Request) -> Response:
+            return await _serve(request, files, f"{folder}/{request.path_params['path']}")
+
+        return Route(f"/{folder}/{{path:path}}", endpoint, methods=["GET", "HEAD"])
+
+    get = ["GET", "HEAD"]
+    return [
+        Route("/", home, methods=get),
+        Route(PREFIX, home, methods=get),
+        Route(f"{PREFIX}/", index, methods=get),
+        Route(f"{PREFIX}/{{path:path}}", in_prefix, methods=get),
+        *(at_root(folder) for folder in ROOT_FOLDERS),
+    ]
