@@ -33,6 +33,9 @@ from boardd.data.series import Selection, SeriesInfo
 
 #: The experiment path parameter of ``/experiment/{experiment}/data/...``.
 EXPERIMENT_PARAM = "experiment"
+#: The experiment id TensorBoard's UI puts in its URLs when its page names none
+#: (``/experiment/defaultExperimentId/data/...``): every experiment, as under ``/data``.
+DEFAULT_EXPERIMENT_ID = "defaultExperimentId"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +64,11 @@ class Scope:
 
 
 def scope_of(request: Request) -> Scope:
-    """The scope of a request: one experiment under ``/experiment/{name}/``, else all."""
+    """The scope of a request: one experiment under ``/experiment/{name}/``, else all
+    (:data:`DEFAULT_EXPERIMENT_ID` too, unless an experiment has that name)."""
     state = state_of(request)
     name = request.path_params.get(EXPERIMENT_PARAM)
-    if name is not None:
+    if name is not None and (name != DEFAULT_EXPERIMENT_ID or name in state.experiments):
         handle = state.experiments.get(name)
         if handle is None:
             known = ", ".join(sorted(state.experiments)) or "(none)"

@@ -1,0 +1,160 @@
+"""TensorBoard's own UI in a real browser (Debian's chromium) on ``boardd serve``: it loads
+without errors, shows a run's scalars in Time Series and its images in the Images view, picks
+up a point written while it is open when it reloads, and works behind the login URL.
+
+Screenshots: see the ``artifacts`` fixture (``$BOARDD_TEST_ARTIFACTS/<test>/``, else the
+test's tmp_path)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboardX import SummaryWriter
+
+from tests.browser.conftest import Watched
+from tests.daemon.conftest import Daemon, ServeFactory
+
+RUN = "train"
+TAG = "loss"
+IMAGE_TAG = "pic"
+TOKEN = "browser-test-token-0123456789abcdef"
+WALL = 1_700_000_000.0
+
+pytestmark = pytest.mark.slow
+
+
+def write(logdir: Path, steps: range, tags: tuple[str, ...] = (TAG,)) -> None:
+    """Scalars (and images) of run RUN, one event file per call, as a training job writes."""
+    rng = np.random.default_rng(steps.start)
+    with SummaryWriter(str(logdir / RUN)) as w:
+        for step in steps:
+            for tag in tags:
+                w.add_scalar(tag, 1.0 / (step + 1), step, walltime=WALL + step)
+            w.add_image(IMAGE_TAG, rng.random((3, 16, 16)), step, walltime=WALL + step)
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    root = tmp_path / "logs"
+    write(root, range(3))
+    return root
+
+
+def ready(daemon: Daemon) -> str:
+    """The daemon's base URL, once it has ingested the logdir."""
+    daemon.wait_for_steps(RUN, TAG, [0, 1, 2], timeout=30)
+    return f"http://127.0.0.1:{daemon.port}"
+
+
+def run_row(page: Watched, run: str = RUN) -> None:
+    """Waits for the run to be listed in the runs table."""
+    page.page.locator("tb-data-table-content-row", has_text=run).first.wait_for()
+
+
+def scalar_card(page: Watched, tag: str) -> None:
+    """Waits for Time Series to show the card of ``tag``."""
+    page.page.locator(
+        "scalar-card tb-truncated-path.tag", has_text=re.compile(rf"^\s*{tag}\s*$")
+    ).first.wait_for()
+
+
+def test_ui_loads_without_errors(serve: ServeFactory, logdir: Path, page: Watched) -> None:
+    base = ready(serve(logdir))
+    page.page.goto(f"{base}/")
+    assert page.page.url.startswith(f"{base}/tensorboard/")
+    run_row(page)
+    page.page.wait_for_load_state("networkidle")
+    page.screenshot("loaded")
+    page.assert_no_errors()
+    # The page got its code and fonts from boardd (nothing failed, nothing from elsewhere).
+    urls = [r.url for r in page.responses]
+    assert any("/tensorboard/index.js" in u for u in urls)
+    assert all(u.startswith(base) or u.startswith("data:") for u in urls), urls
+
+
+def test_time_series_shows_the_card(serve: ServeFactory, logdir: Path, page: Watched) -> None:
+    base = ready(serve(logdir))
+    page.page.goto(f"{base}/tensorboard/#timeseries")
+    run_row(page)
+    scalar_card(page, TAG)
+    page.page.wait_for_load_state("networkidle")
+    page.screenshot("timeseries")
+
+
+def test_images_view_shows_an_image(serve: ServeFactory, logdir: Path, page: Watched) -> None:
+    base = ready(serve(logdir))
+    page.page.goto(f"{base}/tensorboard/#images")
+    image = page.page.locator('img[src*="individualImage"]').first
+    image.wait_for()
+    # Decoded: the browser got a real PNG of the written size.
+    page.page.wait_for_function(
+        "img => img.complete && img.naturalWidth > 0", arg=image.element_handle()
+    )
+    assert image.evaluate("img => [img.naturalWidth, img.naturalHeight]") == [16, 16]
+    page.page.wait_for_load_state("networkidle")
+    page.screenshot("images")
+
+
+def test_a_point_written_while_open_appears_on_reload(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    daemon = serve(logdir)
+    base = ready(daemon)
+    page.page.goto(f"{base}/tensorboard/#timeseries")
+    scalar_card(page, TAG)
+    page.page.wait_for_load_state("networkidle")
+    assert page.page.locator("scalar-card tb-truncated-path.tag", has_text="late").count() == 0
+
+    # A training job writes on: step 3 of the loss, and a new tag.
+    write(logdir, range(3, 4), tags=(TAG, "late"))
+    daemon.wait_for_steps(RUN, "late", [3], timeout=30)
+
+    def loss_request(response: object) -> bool:
+        from playwright.sync_api import Response
+
+        assert isinstance(response, Response)
+        body = response.request.post_data or ""
+        return "plugin/timeseries/timeSeries" in response.url and f'"tag":"{TAG}"' in body
+
+    with page.page.expect_response(loss_request) as fetched:
+        page.page.locator("app-header-reload button").first.click()
+    scalar_card(page, "late")
+    answer = json.loads(fetched.value.body())
+    series = next(s for s in answer if s.get("tag") == TAG)
+    assert [p["step"] for p in series["runToSeries"][RUN]] == [0, 1, 2, 3]
+    page.page.wait_for_load_state("networkidle")
+    page.screenshot("reloaded")
+
+
+def test_login_url_opens_the_ui(
+    serve: ServeFactory, logdir: Path, page: Watched, tmp_path: Path
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    daemon = serve(logdir, "--token-file", token_file)
+    base = f"http://127.0.0.1:{daemon.port}"
+    found = re.search(rf"({re.escape(base)}/login\?token=\S+)", daemon.stderr())
+    assert found, daemon.stderr()
+
+    # Without logging in: refused.
+    refused = page.page.goto(f"{base}/tensorboard/")
+    assert refused is not None and refused.status == 401
+    page.errors.clear()
+    page.responses.clear()
+
+    page.page.goto(found.group(1))
+    assert page.page.url == f"{base}/tensorboard/"
+    run_row(page)
+    page.page.wait_for_load_state("networkidle")
+    page.screenshot("logged-in")
+    statuses = {r.url.removeprefix(base): r.status for r in page.responses}
+    assert 401 not in statuses.values(), statuses
+    for path in ["/tensorboard/data/environment", "/tensorboard/data/plugins_listing"]:
+        assert statuses.get(path) == 200, (path, statuses)
+    assert any(p.endswith("/data/runs") and s == 200 for p, s in statuses.items()), statuses
+    # The cookie is not readable by the page's scripts.
+    assert "boardd-auth" not in page.page.evaluate("document.cookie")
