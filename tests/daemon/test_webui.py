@@ -75,7 +75,8 @@ def _client(daemon: Daemon, **kwargs: object) -> httpx.Client:
 
 def test_ui_from_the_installed_package(serve: ServeFactory, logdir: Path) -> None:
     daemon = serve(logdir)
-    assert f"open http://127.0.0.1:{daemon.port}/ (" in daemon.stderr()
+    base = f"http://127.0.0.1:{daemon.port}"
+    assert f"listening on {base}/: open {base}/ (TensorBoard's UI; " in daemon.stderr()
     with _client(daemon) as client, webfiles() as zf:
         home = client.get("/")
         assert home.status_code == 307
@@ -186,6 +187,8 @@ def test_without_tensorboard_home_says_how_to_get_the_ui(
     assert probe.returncode == 1 and "No module named 'tensorboard'" in probe.stderr
 
     daemon = serve(logdir, env=env)
+    base = f"http://127.0.0.1:{daemon.port}"
+    assert f'open {base}/ (pip install "boardd[tensorboard]" for TensorBoard' in daemon.stderr()
     with _client(daemon) as client:
         home = client.get("/")
         assert home.status_code == 200
@@ -203,7 +206,7 @@ def test_login_url_and_cookie(serve: ServeFactory, logdir: Path, tmp_path: Path)
     token_file.write_text(TOKEN + "\n")
     daemon = serve(logdir, "--token-file", token_file)
     base = f"http://127.0.0.1:{daemon.port}"
-    found = re.search(rf"open ({re.escape(base)}/login\?token=\S+) ", daemon.stderr())
+    found = re.search(rf"open ({re.escape(base)}/login\?token=\S+) \(TensorBoard", daemon.stderr())
     assert found, daemon.stderr()
     login_url = found.group(1)
     assert login_url == f"{base}/login?token={TOKEN}"

@@ -29,6 +29,7 @@ import uvicorn
 
 from boardd.api.app import create_app
 from boardd.api.auth import LOGIN_PATH
+from boardd.api.tensorboard import webui
 from boardd.config import ServeSettings
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner, describe
@@ -244,10 +245,16 @@ class Service:
         for spec in self.settings.experiments:
             log.info("%s: logdir %s, store %s", spec.name, spec.logdir, spec.db)
         base = url_of(self.settings.host, port)
+        ui = (
+            "TensorBoard's UI"
+            if webui.webfiles_path() is not None
+            else 'pip install "boardd[tensorboard]" for TensorBoard\'s UI'
+        )
         log.info(
-            "listening on %s: open %s (the data API: %s/api/v1/)",
+            "listening on %s/: open %s (%s; the data API: %s/api/v1/)",
             base,
             open_url(base, self.settings.token),
+            ui,
             base,
         )
         if self.settings.port_file is None:
