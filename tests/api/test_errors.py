@@ -125,7 +125,7 @@ NOT_FOUND: dict[str, list[str]] = {
     ],
 }
 UNKNOWN_PATHS = [
-    "/",
+    # "/" is TensorBoard's UI, or a page saying how to install it (tests/daemon/test_webui.py).
     "/api",
     "/api/v1",
     "/api/v2/runs",

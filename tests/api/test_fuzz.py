@@ -39,6 +39,13 @@ ROUTES = {
     "/api/v1/blob/{key}",
     *(f"/api/v1/{kind}/list" for kind in KINDS),
     *(f"/api/v1/{kind}" for kind in KINDS),
+    # TensorBoard's UI (boardd.api.tensorboard.webui): fuzzed by test_ui_routes.
+    "/",
+    "/tensorboard",
+    "/tensorboard/",
+    "/tensorboard/{path:path}",
+    "/font-roboto/{path:path}",
+    "/tf-imports/{path:path}",
 }
 #: Every query parameter name some route takes.
 KNOWN_NAMES = sorted({name for route in ROUTE_TABLE for name in route.query_names})
@@ -177,6 +184,22 @@ def test_every_route_is_fuzzed(api: TestClient) -> None:
 )
 def test_server_routes(api: TestClient, path: str, query: list[tuple[str, str]], head: Any) -> None:
     check(api, path, query, head)
+
+
+@FUZZ
+@given(
+    prefix=st.sampled_from(["/", "/tensorboard", "/tensorboard/", "/font-roboto/", "/tf-imports/"]),
+    rest=st.one_of(
+        st.sampled_from(["", "index.html", "index.js", "icon_bundle.svg", "vs/editor/x.js"]),
+        st.lists(segment, max_size=3).map(lambda parts: "/".join(quote(p, safe="") for p in parts)),
+    ),
+    query=queries,
+    head=headers,
+)
+def test_ui_routes(
+    api: TestClient, prefix: str, rest: str, query: list[tuple[str, str]], head: Any
+) -> None:
+    check(api, prefix + rest, query, head)
 
 
 @FUZZ

@@ -760,7 +760,7 @@ def test_two_logdirs_are_two_experiments(serve: ServeFactory, tmp_path: Path) ->
     log = daemon.stderr()
     for entry in health["experiments"]:
         assert f"{entry['name']}: logdir {entry['logdir']}, store {entry['db']}" in log
-    assert f"open http://127.0.0.1:{daemon.port}/api/v1/health" in log
+    assert f"open http://127.0.0.1:{daemon.port}/ (" in log
 
 
 # -- 9. no leaks ---------------------------------------------------------------------------------

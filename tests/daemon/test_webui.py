@@ -150,6 +150,11 @@ def test_ui_from_the_installed_package(serve: ServeFactory, logdir: Path) -> Non
         assert default.status_code == 200 and default.json() == ["train"]
         assert client.get("/tensorboard/experiment/nope/data/runs").status_code == 404
 
+        # Without a token there is nothing to log in to: /login goes on to the UI.
+        login = client.get("/login", params={"token": "anything"})
+        assert login.status_code == 303 and login.headers["location"] == "/"
+        assert "set-cookie" not in login.headers
+
 
 def test_index_gzip_round_trip(serve: ServeFactory, logdir: Path) -> None:
     daemon = serve(logdir)
