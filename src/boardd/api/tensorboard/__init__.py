@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from boardd.api.tensorboard import (
     core,
     histograms,
+    hparams,
     images,
     pr_curves,
     scalars,
@@ -56,6 +57,9 @@ def data_routes() -> list[BaseRoute]:
         Route("/plugin/text/text", text.text, methods=get),
         Route("/plugin/pr_curves/tags", pr_curves.tags, methods=get),
         Route("/plugin/pr_curves/pr_curves", pr_curves.pr_curves, methods=get),
+        # what TensorBoard's UI asks of hparams on every page (the hparams API is its own issue)
+        Route("/plugin/hparams/experiment", hparams.experiment, methods=[*get, *post]),
+        Route("/plugin/hparams/session_groups", hparams.session_groups, methods=[*get, *post]),
         # the Time Series dashboard
         Route("/plugin/timeseries/tags", timeseries.tags, methods=get),
         Route("/plugin/timeseries/timeSeries", timeseries.time_series, methods=[*get, *post]),
