@@ -424,12 +424,12 @@ def test_sigkill_then_restart_takes_the_lease_over_at_once(
     print(f"SIGKILL: {partial} of {everything} points committed")
     assert 0 < partial < everything, "the catch-up was not interrupted in the middle"
 
-    started = time.monotonic()
     second = serve(*args)
-    # Same host, dead pid: the lease is taken over at once, never served read-only first.
+    # Same host, dead pid: the lease is taken over at once, never served read-only first (a
+    # wall-clock bound here failed on a loaded machine; the state and the log say it exactly).
     assert second.status()["state"] in ("catching_up", "live")
-    second.wait_for_state("live", timeout=20)
-    assert time.monotonic() - started < 20, "the takeover waited for the lease to expire"
+    second.wait_for_state("live", timeout=60)
+    assert "read-only" not in second.stderr(), second.stderr()
     assert second.stop() == 0
     assert assert_store_matches_files(db, big_logdir, complete=True) == everything
 
