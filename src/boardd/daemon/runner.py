@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import apsw
@@ -86,11 +86,11 @@ class RunnerStatus:
     bytes_total: int
     error: str | None
     #: Failed passes in a row (0 when the last one worked).
-    retries: int
+    retries: int = 0
     #: Seconds to the next try while retrying; None otherwise.
-    retry_in_seconds: float | None
+    retry_in_seconds: float | None = None
     #: Runs and files skipped because they cannot be read: [{path, reason, since}].
-    unreadable: list[dict[str, object]]
+    unreadable: list[dict[str, object]] = field(default_factory=list)
 
 
 class ExperimentRunner:
