@@ -33,3 +33,14 @@ def test_catch_up_progress_and_other_states() -> None:
     )
     assert describe(catching) == "logs: catching up 25% of 200 MB"
     assert describe(dataclasses.replace(BASE, state="read_only")) == "logs: read only"
+
+
+def test_retrying_says_when_and_why() -> None:
+    retrying = dataclasses.replace(
+        BASE,
+        state="retrying",
+        error="FullError: database or disk is full",
+        retries=3,
+        retry_in_seconds=3.6,
+    )
+    assert describe(retrying) == "logs: retrying in 4 s: FullError: database or disk is full"

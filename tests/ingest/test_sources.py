@@ -18,7 +18,7 @@ from tensorboardX import SummaryWriter
 
 from boardd.ingest import ByteSource, FileIdentity, LocalFileSource, SourceFile, ingest_logdir
 from boardd.ingest.sources import HEAD_BYTES
-from boardd.reader.logdir import ROOT_RUN
+from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem
 from boardd.reader.source import RandomAccessBytes
 from tests.ingest.test_parallel import _children
 from tests.store.conftest import LiveWriter, assert_same_store, snapshot, write_mixed
@@ -115,6 +115,9 @@ class MemorySource:
 
     def run_files(self, run: str) -> list[SourceFile]:
         return self.runs().get(run, [])
+
+    def problems(self) -> list[DiscoveryProblem]:
+        return []
 
     def run_present(self, run: str) -> bool:
         return run in self.runs()

@@ -116,6 +116,49 @@ SCHEMAS: dict[str, Any] = {
                             "type": ["integer", "null"],
                             "description": "data-loss records; null while there is no store",
                         },
+                        "state": {
+                            "type": "string",
+                            "enum": [
+                                "starting",
+                                "rebuilding",
+                                "catching_up",
+                                "live",
+                                "retrying",
+                                "read_only",
+                                "stopped",
+                                "failed",
+                            ],
+                            "description": "retrying: a pass failed (see error) and is tried "
+                            "again with back-off; nothing read is lost",
+                        },
+                        "error": {
+                            "type": ["string", "null"],
+                            "description": "the real cause of the last failure, e.g. "
+                            "'FullError: database or disk is full'",
+                        },
+                        "retries": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "failed passes in a row",
+                        },
+                        "retry_in_seconds": {
+                            "type": ["number", "null"],
+                            "description": "time to the next try while retrying",
+                        },
+                        "unreadable": {
+                            "type": "array",
+                            "description": "runs and files skipped because they cannot be "
+                            "read (their data is kept); tried again at every pass",
+                            "items": {
+                                "type": "object",
+                                "required": ["path", "reason", "since"],
+                                "properties": {
+                                    "path": {"type": "string"},
+                                    "reason": {"type": "string"},
+                                    "since": {"type": "number"},
+                                },
+                            },
+                        },
                     },
                 },
             },

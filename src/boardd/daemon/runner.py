@@ -16,8 +16,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import apsw
 
 from boardd.config import ExperimentSpec, ServeSettings
 from boardd.daemon.watcher import LogdirWatcher
@@ -31,10 +33,26 @@ from boardd.store.session import WriteSession
 
 log = logging.getLogger(__name__)
 
+#: Failures that pass by themselves (space freed, a device back, a lock released): logged
+#: without a traceback. Any other failure is retried too, with its traceback logged once.
+TRANSIENT: tuple[type[BaseException], ...] = (
+    apsw.FullError,
+    apsw.IOError,
+    apsw.BusyError,
+    apsw.LockedError,
+    apsw.CantOpenError,
+    OSError,
+)
+
 #: How often a read-only runner tries to take the lease over.
 LEASE_RETRY_SECONDS = 2.0
 #: How often the lease heartbeat is renewed when there is nothing to commit.
 HEARTBEAT_SECONDS = 5.0
+#: After a pass fails (a full disk, an I/O error, a lock held too long, anything), it is tried
+#: again after this long, doubled at each failure in a row up to RETRY_MAX_SECONDS; SIGHUP
+#: tries at once.
+RETRY_FIRST_SECONDS = 1.0
+RETRY_MAX_SECONDS = 60.0
 
 
 class RunnerState(enum.Enum):
@@ -45,6 +63,8 @@ class RunnerState(enum.Enum):
     REBUILDING = "rebuilding"
     CATCHING_UP = "catching_up"
     LIVE = "live"
+    #: A pass failed (its cause in ``error``); it is tried again with back-off.
+    RETRYING = "retrying"
     READ_ONLY = "read_only"
     STOPPED = "stopped"
     FAILED = "failed"
@@ -65,6 +85,12 @@ class RunnerStatus:
     bytes_done: int
     bytes_total: int
     error: str | None
+    #: Failed passes in a row (0 when the last one worked).
+    retries: int = 0
+    #: Seconds to the next try while retrying; None otherwise.
+    retry_in_seconds: float | None = None
+    #: Runs and files skipped because they cannot be read: [{path, reason, since}].
+    unreadable: list[dict[str, object]] = field(default_factory=list)
 
 
 class ExperimentRunner:
@@ -107,6 +133,10 @@ class ExperimentRunner:
         self.bytes_done = 0
         self.bytes_total = 0
         self.error: str | None = None
+        self.retries = 0
+        #: time.monotonic() of the next try while retrying.
+        self._retry_at: float | None = None
+        self._logged_cause: str | None = None
 
     # -- control (any thread) -------------------------------------------------------------
 
@@ -158,6 +188,9 @@ class ExperimentRunner:
         """A consistent-enough snapshot of this runner (read without locks)."""
         pending = self.first_unseen_change
         watch = self._watcher.mode if self._watcher is not None else "none"
+        retry_at = self._retry_at
+        ingestor = self._ingestor
+        problems = ingestor.problems if ingestor is not None else []
         return RunnerStatus(
             name=self.spec.name,
             logdir=str(self.spec.logdir),
@@ -170,6 +203,11 @@ class ExperimentRunner:
             bytes_done=self.bytes_done,
             bytes_total=self.bytes_total,
             error=self.error,
+            retries=self.retries,
+            retry_in_seconds=(
+                None if retry_at is None else round(max(0.0, retry_at - time.monotonic()), 3)
+            ),
+            unreadable=[{"path": p.path, "reason": p.reason, "since": p.since} for p in problems],
         )
 
     # -- the thread -----------------------------------------------------------------------
@@ -362,6 +400,12 @@ class ExperimentRunner:
         self._reporter = catch_up_reporter(self.spec.name, sys.stderr, log)
         try:
             result = self._ingestor.run_pass(progress=self._progress)
+        except LeaseLostError:
+            raise
+        except Exception as exc:
+            # The live loop tries again (a full pass) once the back-off has passed.
+            self._failed(exc)
+            return
         finally:
             self._reporter.clear()
             self._reporter = None
@@ -386,7 +430,8 @@ class ExperimentRunner:
         watcher = LogdirWatcher(self.spec.logdir, self.notice, poll=self.settings.poll)
         self._watcher = watcher
         mode = watcher.start()
-        self.state = RunnerState.LIVE
+        if self._retry_at is None:
+            self.state = RunnerState.LIVE
         log.info("%s: live (%s)", self.spec.name, mode)
         last_pass = last_heartbeat = time.monotonic()
         while not self._stop.is_set():
@@ -395,9 +440,9 @@ class ExperimentRunner:
                 if watcher.mode == "polling"
                 else self.settings.rescan_interval
             )
-            timeout = min(
-                interval - (time.monotonic() - last_pass), HEARTBEAT_SECONDS, self._beat_every
-            )
+            now = time.monotonic()
+            due = self._retry_at if self._retry_at is not None else last_pass + interval
+            timeout = min(due - now, HEARTBEAT_SECONDS, self._beat_every)
             self._wake.wait(max(0.0, timeout))
             if self._stop.is_set():
                 break
@@ -406,26 +451,92 @@ class ExperimentRunner:
                 # Debounce: a burst of writes (several tags, several files) becomes one read.
                 self._stop.wait(self.settings.debounce_seconds)
             watcher.healthy()
+            retrying = self._retry_at is not None
+            if retrying and time.monotonic() < self._retry_at_or_now() and not self._rescan_asked():
+                # Backing off: changes wait (the lag grows); SIGHUP cuts the wait short.
+                self._beat(self.spec.name)
+                continue
             changed, rediscover, rescan = self._take_changes()
             now = time.monotonic()
-            full = rediscover or rescan or now - last_pass >= interval
-            if full:
-                self._ingestor.run_pass(progress=lambda _done, _total: self._beat(self.spec.name))
-                last_pass = time.monotonic()
-            elif changed:
-                self._ingestor.ingest_changed(changed)
-            committed = self._ingestor.flush() if not full else 0
-            if (
-                not full
-                and not changed
-                and not committed
-                and now - last_heartbeat >= HEARTBEAT_SECONDS
-            ):
-                self._ingestor.writer.renew_lease()
+            # A try after a failure is a full pass: the changes taken then were not read.
+            full = retrying or rediscover or rescan or now - last_pass >= interval
+            try:
+                if full:
+                    self._ingestor.run_pass(
+                        progress=lambda _done, _total: self._beat(self.spec.name)
+                    )
+                    last_pass = time.monotonic()
+                elif changed:
+                    self._ingestor.ingest_changed(changed)
+                committed = self._ingestor.flush() if not full else 0
+                if (
+                    not full
+                    and not changed
+                    and not committed
+                    and now - last_heartbeat >= HEARTBEAT_SECONDS
+                ):
+                    self._ingestor.writer.renew_lease()
+            except LeaseLostError:
+                raise
+            except Exception as exc:
+                self._failed(exc)
+                self._beat(self.spec.name)
+                continue
+            if retrying:
+                self._recovered()
             if full or changed or committed:
                 last_heartbeat = now
             self._beat(self.spec.name)
         watcher.stop()
+
+    def _retry_at_or_now(self) -> float:
+        at = self._retry_at
+        return time.monotonic() if at is None else at
+
+    def _rescan_asked(self) -> bool:
+        with self._changes_lock:
+            return self._rescan_now
+
+    def _failed(self, exc: Exception) -> None:
+        """A pass failed: says why (once per cause), and schedules the next try."""
+        cause = f"{type(exc).__name__}: {exc}"
+        self.error = cause
+        self.retries += 1
+        delay = min(RETRY_MAX_SECONDS, RETRY_FIRST_SECONDS * 2 ** min(self.retries - 1, 16))
+        self._retry_at = time.monotonic() + delay
+        self.state = RunnerState.RETRYING
+        if cause != self._logged_cause:
+            self._logged_cause = cause
+            if isinstance(exc, TRANSIENT):
+                log.warning(
+                    "%s: ingest paused (%s); nothing is lost: trying again in %.0f s, "
+                    "backing off up to %.0f s (SIGHUP: now)",
+                    self.spec.name,
+                    cause,
+                    delay,
+                    RETRY_MAX_SECONDS,
+                )
+            else:
+                log.exception(
+                    "%s: ingest failed; trying again in %.0f s, backing off up to %.0f s",
+                    self.spec.name,
+                    delay,
+                    RETRY_MAX_SECONDS,
+                )
+
+    def _recovered(self) -> None:
+        log.info(
+            "%s: ingest resumed after %d failed tr%s (%s)",
+            self.spec.name,
+            self.retries,
+            "y" if self.retries == 1 else "ies",
+            self.error,
+        )
+        self._retry_at = None
+        self._logged_cause = None
+        self.retries = 0
+        self.error = None
+        self.state = RunnerState.LIVE
 
     def _take_changes(self) -> tuple[set[Path], bool, bool]:
         with self._changes_lock:
@@ -466,6 +577,9 @@ def describe(status: RunnerStatus) -> str:
         pct = 100.0 * status.bytes_done / status.bytes_total
         doing = busy[status.state]
         return f"{status.name}: {doing} {pct:.0f}% of {status.bytes_total / 1e6:.0f} MB"
+    if status.state == RunnerState.RETRYING.value:
+        wait = "" if status.retry_in_seconds is None else f" in {status.retry_in_seconds:.0f} s"
+        return f"{status.name}: retrying{wait}: {status.error}"
     if status.state == RunnerState.LIVE.value:
         # Lag: how long the oldest change not yet committed has waited (none: up to date).
         lag = "up to date" if status.lag_seconds is None else f"lag {status.lag_seconds:.1f} s"

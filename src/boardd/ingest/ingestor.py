@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import errno
 import functools
 import itertools
 import logging
@@ -20,6 +21,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import apsw
 
 from boardd.ingest.batching import Pending, coalesce
 from boardd.ingest.parallel import ReadyRuns, can_fork, default_workers
@@ -34,8 +37,10 @@ from boardd.ingest.sources import (
     size_now,
 )
 from boardd.reader.errors import ReaderError
+from boardd.reader.logdir import ROOT_RUN
 from boardd.reader.modes import CrcMode
 from boardd.reader.types import DecodedBatch
+from boardd.store.names import escape
 from boardd.store.writer import FileProgress, FileRecord, StoreWriter
 
 if TYPE_CHECKING:
@@ -61,6 +66,18 @@ SEGMENT_BYTES = 8 * 2**20
 #: While workers run, this process decodes in smaller batches: it also holds what they send.
 #: (bench_ingest (a): the tree's PSS drops from ~145 to ~125 MiB, time within noise.)
 HERE_BATCH_BYTES = 4 * 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A run or file that could not be examined or read: skipped (its data kept), tried again
+    at every pass until it works."""
+
+    #: The path, as the store shows names (escaped when not valid UTF-8).
+    path: str
+    reason: str
+    #: When it was first seen (seconds since the epoch).
+    since: float
 
 
 @dataclass(slots=True)
@@ -146,6 +163,15 @@ class Ingestor:
         self._pending: list[Pending] = []
         self._pending_bytes = 0
         self._pending_since = 0.0
+        #: What this pass and the last could not read, by key (a file's key, a directory).
+        self._problems: dict[str, Problem] = {}
+        #: The keys reported during the current full pass (the others have recovered).
+        self._reported: set[str] | None = None
+
+    @property
+    def problems(self) -> list[Problem]:
+        """The runs and files skipped because they could not be read (at the last look)."""
+        return sorted(self._problems.values(), key=lambda p: p.path)
 
     def pending_bytes(self) -> int:
         """Bytes in the logdir not yet consumed (what a pass would read)."""
@@ -164,12 +190,20 @@ class Ingestor:
         worker processes, one run per worker at a time; commits stay in this process.
         """
         result = PassResult()
+        self._reported = set()
         found = self.source.runs()
+        for problem in self.source.problems():
+            self._problem(problem.path, problem.reason)
         self._purge_missing_runs(found, result)
         works: list[_FileWork] = []
         for run, files in found.items():
-            run_id = self._run_id(run)
-            works.extend(self._prepare_run(run_id, files, result))
+            try:
+                run_id = self._run_id(run)
+                works.extend(self._prepare_run(run_id, files, result))
+            except apsw.Error:
+                raise  # the store's own trouble: the whole pass is retried
+            except Exception as exc:
+                self._problem(self._run_key(run, files), _describe(exc))
         total = sum(w.left() for w in works)
         runs = {w.run_id for w in works}
         if self.workers > 1 and total >= self.parallel_min_bytes and len(runs) > 1:
@@ -180,6 +214,7 @@ class Ingestor:
                     break
                 self._read_file(work, result, progress, total)
         self._flush(result)
+        self._end_full_pass()
         return result
 
     def ingest_files(
@@ -214,15 +249,24 @@ class Ingestor:
         for key in keys:
             file = self.source.file(os.fspath(key))
             run = self.source.run_of(file.key)
-            if run is None or not file.exists():
+            try:
+                if run is None or not file.exists():
+                    continue
+            except OSError as exc:
+                self._problem(file.key, _describe(exc))
                 continue
             by_run.setdefault(run, []).append(file)
         known = set(self.writer.runs(self.experiment_id))
         for run, files in by_run.items():
-            if run not in known:
-                files = self.source.run_files(run)
-            files.sort(key=_file_name)
-            self.ingest_files(run, files, result)
+            try:
+                if run not in known:
+                    files = self.source.run_files(run)
+                files.sort(key=_file_name)
+                self.ingest_files(run, files, result)
+            except apsw.Error:
+                raise
+            except Exception as exc:
+                self._problem(self._run_key(run, files), _describe(exc))
         return result
 
     def _prepare_run(
@@ -233,15 +277,25 @@ class Ingestor:
         works = []
         for file in files:
             present.add(file.key)
-            work = self._prepare(run_id, file, known.get(file.key), result)
+            try:
+                work = self._prepare(run_id, file, known.get(file.key), result)
+            except apsw.Error:
+                raise
+            except Exception as exc:
+                self._problem(file.key, _describe(exc))
+                continue
             if work is not None:
                 works.append(work)
         for key, record in known.items():
-            if (
-                key not in present
-                and record.state != "deleted"
-                and not self.source.file(key).exists()
-            ):
+            if key in present or record.state == "deleted":
+                continue
+            try:
+                gone = not self.source.file(key).exists()
+            except OSError as exc:
+                # Unreadable is not deleted: the record stays as it is.
+                self._problem(key, _describe(exc))
+                continue
+            if gone:
                 self._with_transaction(
                     result, functools.partial(self.writer.set_file_state, record.id, "deleted")
                 )
@@ -294,7 +348,9 @@ class Ingestor:
         """Applies the file's life-cycle changes; returns what is left to read, if anything."""
         try:
             ident = file.identity()
-        except OSError:
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                self._problem(file.key, _describe(exc))
             return None  # gone since discovery; the next pass marks it deleted
         if record is None:
             holder: list[FileRecord] = []
@@ -357,9 +413,18 @@ class Ingestor:
         except (OSError, ReaderError) as exc:
             self._unreadable(work, str(exc), result)
             return
+        except apsw.Error:
+            raise
+        except Exception as exc:
+            # Whatever it was, it is this file's: the others carry on; this one is read again
+            # from its committed offset at the next pass.
+            log.exception("%s: reading failed", work.file.key)
+            self._unreadable(work, _describe(exc), result)
+            return
         self._finish_file(work, offset, result)
 
     def _finish_file(self, work: _FileWork, offset: int, result: PassResult) -> None:
+        self._solved(work.file.key)
         # A file back from 'deleted' or 'unreadable' with nothing new is active again too.
         if offset == work.record.consumed and (
             not _identity_recorded(work.record, work.identity)
@@ -510,6 +575,7 @@ class Ingestor:
         self._queue(work.run_id, batch, work.progress(work.offset), 0, result)
 
     def _unreadable(self, work: _FileWork, message: str, result: PassResult) -> None:
+        self._problem(work.file.key, message)
         file_id = work.record.id
         self._with_transaction(
             result, lambda: self.writer.set_file_state(file_id, "unreadable", message)
@@ -561,13 +627,64 @@ class Ingestor:
         for run, run_id in self.writer.runs(self.experiment_id).items():
             if run in found:
                 continue
-            if self.source.run_present(run):
+            try:
+                present = self.source.run_present(run)
+            except OSError as exc:
+                # Cannot tell (a directory above it cannot be searched): keep it as it is.
+                self._problem(self._run_key(run, []), _describe(exc))
+                continue
+            if present:
                 # Files deleted, directory kept: the data stays, the files are marked deleted.
                 self.ingest_files(run, (), result)
                 continue
             self._with_transaction(result, functools.partial(self.writer.delete_run, run_id))
             self._decoders.pop(run_id, None)
             result.runs_deleted.append(run)
+
+    # -- problems -------------------------------------------------------------------------
+
+    def _run_key(self, run: str, files: list[SourceFile]) -> str:
+        """What names a run in a problem: its directory (a local source), else its name."""
+        if files:
+            return os.path.dirname(files[0].key)
+        if isinstance(self.source, LocalFileSource):
+            logdir = self.source.logdir
+            return os.fspath(logdir if run == ROOT_RUN else logdir / run)
+        return run
+
+    def _problem(self, key: str, reason: str) -> None:
+        """Records that ``key`` could not be read; logged once (again only if the reason
+        changes), shown by :attr:`problems` until a pass gets through it."""
+        if any(key.startswith(k + os.sep) for k in self._problems if k != key):
+            return  # below a directory that cannot be read: that one says it
+        if self._reported is not None:
+            self._reported.add(key)
+        known = self._problems.get(key)
+        if known is not None and known.reason == reason:
+            return
+        path = escape(key)
+        self._problems[key] = Problem(path, escape(reason), time.time())
+        log.warning("cannot read %s (%s): skipped; tried again at every pass", path, reason)
+
+    def _solved(self, key: str) -> None:
+        if self._problems.pop(key, None) is not None:
+            log.info("%s is readable again", escape(key))
+
+    def _end_full_pass(self) -> None:
+        """Forgets the problems a full pass no longer met."""
+        reported, self._reported = self._reported, None
+        if reported is None:
+            return
+        for key in [k for k in self._problems if k not in reported]:
+            self._solved(key)
+
+
+def _describe(exc: BaseException) -> str:
+    """An error as health and the log show it: its type, and its message if it has one."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror  # the path is told apart already
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _file_name(file: SourceFile) -> str:

@@ -12,12 +12,13 @@ A :class:`SourceFile` must pickle: parallel catch-up hands it to worker processe
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from boardd.reader.logdir import ROOT_RUN, discover, is_event_file, run_name
+from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem, discover, is_event_file, run_name
 from boardd.reader.source import LocalFileBytes, RandomAccessBytes
 
 #: How many leading bytes identify a file's content (its first record, usually).
@@ -62,7 +63,8 @@ class SourceFile(Protocol):
         ...
 
     def exists(self) -> bool:
-        """Whether the file is still there."""
+        """Whether the file is still there; :class:`OSError` when that cannot be told (a
+        directory on its path cannot be searched): an unreadable file is not a deleted one."""
         ...
 
 
@@ -83,12 +85,18 @@ class ByteSource(Protocol):
         """Every run with event files, by name, each with its files in name order."""
         ...
 
+    def problems(self) -> list[DiscoveryProblem]:
+        """What the last :meth:`runs` could not examine (a directory it cannot read), and why:
+        the runs below such a place are unreadable, not deleted."""
+        ...
+
     def run_files(self, run: str) -> list[SourceFile]:
         """The event files of one run now, in name order."""
         ...
 
     def run_present(self, run: str) -> bool:
-        """Whether the run's directory (or prefix) is still there, files or not."""
+        """Whether the run's directory (or prefix) is still there, files or not;
+        :class:`OSError` when that cannot be told."""
         ...
 
     def file(self, key: str) -> SourceFile:
@@ -131,8 +139,8 @@ class LocalFile:
         return LocalFileBytes(self.path)
 
     def exists(self) -> bool:
-        """Whether the path exists."""
-        return os.path.exists(self.path)
+        """Whether the path exists; OSError (EACCES, EIO) when that cannot be told."""
+        return _exists(self.path)
 
 
 class LocalFileSource:
@@ -140,6 +148,7 @@ class LocalFileSource:
 
     def __init__(self, logdir: str | os.PathLike[str]) -> None:
         self.logdir = Path(logdir)
+        self._problems: list[DiscoveryProblem] = []
 
     @property
     def location(self) -> str:
@@ -152,10 +161,13 @@ class LocalFileSource:
 
     def runs(self) -> dict[str, list[SourceFile]]:
         """Discovery (:func:`boardd.reader.logdir.discover`): symlinks followed, loops not."""
-        return {
-            run: [LocalFile(str(p)) for p in paths]
-            for run, paths in discover(self.logdir).runs.items()
-        }
+        found = discover(self.logdir)
+        self._problems = found.problems
+        return {run: [LocalFile(str(p)) for p in paths] for run, paths in found.runs.items()}
+
+    def problems(self) -> list[DiscoveryProblem]:
+        """The directories and files the last :meth:`runs` could not examine."""
+        return list(self._problems)
 
     def run_files(self, run: str) -> list[SourceFile]:
         """The run directory's event files (not its subdirectories': they are runs of their own)."""
@@ -167,8 +179,9 @@ class LocalFileSource:
         return [LocalFile(str(directory / name)) for name in names]
 
     def run_present(self, run: str) -> bool:
-        """Whether the run's directory is there."""
-        return self._directory(run).is_dir()
+        """Whether the run's directory is there; OSError when that cannot be told."""
+        directory = self._directory(run)
+        return _exists(directory) and directory.is_dir()
 
     def file(self, key: str) -> SourceFile:
         """The file at path ``key``."""
@@ -182,6 +195,20 @@ class LocalFileSource:
 
     def _directory(self, run: str) -> Path:
         return self.logdir if run == ROOT_RUN else self.logdir / run
+
+
+#: What "no such file" looks like: anything else (EACCES, EIO, ELOOP) leaves it unknown.
+_GONE = (errno.ENOENT, errno.ENOTDIR)
+
+
+def _exists(path: str | os.PathLike[str]) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in _GONE:
+            return False
+        raise
+    return True
 
 
 def read_head(file: SourceFile) -> bytes | None:

@@ -108,11 +108,24 @@ def open_reader(path: str | os.PathLike[str]) -> apsw.Connection:
 @contextlib.contextmanager
 def immediate(connection: apsw.Connection) -> Iterator[apsw.Connection]:
     """A write transaction that takes the write lock at BEGIN, so a read-then-write inside it
-    cannot race another writer (https://www.sqlite.org/lang_transaction.html#immediate)."""
+    cannot race another writer (https://www.sqlite.org/lang_transaction.html#immediate).
+
+    On an error (in the body or at COMMIT) what is still open is rolled back and the error
+    itself is raised. SQLite has often rolled back already: after SQLITE_FULL, SQLITE_IOERR or
+    SQLITE_NOMEM it may end the transaction itself
+    (https://www.sqlite.org/lang_transaction.html#response_to_errors_within_a_transaction),
+    and a ROLLBACK then would raise "no transaction is active" in place of the real error.
+    A COMMIT that failed (SQLITE_BUSY, SQLITE_FULL) may leave the transaction open: it is
+    rolled back here, so the connection can begin the next one.
+    """
     connection.execute("BEGIN IMMEDIATE")
     try:
         yield connection
-    except BaseException:
-        connection.execute("ROLLBACK")
+        connection.execute("COMMIT")
+    except BaseException as exc:
+        if connection.in_transaction:
+            try:
+                connection.execute("ROLLBACK")
+            except apsw.Error as rollback_error:
+                exc.add_note(f"and the rollback failed too: {rollback_error}")
         raise
-    connection.execute("COMMIT")

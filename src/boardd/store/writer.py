@@ -32,6 +32,7 @@ from boardd.reader.types import (
 from boardd.store.blobs import delete_blobs, put_blobs
 from boardd.store.connection import immediate
 from boardd.store.lease import Lease
+from boardd.store.names import escape, unescape
 from boardd.store.reservoir import ReservoirState, offer, run_seed
 from boardd.store.sampling import capacity_for
 
@@ -218,12 +219,17 @@ class StoreWriter:
             return int(row)
         self._db.execute(
             "INSERT INTO experiments (name, logdir, creation_time) VALUES (?, ?, ?)",
-            (name, logdir, time.time()),
+            (name, escape(logdir), time.time()),
         )
         return int(self._db.last_insert_rowid())
 
     def ensure_run(self, experiment_id: int, name: str) -> int:
-        """The id of run ``name`` (created if new; undeleted if it had been marked deleted)."""
+        """The id of run ``name`` (created if new; undeleted if it had been marked deleted).
+
+        Names (of runs, files, the logdir) are given and returned as the file system has them;
+        the store keeps them escaped when they are not valid UTF-8 (:mod:`boardd.store.names`).
+        """
+        name = escape(name)
         row = self._db.execute(
             "SELECT id, deleted FROM runs WHERE experiment_id = ? AND name = ?",
             (experiment_id, name),
@@ -245,7 +251,7 @@ class StoreWriter:
     def runs(self, experiment_id: int) -> dict[str, int]:
         """Live (not deleted) runs of an experiment: name → id."""
         return {
-            str(name): int(run_id)
+            unescape(str(name)): int(run_id)
             for run_id, name in self._db.execute(
                 "SELECT id, name FROM runs WHERE experiment_id = ? AND deleted = 0",
                 (experiment_id,),
@@ -295,17 +301,16 @@ class StoreWriter:
 
     def files(self, run_id: int) -> dict[str, FileRecord]:
         """The files known for a run, by path."""
-        return {
-            str(row[2]): FileRecord(*row)
-            for row in self._db.execute(
-                "SELECT id, run_id, path, device, inode, size, consumed, state, head FROM files "
-                "WHERE run_id = ?",
-                (run_id,),
-            )
-        }
+        rows = self._db.execute(
+            "SELECT id, run_id, path, device, inode, size, consumed, state, head FROM files "
+            "WHERE run_id = ?",
+            (run_id,),
+        )
+        return {record.path: record for record in map(_file_record, rows)}
 
     def ensure_file(self, run_id: int, path: str) -> FileRecord:
         """The record of an event file (created with offset 0 if new)."""
+        path = escape(path)
         self._db.execute(
             "INSERT INTO files (run_id, path) VALUES (?, ?) ON CONFLICT (path) DO NOTHING",
             (run_id, path),
@@ -316,12 +321,13 @@ class StoreWriter:
             (path,),
         ).fetchone()
         assert row is not None
-        return FileRecord(*row)
+        return _file_record(row)
 
     def set_file_state(self, file_id: int, state: str, error: str | None = None) -> None:
         """Marks a file (e.g. ``deleted``, ``replaced``, ``unreadable``) with its last error."""
         self._db.execute(
-            "UPDATE files SET state = ?, last_error = ? WHERE id = ?", (state, error, file_id)
+            "UPDATE files SET state = ?, last_error = ? WHERE id = ?",
+            (state, None if error is None else escape(error), file_id),
         )
 
     def restart_file(self, file_id: int, reason: str) -> None:
@@ -333,7 +339,7 @@ class StoreWriter:
         self._db.execute(
             "UPDATE files SET consumed = 0, size = 0, state = 'active', last_error = ? "
             "WHERE id = ?",
-            (reason, file_id),
+            (escape(reason), file_id),
         )
         self._db.execute("DELETE FROM data_loss WHERE file_id = ?", (file_id,))
 
@@ -356,7 +362,10 @@ class StoreWriter:
         now = time.time()
         self._db.executemany(
             "INSERT INTO data_loss (file_id, offset, length, reason, time) VALUES (?, ?, ?, ?, ?)",
-            [(progress.file_id, d.offset, d.length, d.reason, now) for d in batch.data_loss],
+            [
+                (progress.file_id, d.offset, d.length, escape(d.reason), now)
+                for d in batch.data_loss
+            ],
         )
         self._db.execute(
             "UPDATE files SET consumed = ?, size = ?, mtime = ?, device = ?, inode = ?, "
@@ -368,7 +377,7 @@ class StoreWriter:
                 progress.device,
                 progress.inode,
                 progress.state,
-                progress.last_error,
+                None if progress.last_error is None else escape(progress.last_error),
                 progress.head,
                 progress.file_id,
             ),
@@ -614,6 +623,13 @@ class StoreWriter:
                 "VALUES (?, ?, ?, ?, ?)",
                 [(run_id, e.kind.value, e.step, e.wall_time, e.detail) for e in events],
             )
+
+
+def _file_record(row: Sequence[object]) -> FileRecord:
+    """A row of ``files`` (id, run_id, path, device, inode, size, consumed, state, head), its
+    path as the file system has it."""
+    file_id, run_id, path, *rest = row
+    return FileRecord(file_id, run_id, unescape(str(path)), *rest)  # type: ignore[arg-type]
 
 
 def stored_generation(connection: apsw.Connection) -> int:

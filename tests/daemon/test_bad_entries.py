@@ -1,0 +1,190 @@
+"""Issue 12 §1: one bad entry never stops an experiment (real daemons, real files, real limits).
+
+Unreadable directories: the tests run as root here, and root reads a ``chmod 000`` directory
+anyway (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH). So when the test runs as root, the daemon
+subprocess is started through ``setpriv`` with those two capabilities dropped from its bounding
+set: it is still uid 0 (it owns its store and state directory), but file permissions apply to
+it as to any user. Run as an ordinary user, the daemon is started as it is.
+
+A full disk: SQLite's own page limit (``PRAGMA max_page_count`` on the writer's connection)
+makes the store's pager return a real SQLITE_FULL; a tiny mounted file system would need mount
+rights that CI does not give.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+from boardd.config import ExperimentSpec, ServeSettings
+from boardd.daemon.runner import ExperimentRunner, describe
+from boardd.store.connection import open_reader
+from tests.conftest import EventRun
+from tests.daemon.conftest import ServeFactory, wait_until
+
+DROP = "-dac_override,-dac_read_search"
+
+
+def _unprivileged(tmp_path: Path) -> list[str]:
+    """The command prefix under which ``chmod 000`` applies to the daemon (see above)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: cannot make a directory unreadable")
+    prefix = [setpriv, "--bounding-set", DROP, "--inh-caps", DROP]
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    probe.chmod(0)
+    try:
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", f"import os; os.listdir({str(probe)!r})"],
+            capture_output=True,
+            check=False,
+        )
+    finally:
+        probe.chmod(0o755)
+    if b"PermissionError" not in done.stderr:
+        pytest.skip(f"setpriv cannot drop CAP_DAC_OVERRIDE here: {done.stderr!r}")
+    return prefix
+
+
+def _write(directory: Path, start: int, stop: int, suffix: str = "") -> None:
+    run = EventRun(directory, suffix)
+    run.scalars("loss", {s: s / 10 for s in range(start, stop)})
+    run.close()
+
+
+def test_unreadable_runs_are_skipped_reported_once_and_recover(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    """Before: ``PermissionError`` from ``run_present`` (Path.is_dir) ended the ingest thread
+    for good (state ``failed``): new runs were never read again, not even after SIGHUP."""
+    prefix = _unprivileged(tmp_path)
+    logdir = tmp_path / "logs"
+    _write(logdir / "a", 0, 10)
+    _write(logdir / "b" / "c", 0, 10)
+    daemon = serve(logdir, "--rescan-interval", "0.5", prefix=prefix)
+    daemon.wait_for_steps("a", "loss", range(10))
+    daemon.wait_for_steps("b/c", "loss", range(10))
+
+    (logdir / "a").chmod(0)  # the run's own directory
+    (logdir / "b").chmod(0)  # a directory above a run
+    try:
+        _write(logdir / "d", 0, 5)  # the rest of the experiment carries on
+        daemon.wait_for_steps("d", "loss", range(5))
+        entry = wait_until(
+            lambda: len((s := daemon.status())["unreadable"]) >= 2 and s,
+            what="the unreadable runs in health",
+            alive=daemon.check_alive,
+        )
+        assert entry["state"] == "live"
+        assert daemon.health()["status"] == "ok"
+        assert [(u["path"], u["reason"]) for u in entry["unreadable"]] == [
+            (str(logdir / "a"), "Permission denied"),
+            (str(logdir / "b"), "Permission denied"),
+        ]
+        # Unreadable is not deleted: the runs and their points stay.
+        assert daemon.runs() == ["a", "b/c", "d"]
+        assert len(daemon.scalars("a", "loss")) == 10
+        # Several passes later, each is still logged once.
+        _write(logdir / "e", 0, 3)
+        daemon.wait_for_steps("e", "loss", range(3))
+        time.sleep(1.5)  # three more rescans (every 0.5 s): the count must not grow
+        log = daemon.stderr()
+        assert log.count(f"cannot read {logdir / 'a'} (Permission denied)") == 1, log
+        assert log.count(f"cannot read {logdir / 'b'} (Permission denied)") == 1, log
+        assert log.count("cannot read") == 2, log  # nothing below them is told again
+    finally:
+        (logdir / "a").chmod(0o755)
+        (logdir / "b").chmod(0o755)
+    # Permissions back: read on by itself at the next rescan, no SIGHUP, nothing doubled.
+    _write(logdir / "a", 10, 20, suffix=".2")
+    _write(logdir / "b" / "c", 10, 15, suffix=".2")
+    daemon.wait_for_steps("a", "loss", range(20))
+    daemon.wait_for_steps("b/c", "loss", range(15))
+    wait_until(lambda: daemon.status()["unreadable"] == [], what="nothing unreadable")
+    assert "is readable again" in daemon.stderr()
+    assert daemon.status()["data_loss"] == 0
+
+
+def _page_limit(connection: apsw.Connection, pages: int) -> None:
+    """Sets the writer connection's page limit from this thread, between its uses by the
+    runner's thread (APSW refuses concurrent use of one connection: try again)."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            connection.pragma("max_page_count", pages)
+            return
+        except apsw.ThreadingViolation:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _steps(db: Path) -> list[int]:
+    connection = open_reader(db)
+    try:
+        return [
+            int(s) for (s,) in connection.execute("SELECT step FROM scalar_points ORDER BY step")
+        ]
+    finally:
+        connection.close()
+
+
+def test_a_full_store_is_retried_with_back_off_and_resumes_once_space_is_freed(
+    tmp_path: Path,
+) -> None:
+    """Before: the ROLLBACK after SQLITE_FULL raised "cannot rollback - no transaction is
+    active", which hid FullError and ended the ingest thread for good (state ``failed``)."""
+    logdir = tmp_path / "logs"
+    _write(logdir / "train", 0, 10)
+    spec = ExperimentSpec("full", logdir, tmp_path / "s.sqlite")
+    # A long rescan interval: the test thread touches the writer's connection while idle.
+    settings = ServeSettings(experiments=(spec,), rescan_interval=60, sampling={"*": None})
+    runner = ExperimentRunner(spec, settings)
+    runner.start()
+    try:
+        assert runner.opened.wait(10)
+        wait_until(lambda: runner.status().state == "live", what="live")
+        wait_until(lambda: _steps(spec.db) == list(range(10)), what="the first points")
+        session = runner._session
+        assert session is not None
+        connection = session.writer._db
+        pages = int(connection.pragma("page_count"))
+        _page_limit(connection, pages)  # not one page more: the disk is "full"
+
+        _write(logdir / "train", 10, 20_010, suffix=".2")  # ~20,000 points need new pages
+        status = wait_until(
+            lambda: (s := runner.status()).state == "retrying" and s.retries >= 2 and s,
+            what="retrying",
+        )
+        assert status.error is not None
+        assert status.error.startswith("FullError: database or disk is full"), status.error
+        assert status.retry_in_seconds is not None
+        assert "retrying" in describe(status)
+        # What fitted is committed (with its offsets), the rest waits: a prefix, no gap.
+        so_far = _steps(spec.db)
+        assert so_far == list(range(len(so_far))) and len(so_far) < 20_010
+
+        _page_limit(connection, 2**30)  # space freed: no SIGHUP, it resumes by itself
+        wait_until(lambda: _steps(spec.db) == list(range(20_010)), timeout=30, what="every point")
+        status = wait_until(lambda: (s := runner.status()).state == "live" and s, what="live")
+        assert status.error is None and status.retries == 0
+        reader = open_reader(spec.db)
+        try:
+            assert reader.execute("SELECT count(*) FROM data_loss").get == 0
+            files = reader.execute("SELECT consumed, size FROM files").fetchall()
+            assert all(consumed == size for consumed, size in files), files
+        finally:
+            reader.close()
+    finally:
+        runner.stop()
+    assert runner.status().state == "stopped"
