@@ -4,6 +4,7 @@ too large, the connection cap. The server is boardd's uvicorn configuration in a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -38,7 +39,7 @@ class App:
         if scope["path"] == "/hold":
             self.holding += 1
             while not self.release.is_set():
-                await _sleep(0.01)
+                await asyncio.sleep(0.01)
         body = b'{"ok":true}'
         await send(
             {
@@ -51,12 +52,6 @@ class App:
             }
         )
         await send({"type": "http.response.body", "body": body})
-
-
-async def _sleep(seconds: float) -> None:
-    import asyncio
-
-    await asyncio.sleep(seconds)
 
 
 @pytest.fixture
@@ -144,7 +139,11 @@ def test_a_whole_request_is_not_cut(app: App, servers: list[ThreadedServer]) -> 
     with httpx.Client(base_url=server.url, trust_env=False, timeout=10.0) as client:
         holding = threading.Thread(target=lambda: client.get("/hold"))
         holding.start()
-        time.sleep(HEAD * 2)  # the deadline passes while the app works (nothing to wait for)
+        deadline = time.monotonic() + 10.0
+        while app.holding < 1:
+            assert time.monotonic() < deadline, "the held request did not arrive"
+            time.sleep(0.01)
+        time.sleep(HEAD * 2)  # the head deadline passes while the app works
         app.release.set()
         holding.join(10.0)
         assert client.get("/").json() == {"ok": True}
