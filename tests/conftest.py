@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.types import ASGIApp
 from tensorboard.compat.proto import event_pb2 as tb_event_pb2
 from tensorboard.compat.proto import summary_pb2 as tb_summary_pb2
@@ -21,6 +20,7 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboardX import summary as x_summary
 
 from boardd.config import ExperimentSpec
+from boardd.daemon.http import HEAD_TIMEOUT, Server, server_config
 from boardd.ingest import IngestResult, ingest_logdir
 from boardd.ingest.ingestor import Ingestor
 from boardd.store.bus import ChangeHub
@@ -149,7 +149,15 @@ def live_stores(tmp_path: Path) -> Iterator[Callable[..., LiveStore]]:
 class ThreadedServer:
     """An ASGI app under a real uvicorn in a thread, on 127.0.0.1 (a free port, or ``port``)."""
 
-    def __init__(self, app: ASGIApp, *, port: int = 0, graceful: float = 5.0) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        port: int = 0,
+        graceful: float = 5.0,
+        head_timeout: float = HEAD_TIMEOUT,
+        max_connections: int | None = None,
+    ) -> None:
         # IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only then (as boardd's).
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -157,14 +165,11 @@ class ThreadedServer:
         self.sock.listen(64)
         self.port = int(self.sock.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(
-            app,
-            log_config=None,
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=graceful,
+        # boardd's own server configuration (its connection guard too), as boardd serve's.
+        config = server_config(
+            app, graceful=graceful, head_timeout=head_timeout, max_connections=max_connections
         )
-        self.server = uvicorn.Server(config)
+        self.server = Server(config)
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, name="test-uvicorn"
         )

@@ -270,8 +270,11 @@ def test_unknown_paths(api: TestClient) -> None:
 def test_wrong_method_on_every_route(api: TestClient, blob_key: str, method: str) -> None:
     for route in EXAMPLES:
         for url in examples(route, blob_key):
-            error = assert_error(request(api, method, url), 405)
+            response = request(api, method, url)
+            error = assert_error(response, 405)
             assert error["code"] == "method_not_allowed", (method, url)
+            # RFC 9110: a 405 names the methods the resource takes.
+            assert set(response.headers["allow"].split(", ")) == {"GET", "HEAD"}, url
     # HEAD is GET without a body.
     for route in EXAMPLES:
         if route not in STREAMING:

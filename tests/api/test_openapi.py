@@ -187,6 +187,36 @@ def test_parameter_schemas_are_what_the_handlers_check(api: TestClient, path: st
             assert_error(fetch(api, path, [*base, (name, "yaml")]), 400)
 
 
+#: Parameters bounding a range, low then high.
+RANGES = (("step_min", "step_max"), ("index_min", "index_max"))
+
+
+@pytest.mark.parametrize(
+    ("path", "low", "high"),
+    [
+        (p, low, high)
+        for p in sorted(SPEC["paths"])
+        for low, high in RANGES
+        if low in query_parameters(p)
+    ],
+)
+def test_inverted_ranges_are_described_as_400(
+    api: TestClient, path: str, low: str, high: str
+) -> None:
+    described = query_parameters(path)
+    # Each value fits its parameter's schema; only the pair is wrong.
+    values = {low: 5, high: 2}
+    for name, value in values.items():
+        schema_validator(described[name]["schema"]).validate(value)
+    response = SPEC["paths"][path]["get"]["responses"]["400"]
+    assert f"{low} > {high}" in response["description"], response
+    params = [("plugin", plugin_of(path)), *((n, str(v)) for n, v in values.items())]
+    answer = fetch(api, path, params)
+    error = assert_error(answer, 400)
+    schema_validator(response_schema(path, 400)).validate(answer.json())
+    assert f"{low}=5 is greater than {high}=2" in error["message"]
+
+
 #: Real requests whose JSON answers must fit the described 200 schema.
 ANSWERS = [
     ("/api/v1/health", []),

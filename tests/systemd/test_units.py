@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from boardd.daemon.http import MAX_CONNECTIONS, connection_cap
 from boardd.exitcodes import ExitCode
 from boardd.systemd.escape import quote_exec_path, systemd_escape_path
 from boardd.systemd.install import find_boardd_executable
@@ -119,6 +120,8 @@ def test_shipped_units_have_the_required_settings() -> None:
         assert settings["KillSignal"] == ["SIGTERM"]
         assert settings["TimeoutStopSec"] == ["20"]
         assert settings["NoNewPrivileges"] == ["yes"]
+        # Enough descriptors for the whole connection cap and as much again for the rest.
+        assert connection_cap(int(settings["LimitNOFILE"][0])) == MAX_CONNECTIONS
         exec_start = settings["ExecStart"][0]
         assert ("serve %f " in exec_start) == template
         assert ("serve $BOARDD_LOGDIR " in exec_start) == (not template)

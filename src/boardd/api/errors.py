@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -13,7 +16,10 @@ _CODES = {
     401: "unauthorized",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     413: "too_large",
+    414: "uri_too_long",
+    431: "header_too_large",
     500: "internal",
     503: "unavailable",
 }
@@ -29,12 +35,22 @@ class ApiError(Exception):
         self.code = code or _CODES.get(status, "error")
 
 
-def error_response(status: int, message: str, code: str | None = None) -> JSONResponse:
+def error_response(
+    status: int, message: str, code: str | None = None, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     """The one error shape."""
     return JSONResponse(
         {"error": {"code": code or _CODES.get(status, "error"), "message": message}},
         status_code=status,
+        headers=headers,
     )
+
+
+def error_bytes(status: int, message: str, code: str | None = None) -> bytes:
+    """The body of :func:`error_response`, for answers written below the app (the HTTP
+    server's own: a request head too large or too slow, too many connections)."""
+    body = {"error": {"code": code or _CODES.get(status, "error"), "message": message}}
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 async def handle_api_error(request: Request, exc: Exception) -> Response:
@@ -44,9 +60,9 @@ async def handle_api_error(request: Request, exc: Exception) -> Response:
 
 
 async def handle_http_exception(request: Request, exc: Exception) -> Response:
-    """Starlette's own 404/405 in the same envelope."""
+    """Starlette's own 404/405 in the same envelope (a 405 keeps its Allow header)."""
     assert isinstance(exc, HTTPException)
-    return error_response(exc.status_code, str(exc.detail))
+    return error_response(exc.status_code, str(exc.detail), headers=exc.headers)
 
 
 async def handle_unexpected(request: Request, exc: Exception) -> Response:

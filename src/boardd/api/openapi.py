@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from boardd import __version__
-from boardd.api.routes import JSON, ROUTES, Answer, RouteDef
+from boardd.api.routes import JSON, ROUTES, RouteDef
 from boardd.api.schemas import SCHEMAS, ref
 
 _ERROR_RESPONSES = {
@@ -32,6 +32,9 @@ _ERROR_RESPONSES = {
     ),
 }
 
+#: Parameters that bound a range: each value valid alone, the pair inverted is a 400.
+_RANGES = (("step_min", "step_max"), ("index_min", "index_max"))
+
 _TAG_TEXT = {"server": {"description": "health and what the server holds"}}
 
 _ETAG_HEADERS = {
@@ -49,7 +52,22 @@ _NOT_MODIFIED = {
 }
 
 
-def _responses(answer: Answer, errors: Iterable[int]) -> dict[str, Any]:
+def _bad_request(route: RouteDef) -> dict[str, Any]:
+    """The 400 of a route: the shared one, or (on a route with ranges) one that also names
+    the inverted ranges, which no parameter's schema can express."""
+    names = route.query_names
+    inverted = [f"{lo} > {hi}" for lo, hi in _RANGES if lo in names and hi in names]
+    if not inverted:
+        return {"$ref": "#/components/responses/BadRequest"}
+    return {
+        "description": f"{_ERROR_RESPONSES[400][1]}, or a range is inverted "
+        f"({', '.join(inverted)}: each value is valid alone)",
+        "content": {JSON: {"schema": ref("Error")}},
+    }
+
+
+def _responses(route: RouteDef) -> dict[str, Any]:
+    answer = route.answer
     ok: dict[str, Any] = {"description": answer.description, "content": dict(answer.content)}
     headers = {**(_ETAG_HEADERS if answer.etag else {}), **answer.headers}
     if headers:
@@ -57,8 +75,10 @@ def _responses(answer: Answer, errors: Iterable[int]) -> dict[str, Any]:
     out: dict[str, Any] = {"200": ok}
     if answer.etag:
         out["304"] = _NOT_MODIFIED
-    for status in sorted({*errors, 401}):
+    for status in sorted({*route.errors, 401}):
         out[str(status)] = {"$ref": f"#/components/responses/{_ERROR_RESPONSES[status][0]}"}
+    if "400" in out:
+        out["400"] = _bad_request(route)
     return out
 
 
@@ -69,7 +89,7 @@ def _operation(route: RouteDef) -> dict[str, Any]:
         "description": route.description,
         "tags": [route.tag],
         "parameters": [p.schema() for p in route.params],
-        "responses": _responses(route.answer, route.errors),
+        "responses": _responses(route),
     }
 
 

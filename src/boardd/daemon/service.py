@@ -31,6 +31,7 @@ from boardd.api.app import create_app
 from boardd.api.auth import LOGIN_PATH
 from boardd.api.tensorboard import webui
 from boardd.config import ServeSettings
+from boardd.daemon.http import Server, server_config
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner, describe
 from boardd.store.bus import ChangeHub
@@ -110,7 +111,7 @@ def open_url(base: str, token: str | None) -> str:
     return f"{base}{LOGIN_PATH}?{urlencode({'token': token})}"
 
 
-class _Server(uvicorn.Server):
+class _Server(Server):
     """uvicorn's server with boardd's own signal handling (SIGHUP rescans; no re-raise)."""
 
     def __init__(self, config: uvicorn.Config, service: Service) -> None:
@@ -184,13 +185,7 @@ class Service:
             },
             sampling=self.settings.sampling,
         )
-        config = uvicorn.Config(
-            app,
-            log_config=None,
-            access_log=False,
-            lifespan="on",
-            timeout_graceful_shutdown=3,
-        )
+        config = server_config(app, graceful=3.0)
         self._server = _Server(config, self)
         for runner in self.runners:
             runner.start()

@@ -1,0 +1,321 @@
+"""The HTTP server's configuration, and its defence against clients that hold connections.
+
+uvicorn times out idle keep-alive connections only: a connection that never sends a request,
+or sends part of a request head and stops (slowloris), is kept for ever, and each holds a file
+descriptor. Neither h11 nor httptools has a header timeout, and uvicorn's ``limit_concurrency``
+caps nothing about sockets (connections are still accepted; a request *parsed* beyond the limit
+gets a 503, and a partial one is never parsed). At the descriptor limit, ``accept()`` fails
+with EMFILE, asyncio logs it with a traceback up to 2,048 times per second, and ingest can no
+longer open files.
+
+So the protocol here is uvicorn's h11 protocol with three additions, all per connection and
+all in the event loop's thread (no locks):
+
+* a request head must be complete within :data:`HEAD_TIMEOUT` seconds of the connection
+  waiting for one (its opening, or the end of the previous response; uvicorn's keep-alive
+  timeout still closes idle ones sooner): a byte now and then does not extend it. A partial
+  head is answered 408 (the JSON error shape), a silent connection is just closed;
+* at most :func:`connection_cap` connections are open: one more evicts the connection that
+  has waited longest for a request head (a well-behaved client sends its head at once, so only
+  idle or stalled ones are waiting); when none is waiting (every one is busy), the newcomer
+  gets a 503 and is closed;
+* a head too large (a 1 MB URL or header) gets the JSON error shape (414 or 431), as does a
+  malformed request (400), instead of h11's plain text.
+
+What it drops is logged as one summary line at most once a minute, never a line per
+connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import resource
+import socket
+import time
+from collections import Counter
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from boardd.api.errors import error_bytes
+
+log = logging.getLogger(__name__)
+
+#: Seconds a connection has to send a whole request head once it waits for one.
+HEAD_TIMEOUT = 10.0
+#: The most connections open at once (the descriptor limit may lower it: connection_cap()).
+#: Enough for many browsers (a TensorBoard tab opens about six) and scripts; low enough that
+#: the process's other descriptors keep numbers below 1,024, as select() needs (watchdog's
+#: inotify thread uses it).
+MAX_CONNECTIONS = 512
+#: Connections accepted per turn of the event loop (asyncio's default; uvicorn's is 2,048):
+#: each is a descriptor before its protocol exists, so this bounds how far a burst overshoots
+#: the cap. Also the kernel's queue of connections not yet accepted.
+ACCEPT_BATCH = 100
+#: The largest request head (request line and headers) read: above the API's 64 KiB bound on
+#: query strings (which answers 413 itself), well below anything that could cost memory.
+MAX_HEAD_BYTES = 128 * 1024
+#: Seconds between two summary lines of dropped connections.
+REPORT_INTERVAL = 60.0
+
+
+def connection_cap(nofile: int | None = None) -> int:
+    """The connection cap under a descriptor limit (default: this process's soft
+    RLIMIT_NOFILE): half of it at most, the other half left to the stores, event files and
+    worker pipes; never above :data:`MAX_CONNECTIONS`."""
+    if nofile is None:
+        nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if nofile == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(16, min(MAX_CONNECTIONS, nofile // 2))
+
+
+def server_config(
+    app: Any,
+    *,
+    graceful: float = 3.0,
+    head_timeout: float = HEAD_TIMEOUT,
+    max_connections: int | None = None,
+) -> uvicorn.Config:
+    """uvicorn's configuration of boardd's HTTP server: its own logging, no access log, and
+    the connection guard of this module (``max_connections`` default: connection_cap())."""
+    cap = connection_cap() if max_connections is None else max_connections
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        # Annotated int, used as asyncio.wait_for's timeout: a fraction is fine.
+        timeout_graceful_shutdown=graceful,  # type: ignore[arg-type]
+        http=guarded_protocol(cap, head_timeout),
+        ws="none",  # no WebSocket route; an upgrade would also leave the guard's count
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        backlog=ACCEPT_BATCH,
+    )
+
+
+def raw_error(status: int, reason: str, message: str, code: str | None = None) -> bytes:
+    """A whole HTTP/1.1 error response in the API's JSON shape, closing the connection (for
+    answers given before, or instead of, parsing a request)."""
+    body = error_bytes(status, message, code)
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class _Guard:
+    """What the connections of one server share: who is open, who waits for a request head
+    (oldest first), and the counts of the next summary line."""
+
+    def __init__(self, cap: int, head_timeout: float) -> None:
+        self.cap = cap
+        self.head_timeout = head_timeout
+        self.open: set[GuardedH11Protocol] = set()
+        #: Connections waiting for a request head, in the order they began to wait.
+        self.waiting: dict[GuardedH11Protocol, None] = {}
+        self._counts: Counter[str] = Counter()
+        self._last_report = -REPORT_INTERVAL
+        self._report_due: asyncio.TimerHandle | None = None
+
+    def admit(self, newcomer: GuardedH11Protocol) -> bool:
+        """Makes room for one more connection; False if it must be refused."""
+        if len(self.open) < self.cap:
+            return True
+        if self.waiting:
+            oldest = next(iter(self.waiting))
+            oldest.drop()
+            self.note(newcomer.loop, "evicted")
+            return True
+        self.note(newcomer.loop, "refused")
+        return False
+
+    def note(self, loop: asyncio.AbstractEventLoop, what: str) -> None:
+        """Counts one dropped connection; the summary line follows within the interval."""
+        self._counts[what] += 1
+        if self._report_due is None:
+            delay = max(0.0, self._last_report + REPORT_INTERVAL - time.monotonic())
+            self._report_due = loop.call_later(delay, self._report)
+
+    def flush(self) -> None:
+        """Logs the summary now, if anything is left to report (at shutdown)."""
+        if self._report_due is not None:
+            self._report_due.cancel()
+            self._report()
+
+    def _report(self) -> None:
+        self._report_due = None
+        self._last_report = time.monotonic()
+        counts, self._counts = self._counts, Counter()
+        parts = {
+            "timed_out": f"{{}} sent no whole request head within {self.head_timeout:g} s",
+            "evicted": f"{{}} waiting for a request head made room (at most {self.cap} open)",
+            "refused": f"{{}} refused with 503 (all {self.cap} connections busy)",
+            "too_large": "{} sent a request head over the size limit",
+            "malformed": "{} sent a malformed request",
+            "accept_failed": "{} could not be accepted (out of descriptors or memory)",
+        }
+        text = "; ".join(parts[k].format(n) for k, n in sorted(counts.items()) if n)
+        if text:
+            log.warning("HTTP connections closed by the server: %s", text)
+
+
+class _QuietLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """uvicorn's logger, minus its line per malformed request (counted in the summary)."""
+
+    @property
+    def level(self) -> int:
+        """The logger's own level (uvicorn reads it)."""
+        return int(self.logger.level)
+
+    def warning(self, msg: object, *args: object, **kwargs: Any) -> None:
+        if msg == "Invalid HTTP request received.":
+            return  # counted by send_400_response
+        super().warning(msg, *args, **kwargs)
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a request-head deadline, a connection cap and JSON errors
+    (see the module's description). Made per server by :func:`guarded_protocol`."""
+
+    guard: _Guard
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.logger = _QuietLogger(self.logger, {})  # type: ignore[assignment]
+        self._head_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        admitted = self.guard.admit(self)
+        super().connection_made(transport)
+        self.guard.open.add(self)
+        if not admitted:
+            transport.write(
+                raw_error(503, "Service Unavailable", "too many connections; retry shortly")
+            )
+            transport.close()
+            return
+        self._watch_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.guard.open.discard(self)
+        self.guard.waiting.pop(self, None)
+        self._cancel_head_deadline()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch_head()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch_head()
+
+    def send_400_response(self, msg: str) -> None:
+        # h11 refused what it received: a head beyond MAX_HEAD_BYTES, or malformed.
+        received = self.conn.trailing_data[0]
+        if len(received) > MAX_HEAD_BYTES:
+            if b"\n" not in received:
+                self.guard.note(self.loop, "too_large")
+                answer = raw_error(
+                    414, "URI Too Long", f"the request line is over {MAX_HEAD_BYTES} bytes"
+                )
+            else:
+                self.guard.note(self.loop, "too_large")
+                answer = raw_error(
+                    431,
+                    "Request Header Fields Too Large",
+                    f"the request head is over {MAX_HEAD_BYTES} bytes",
+                )
+        else:
+            self.guard.note(self.loop, "malformed")
+            answer = raw_error(400, "Bad Request", "malformed HTTP request")
+        self.transport.write(answer)
+        self.transport.close()
+
+    def drop(self) -> None:
+        """Closes the connection at once (it was waiting for a request head)."""
+        self.guard.waiting.pop(self, None)
+        self._cancel_head_deadline()
+        self.transport.close()
+
+    def _watch_head(self) -> None:
+        """Arms the head deadline while the connection waits for a request head (and keeps
+        it: a byte now and then does not extend it); disarms it once a head is in."""
+        waiting = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+        if not waiting:
+            self.guard.waiting.pop(self, None)
+            self._cancel_head_deadline()
+        elif self._head_deadline is None:
+            self.guard.waiting[self] = None
+            self._head_deadline = self.loop.call_later(
+                self.guard.head_timeout, self._head_timed_out
+            )
+
+    def _head_timed_out(self) -> None:
+        self._head_deadline = None
+        self.guard.waiting.pop(self, None)
+        if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
+            return
+        self.guard.note(self.loop, "timed_out")
+        if self.conn.trailing_data[0]:
+            self.transport.write(
+                raw_error(
+                    408,
+                    "Request Timeout",
+                    f"the request head did not arrive within {self.guard.head_timeout:g} s",
+                )
+            )
+        self.transport.close()
+
+    def _cancel_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+
+def guarded_protocol(cap: int, head_timeout: float) -> type[asyncio.Protocol]:
+    """A protocol class for one server: its connections share one guard."""
+    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"guard": _Guard(cap, head_timeout)})
+
+
+#: asyncio's errors of accept() that it survives (it retries a second later), as it logs them.
+_ACCEPT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server whose event loop counts failed accepts into the guard's summary line
+    (asyncio logs each with a traceback, up to a batch of them per turn of the loop)."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        guard = getattr(self.config.http, "guard", None)
+        if isinstance(guard, _Guard):
+            loop = asyncio.get_running_loop()
+            previous = loop.get_exception_handler()
+
+            def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+                exc = context.get("exception")
+                if (
+                    isinstance(exc, OSError)
+                    and exc.errno in _ACCEPT_ERRNOS
+                    and str(context.get("message", "")).startswith("socket.accept()")
+                ):
+                    guard.note(loop, "accept_failed")
+                elif previous is not None:
+                    previous(loop, context)
+                else:
+                    loop.default_exception_handler(context)
+
+            loop.set_exception_handler(handle)
+        await super().startup(sockets)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().shutdown(sockets)
+        guard = getattr(self.config.http, "guard", None)
+        if isinstance(guard, _Guard):
+            guard.flush()
