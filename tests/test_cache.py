@@ -68,16 +68,27 @@ def test_replacing_a_key_and_gzip_growth_are_accounted() -> None:
     assert cache.bytes == 2000 and len(cache) == 1
     hit = cache.get("k")
     assert hit is not None
-    before = hit.size
     compressed = hit.gzipped()
-    cache.resize("k", hit, before)
+    cache.resize("k", hit)
+    cache.resize("k", hit)  # counted once
     assert cache.bytes == 2000 + len(compressed)
     assert gzip.decompress(compressed) == hit.body
     assert cache.stats.hits == 1 and cache.stats.misses == 0
     # A resize for an entry the key no longer holds changes nothing.
     cache.put("k", entry(500))
-    cache.resize("k", hit, 0)
+    cache.resize("k", hit)
     assert cache.bytes == 500
+    # One entry under two keys (the fast alias), compressed through one of them: replacing
+    # either subtracts what was counted for it, never more.
+    shared = entry(3000, b"ab")
+    cache.put("k", shared, 1)
+    cache.put("alias", shared, 1)
+    assert cache.bytes == 6000
+    shared.gzipped()
+    cache.resize("k", shared)
+    cache.put("alias", entry(10), 2)
+    cache.put("k", entry(10), 2)
+    assert cache.bytes == 20 and len(cache) == 2
 
 
 def test_a_newer_version_replaces_the_superseded_answer() -> None:

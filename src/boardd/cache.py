@@ -100,7 +100,9 @@ class ResponseCache:
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[Hashable, tuple[Hashable, Encoded]] = OrderedDict()
+        #: key → [version, entry, the bytes counted for it]. The count is per key: an entry
+        #: filed under two keys (an alias) is counted twice, conservatively.
+        self._entries: OrderedDict[Hashable, tuple[Hashable, Encoded, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         self.stats = CacheStats()
@@ -124,25 +126,30 @@ class ResponseCache:
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
-                self._bytes -= old[1].size
+                self._bytes -= old[2]
                 if old[0] != version:
                     self.stats.replaced += 1
             if size > self.max_bytes:
                 return
-            self._entries[key] = (version, entry)
+            self._entries[key] = (version, entry, size)
             self._bytes += size
-            while self._bytes > self.max_bytes and self._entries:
-                _, (_, evicted) = self._entries.popitem(last=False)
-                self._bytes -= evicted.size
-                self.stats.evictions += 1
+            self._evict()
 
-    def resize(self, key: Hashable, entry: Encoded, before: int) -> None:
+    def resize(self, key: Hashable, entry: Encoded) -> None:
         """Accounts for an entry that grew (its gzip form was added), if ``key`` still holds
         that very entry."""
         with self._lock:
             found = self._entries.get(key)
-            if found is not None and found[1] is entry:
-                self._bytes += entry.size - before
+            if found is not None and found[1] is entry and found[2] != entry.size:
+                self._entries[key] = (found[0], entry, entry.size)
+                self._bytes += entry.size - found[2]
+                self._evict()
+
+    def _evict(self) -> None:
+        while self._bytes > self.max_bytes and self._entries:
+            _, (_, _, size) = self._entries.popitem(last=False)
+            self._bytes -= size
+            self.stats.evictions += 1
 
     @property
     def bytes(self) -> int:

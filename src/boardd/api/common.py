@@ -182,9 +182,8 @@ def reply(request: Request, cache: ResponseCache, key: Hashable, entry: Encoded)
         return Response(status_code=304, headers={"etag": entry.etag})
     headers = {"etag": entry.etag, "cache-control": "no-cache", "vary": "accept-encoding"}
     if len(entry.body) >= GZIP_MIN_BYTES and "gzip" in request.headers.get("accept-encoding", ""):
-        before = entry.size
         compressed = entry.gzipped()
-        cache.resize(key, entry, before)
+        cache.resize(key, entry)
         headers["content-encoding"] = "gzip"
         return Response(compressed, media_type=entry.media_type, headers=headers)
     return Response(entry.body, media_type=entry.media_type, headers=headers)

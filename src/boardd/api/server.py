@@ -54,6 +54,7 @@ async def health(request: Request, query: Query, route: RouteDef) -> Response:
                 "bytes": state.cache.bytes,
                 "hits": stats.hits,
                 "misses": stats.misses,
+                "replaced": stats.replaced,
                 "hit_rate": round(stats.hit_rate, 4),
                 "tiers": {
                     "memory": _tier_stats(stats),
