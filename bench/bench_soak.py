@@ -153,6 +153,10 @@ class Poller:
         conn.close()
 
 
+def _total(pollers: list[Poller], counter: str) -> int:
+    return sum(int(getattr(p, counter)) for p in pollers)
+
+
 def _get_json(port: int, path: str) -> Any:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30.0)
     try:
@@ -189,7 +193,7 @@ def soak(args: argparse.Namespace) -> int:
         env=child_env(),
     )
     server: subprocess.Popen[bytes] | None = None
-    poller: Poller | None = None
+    pollers: list[Poller] = []
     try:
         port_file = workdir / "port"
         argv = boardd_serve_argv(logdir, port_file, workdir / "soak.sqlite")
@@ -199,13 +203,14 @@ def soak(args: argparse.Namespace) -> int:
             if exited(server, 0.1) or time.monotonic() > deadline:
                 tail = (workdir / "serve.log").read_text(errors="replace")[-2000:]
                 raise SystemExit(f"boardd serve did not start:\n{tail}")
-        poller = Poller(port, args.runs, args.poll_interval)
-        poller.start()
+        pollers = [Poller(port, args.runs, args.poll_interval) for _ in range(args.clients)]
+        for poller in pollers:
+            poller.start()
         total = args.minutes * 60.0
         reference_at = min(REFERENCE_MINUTES * 60.0, total / 2)
         print(
-            f"soak: {args.runs} runs × {args.rate:g} points/s, one client polling "
-            f"{2 * args.runs} series requests every {args.poll_interval:g} s, "
+            f"soak: {args.runs} runs × {args.rate:g} points/s, {args.clients} client(s) each "
+            f"polling {2 * args.runs} series requests every {args.poll_interval:g} s, "
             f"{args.minutes:g} min; boardd pid {server.pid}",
             flush=True,
         )
@@ -226,8 +231,9 @@ def soak(args: argparse.Namespace) -> int:
                 print(
                     f"  {elapsed / 60:5.1f} min  RSS {rss / MIB:6.1f} MiB  cache "
                     f"{cache['entries']} entries {cache['bytes'] / MIB:.1f} MiB "
-                    f"hit rate {cache['hit_rate']:.2f}  requests {poller.requests} "
-                    f"(304: {poller.not_modified}, errors: {poller.errors})",
+                    f"hit rate {cache['hit_rate']:.2f}  requests {_total(pollers, 'requests')} "
+                    f"(304: {_total(pollers, 'not_modified')}, "
+                    f"errors: {_total(pollers, 'errors')})",
                     flush=True,
                 )
                 next_line += args.report_seconds
@@ -239,7 +245,7 @@ def soak(args: argparse.Namespace) -> int:
             "/api/v1/scalars/list?" + urllib.parse.urlencode({"plugin": "scalars"}),
         )
     finally:
-        if poller is not None:
+        for poller in pollers:
             poller.close()
         with contextlib.suppress(OSError, ValueError):
             assert writer.stdin is not None
@@ -260,9 +266,13 @@ def soak(args: argparse.Namespace) -> int:
     cache = health["cache"]
     max_steps = [t["max_step"] for r in steps.values() for t in r.values()]
     print()
-    print(f"requests: {poller.requests} (304: {poller.not_modified}; errors: {poller.errors})")
-    if poller.last_error:
-        print(f"  last error: {poller.last_error}")
+    print(
+        f"requests: {_total(pollers, 'requests')} (304: {_total(pollers, 'not_modified')}; "
+        f"errors: {_total(pollers, 'errors')})"
+    )
+    for poller in pollers:
+        if poller.last_error:
+            print(f"  last error: {poller.last_error}")
     print(
         f"cache at the end: {cache['entries']} entries, {cache['bytes'] / MIB:.1f} MiB, "
         f"hit rate {cache['hit_rate']:.3f} ({cache['hits']} hits, {cache['misses']} misses)"
@@ -289,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a 1-minute smoke run")
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     parser.add_argument("--rate", type=float, default=DEFAULT_RATE, help="points/s per run")
+    parser.add_argument("--clients", type=int, default=1, help="polling clients")
     parser.add_argument(
         "--poll-interval", type=float, default=1.0, help="seconds between polling rounds"
     )
