@@ -68,12 +68,48 @@ def test_replacing_a_key_and_gzip_growth_are_accounted() -> None:
     assert cache.bytes == 2000 and len(cache) == 1
     hit = cache.get("k")
     assert hit is not None
-    before = hit.size
     compressed = hit.gzipped()
-    cache.resize("k", before)
+    cache.resize("k", hit)
+    cache.resize("k", hit)  # counted once
     assert cache.bytes == 2000 + len(compressed)
     assert gzip.decompress(compressed) == hit.body
     assert cache.stats.hits == 1 and cache.stats.misses == 0
+    # A resize for an entry the key no longer holds changes nothing.
+    cache.put("k", entry(500))
+    cache.resize("k", hit)
+    assert cache.bytes == 500
+    # One entry under two keys (the fast alias), compressed through one of them: replacing
+    # either subtracts what was counted for it, never more.
+    shared = entry(3000, b"ab")
+    cache.put("k", shared, 1)
+    cache.put("alias", shared, 1)
+    assert cache.bytes == 6000
+    shared.gzipped()
+    cache.resize("k", shared)
+    cache.put("alias", entry(10), 2)
+    cache.put("k", entry(10), 2)
+    assert cache.bytes == 20 and len(cache) == 2
+
+
+def test_a_newer_version_replaces_the_superseded_answer() -> None:
+    cache = ResponseCache(max_bytes=1 << 20)
+    for generation in range(100):  # the same request, answered after each of 100 commits
+        assert cache.get("scalars?run=a", generation) is None
+        cache.put("scalars?run=a", entry(1000 + generation), generation)
+        assert cache.get("scalars?run=a", generation) is not None
+    cache.put("scalars?run=b", entry(10), 7)
+    assert len(cache) == 2
+    assert cache.bytes == 1099 + 10
+    assert cache.stats.replaced == 99 and cache.stats.evictions == 0
+    # An older version never hits (the answer would be stale), nor does a newer one yet.
+    assert cache.get("scalars?run=a", 98) is None
+    assert cache.get("scalars?run=a", 100) is None
+    hit = cache.get("scalars?run=a", 99)
+    assert hit is not None and len(hit.body) == 1099
+    # A new version too large to keep still drops the one it supersedes.
+    cache.put("scalars?run=a", entry(2 << 20), 100)
+    assert cache.get("scalars?run=a", 99) is None
+    assert len(cache) == 1 and cache.bytes == 10
 
 
 # -- the disk tier -------------------------------------------------------------------------------

@@ -1,13 +1,17 @@
-"""The response cache: encoded answers keyed by request and data generation, in memory and
-(for expensive answers) on disk.
+"""The response cache: encoded answers, one per request, each tagged with the data generation it
+was built from, in memory and (for expensive answers) on disk.
 
-A key always includes the generation of the data the answer was built from (the store's
-commit counter, or the per-series generation for series reads), so a cached answer is never
-older than the last commit: a new commit changes the key, and the stale entry simply ages out
-of the LRU. Entries are bounded by their total size in bytes, not by count. The second tier
-(:class:`DiskTier`, diskcache) holds expensive derived answers under the same keys, shared by
-worker processes and kept across restarts. ETags and disk keys also carry boardd's version: an
-upgrade that encodes an answer differently never serves an old body nor 304s an old validator.
+An entry is filed under the request's identity (route, query, experiment) and remembers its
+*version*: the generation of the data it was built from (the store's commit counter, or the
+per-series generations for series reads). A lookup names the current version; an entry of
+another version is a miss, and the answer built for the new version **replaces** it. So a cached
+answer is never older than the last commit, and on live data the cache holds one answer per
+distinct request rather than one per request and commit (superseded answers can never hit
+again, and used to fill the cache to its bound). Entries are bounded by their total size in
+bytes, not by count. The second tier (:class:`DiskTier`, diskcache) holds expensive derived
+answers under the identity and version together, shared by worker processes and kept across
+restarts. ETags and disk keys also carry boardd's version: an upgrade that encodes an answer
+differently never serves an old body nor 304s an old validator.
 """
 
 from __future__ import annotations
@@ -32,7 +36,11 @@ import boardd
 
 T = TypeVar("T")
 
-DEFAULT_MAX_BYTES = 256 * 2**20
+#: The memory tier's default bound. With one answer per distinct request (superseded answers
+#: are replaced), 64 MiB holds the full answers of ~100 series of 10,000 scalars (~0.6 MB of
+#: JSON each, plus its gzip form) or thousands of TensorBoard-sized ones, and keeps a laptop's
+#: daemon near 100 MiB RSS under a polling client (bench/bench_soak.py).
+DEFAULT_MAX_BYTES = 64 * 2**20
 #: Bodies at least this large are sent gzip-compressed to clients that accept it.
 GZIP_MIN_BYTES = 1024
 
@@ -73,6 +81,8 @@ class CacheStats:
     hits: int = 0
     misses: int = 0
     evictions: int = 0
+    #: Entries replaced by the answer of a newer version of the same request.
+    replaced: int = 0
 
     @property
     def hit_rate(self) -> float:
@@ -82,48 +92,64 @@ class CacheStats:
 
 
 class ResponseCache:
-    """A thread-safe LRU of :class:`Encoded` bounded by total bytes."""
+    """A thread-safe LRU of :class:`Encoded`, one entry per key, bounded by total bytes.
+
+    Each entry remembers the ``version`` it was stored with (the data generation): a lookup with
+    another version is a miss, and storing the new version replaces the old entry in place.
+    """
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[Hashable, Encoded] = OrderedDict()
+        #: key → [version, entry, the bytes counted for it]. The count is per key: an entry
+        #: filed under two keys (an alias) is counted twice, conservatively.
+        self._entries: OrderedDict[Hashable, tuple[Hashable, Encoded, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         self.stats = CacheStats()
 
-    def get(self, key: Hashable) -> Encoded | None:
-        """The entry for ``key``, marked recently used; counts a hit or a miss."""
+    def get(self, key: Hashable, version: Hashable = None) -> Encoded | None:
+        """The entry for ``key`` if it was built for ``version``, marked recently used; counts
+        a hit or a miss."""
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
+            found = self._entries.get(key)
+            if found is None or found[0] != version:
                 self.stats.misses += 1
                 return None
             self._entries.move_to_end(key)
             self.stats.hits += 1
-            return entry
+            return found[1]
 
-    def put(self, key: Hashable, entry: Encoded) -> None:
-        """Stores an entry (one larger than the whole cache is not stored)."""
+    def put(self, key: Hashable, entry: Encoded, version: Hashable = None) -> None:
+        """Stores an entry for ``version``, replacing whatever ``key`` held (one larger than
+        the whole cache is not stored, and drops the superseded one)."""
         size = entry.size
-        if size > self.max_bytes:
-            return
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
-                self._bytes -= old.size
-            self._entries[key] = entry
+                self._bytes -= old[2]
+                if old[0] != version:
+                    self.stats.replaced += 1
+            if size > self.max_bytes:
+                return
+            self._entries[key] = (version, entry, size)
             self._bytes += size
-            while self._bytes > self.max_bytes and self._entries:
-                _, evicted = self._entries.popitem(last=False)
-                self._bytes -= evicted.size
-                self.stats.evictions += 1
+            self._evict()
 
-    def resize(self, key: Hashable, before: int) -> None:
-        """Accounts for an entry that grew (its gzip form was added)."""
+    def resize(self, key: Hashable, entry: Encoded) -> None:
+        """Accounts for an entry that grew (its gzip form was added), if ``key`` still holds
+        that very entry."""
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._bytes += entry.size - before
+            found = self._entries.get(key)
+            if found is not None and found[1] is entry and found[2] != entry.size:
+                self._entries[key] = (found[0], entry, entry.size)
+                self._bytes += entry.size - found[2]
+                self._evict()
+
+    def _evict(self) -> None:
+        while self._bytes > self.max_bytes and self._entries:
+            _, (_, _, size) = self._entries.popitem(last=False)
+            self._bytes -= size
+            self.stats.evictions += 1
 
     @property
     def bytes(self) -> int:
@@ -144,11 +170,12 @@ _DISK_FORMAT = b"boardd-encoded-1"
 log = logging.getLogger(__name__)
 
 
-def disk_key(namespace: str, key: Hashable) -> str:
-    """The disk tier's key: the generation key rendered as text, under this boardd version (the
-    tier outlives upgrades) and a namespace (the store's identity), since ids and generations of
-    different stores can be equal."""
-    return f"{boardd.__version__}|{namespace}|{key!r}"
+def disk_key(namespace: str, key: Hashable, version: Hashable = None) -> str:
+    """The disk tier's key: the request's key and its version (generation) rendered as text,
+    under this boardd version (the tier outlives upgrades) and a namespace (the store's
+    identity), since ids and generations of different stores can be equal."""
+    text = f"{boardd.__version__}|{namespace}|{key!r}"
+    return text if version is None else f"{text}|{version!r}"
 
 
 class DiskTier:
@@ -271,8 +298,8 @@ class TierStats:
 class TwoTierCache:
     """The memory LRU first, then the disk tier; a disk hit is promoted to memory.
 
-    Both tiers use the same generation keys, so neither can answer older than the last
-    commit. Only answers that are expensive to build go to disk (the caller says which): a
+    Both tiers are asked with the same key and version, so neither can answer older than the
+    last commit. Only answers that are expensive to build go to disk (the caller says which): a
     disk read costs more than rebuilding a cheap answer from the store.
     """
 
@@ -280,27 +307,31 @@ class TwoTierCache:
         self.memory = memory
         self.disk = disk
 
-    def get(self, key: Hashable, namespace: str = "") -> Encoded | None:
+    def get(self, key: Hashable, namespace: str = "", version: Hashable = None) -> Encoded | None:
         """Memory, then disk. Blocking when it reaches the disk: call it off the event loop."""
-        entry = self.memory.get(key)
+        entry = self.memory.get(key, version)
         if entry is None:
-            entry = self.get_disk(key, namespace)
+            entry = self.get_disk(key, namespace, version)
         return entry
 
-    def get_disk(self, key: Hashable, namespace: str = "") -> Encoded | None:
+    def get_disk(
+        self, key: Hashable, namespace: str = "", version: Hashable = None
+    ) -> Encoded | None:
         """The disk tier only (promoting a hit to memory); blocking."""
         if self.disk is None:
             return None
-        entry = self.disk.get(disk_key(namespace, key))
+        entry = self.disk.get(disk_key(namespace, key, version))
         if entry is not None:
-            self.memory.put(key, entry)
+            self.memory.put(key, entry, version)
         return entry
 
-    def put(self, key: Hashable, entry: Encoded, namespace: str = "") -> None:
+    def put(
+        self, key: Hashable, entry: Encoded, namespace: str = "", version: Hashable = None
+    ) -> None:
         """Stores in both tiers; blocking (disk)."""
-        self.memory.put(key, entry)
+        self.memory.put(key, entry, version)
         if self.disk is not None:
-            self.disk.put(disk_key(namespace, key), entry)
+            self.disk.put(disk_key(namespace, key, version), entry)
 
     @property
     def stats(self) -> TierStats:

@@ -65,3 +65,53 @@ def test_no_front_cache_without_a_writer_generation(tmp_path: Path) -> None:
         cache = client.get("/api/v1/health").json()["cache"]
         # Served from the per-series cache (one hit), not from a front key.
         assert cache["hits"] == 1
+
+
+def test_answers_superseded_by_commits_are_replaced_not_kept(tmp_path: Path) -> None:
+    """On live data every commit supersedes the cached answers: the cache holds one answer per
+    distinct request (two with the fast alias), however many commits pass, and a request
+    repeated between commits still hits."""
+    logdir = tmp_path / "logs"
+    db = tmp_path / "store.sqlite"
+    _write(logdir, range(10))
+    requests = [
+        "/api/v1/scalars?plugin=scalars&run=run&tag=loss",
+        "/api/v1/scalars?plugin=scalars&run=run&tag=loss&format=columns",
+        "/api/v1/scalars/list?plugin=scalars",
+        "/api/v1/runs",
+        "/data/plugin/scalars/scalars?run=run&tag=loss",
+        "/data/plugin/scalars/tags",
+    ]
+    generations = 25
+    with WriteSession(db, logdir) as session:
+        ingestor = Ingestor(session.writer, logdir)
+        ingestor.run_pass()
+        writer = session.writer
+        app = create_app(
+            [ExperimentSpec("exp", logdir, db)], generation={"exp": lambda: writer.generation}
+        )
+        with TestClient(app) as client:
+            etags: dict[str, str] = {}
+            for i in range(generations):
+                # A file per commit (closed: complete), as tensorboardX names them.
+                with SummaryWriter(str(logdir / "run"), filename_suffix=f".{i}") as w:
+                    w.add_scalar("loss", float(10 + i), 10 + i)
+                before = writer.generation
+                ingestor.run_pass()
+                assert writer.generation > before
+                for url in requests:
+                    response = client.get(url)
+                    assert response.status_code == 200, response.text
+                    assert response.headers["etag"] != etags.get(url)  # new data, new validator
+                    etags[url] = response.headers["etag"]
+                    again = client.get(url, headers={"if-none-match": etags[url]})
+                    assert again.status_code == 304
+            cache = client.get("/api/v1/health").json()["cache"]
+            # Each generic request is filed under its key and its fast alias: at most 2 each.
+            assert cache["entries"] <= 2 * len(requests), cache
+            assert cache["hits"] >= generations * len(requests), cache  # the 304s were hits
+            last = client.get(requests[0]).json()["run"]["loss"]
+            assert [p["step"] for p in last][-1] == 10 + generations - 1
+            # A superseded validator is answered in full, never 304.
+            old = client.get(requests[0], headers={"if-none-match": '"0"'})
+            assert old.status_code == 200

@@ -21,6 +21,9 @@ from boardd.data.values import finite_or_text
 
 __all__ = ["finite_or_text"]  # the stream's import; its home is boardd.data.values
 
+#: A cache key and its version (the data generation the answer is built from).
+FastKey = tuple[Hashable, Hashable]
+
 
 @dataclass(slots=True)
 class ExperimentHandle:
@@ -43,16 +46,16 @@ class ExperimentHandle:
         """The identity of the store file last looked up ("" before any lookup)."""
         return self.experiment_row[2] if self.experiment_row is not None else ""
 
-    def fast_key(self, request: Request) -> Hashable | None:
-        """A cache key that needs no store access: the raw request and the writer's own
-        generation. Only when this process writes the store: then no commit can be newer
-        than the generation it reports."""
+    def fast_key(self, request: Request) -> FastKey | None:
+        """A cache key that needs no store access: the raw request, and as its version the
+        writer's own generation. Only when this process writes the store: then no commit can be
+        newer than the generation it reports."""
         if self.generation is None:
             return None
         current = self.generation()
         if current is None:
             return None
-        return ("fast", self.spec.name, request.url.path, request.scope["query_string"], current)
+        return ("fast", self.spec.name, request.url.path, request.scope["query_string"]), current
 
 
 @dataclass(slots=True)
@@ -121,49 +124,56 @@ async def respond_cached(
     request: Request,
     handle: ExperimentHandle,
     key: Hashable,
+    version: Hashable,
     build: Callable[[apsw.Connection], bytes],
     media_type: str,
     *,
     expensive: bool = False,
-    alias: Hashable | None = None,
+    alias: FastKey | None = None,
 ) -> Response:
     """Answers from the cache or builds (off the event loop), with ETag/304 and gzip.
 
+    ``key`` names the request (never the data's generation), ``version`` the generation of the
+    data it reads: an answer cached for an older version is replaced, not kept beside.
     ``expensive`` answers (costly to build) also go through the disk tier, if the app has one:
-    shared with other processes and kept across restarts, under the same generation key.
+    shared with other processes and kept across restarts, under the same key and version.
+    ``alias``: the fast key (and its version) to file the answer under as well.
     """
     state = state_of(request)
     cache = state.cache
-    entry = cache.get(key)
+    entry = cache.get(key, version)
     if entry is None:
         tiers = state.tiers
         if expensive and tiers is not None and tiers.disk is not None:
             entry = await handle.pool.run(
-                lambda c: _through_disk(c, tiers, handle, key, build, media_type)
+                lambda c: _through_disk(c, tiers, handle, key, version, build, media_type)
             )
         else:
             body = await handle.pool.run(build)
             # The store's identity: a store recreated at the same path counts ids and
             # generations from the start again, and a client keeps validators across restarts.
-            entry = Encoded(body, media_type, make_etag((handle.store_id, key)))
-            cache.put(key, entry)
+            entry = Encoded(body, media_type, make_etag((handle.store_id, key, version)))
+            cache.put(key, entry, version)
     if alias is not None:
-        cache.put(alias, entry)
+        cache.put(alias[0], entry, alias[1])
     return reply(request, cache, key, entry)
 
 
-def cached_reply(request: Request, handle: ExperimentHandle) -> tuple[Response | None, Hashable]:
+def cached_reply(
+    request: Request, handle: ExperimentHandle
+) -> tuple[Response | None, FastKey | None]:
     """The answer straight from the memory cache under the handle's fast key, if there is
-    one (no thread hop, no SQL: a cache hit costs only this); and the fast key to file a
-    freshly built answer under."""
-    key = handle.fast_key(request)
-    if key is None:
+    one (no thread hop, no SQL: a cache hit costs only this); and the fast key (with its
+    version) to file a freshly built answer under."""
+    fast = handle.fast_key(request)
+    if fast is None:
         return None, None
     cache = state_of(request).cache
-    entry = cache.get(key)
+    key, version = fast
+    entry = cache.get(key, version)
     if entry is None:
-        return None, key
-    return reply(request, cache, key, entry), key
+        return None, fast
+    return reply(request, cache, key, entry), fast
 
 
 def reply(request: Request, cache: ResponseCache, key: Hashable, entry: Encoded) -> Response:
@@ -172,9 +182,8 @@ def reply(request: Request, cache: ResponseCache, key: Hashable, entry: Encoded)
         return Response(status_code=304, headers={"etag": entry.etag})
     headers = {"etag": entry.etag, "cache-control": "no-cache", "vary": "accept-encoding"}
     if len(entry.body) >= GZIP_MIN_BYTES and "gzip" in request.headers.get("accept-encoding", ""):
-        before = entry.size
         compressed = entry.gzipped()
-        cache.resize(key, before)
+        cache.resize(key, entry)
         headers["content-encoding"] = "gzip"
         return Response(compressed, media_type=entry.media_type, headers=headers)
     return Response(entry.body, media_type=entry.media_type, headers=headers)
@@ -185,16 +194,17 @@ def _through_disk(
     tiers: TwoTierCache,
     handle: ExperimentHandle,
     key: Hashable,
+    version: Hashable,
     build: Callable[[apsw.Connection], bytes],
     media_type: str,
 ) -> Encoded:
     # The store's identity and path name the namespace: another store (or this one rebuilt)
     # counts ids and generations from the start again.
     namespace = f"{experiments.store_id(connection)}@{os.path.abspath(handle.spec.db)}"
-    entry = tiers.get_disk(key, namespace)
+    entry = tiers.get_disk(key, namespace, version)
     if entry is None:
-        entry = Encoded(build(connection), media_type, make_etag((namespace, key)))
-        tiers.put(key, entry, namespace)
+        entry = Encoded(build(connection), media_type, make_etag((namespace, key, version)))
+        tiers.put(key, entry, namespace, version)
     return entry
 
 

@@ -67,7 +67,8 @@ async def list_series(request: Request, query: Query, route: RouteDef) -> Respon
     selection = _selection(query)
     exp_id = await experiment_id(handle)
     generation = await handle.pool.run(experiments.generation)
-    key = ("list", handle.spec.name, handle.pool.swaps, kind.name, selection, generation)
+    key = ("list", handle.spec.name, kind.name, selection)
+    version = (handle.pool.swaps, generation)
 
     def build(c: apsw.Connection) -> bytes:
         out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -75,7 +76,9 @@ async def list_series(request: Request, query: Query, route: RouteDef) -> Respon
             out.setdefault(s.run, {})[s.tag] = _metadata(kind, s)
         return json_bytes(out)
 
-    return await respond_cached(request, handle, key, build, "application/json", alias=fast)
+    return await respond_cached(
+        request, handle, key, version, build, "application/json", alias=fast
+    )
 
 
 def _metadata(kind: Kind, s: SeriesInfo) -> dict[str, Any]:
@@ -111,16 +114,8 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
         return found
 
     series = await handle.pool.run(lookup)
-    key = (
-        "values",
-        handle.spec.name,
-        handle.pool.swaps,
-        kind.name,
-        selection,
-        bounds,
-        fmt,
-        tuple((s.id, s.generation) for s in series),
-    )
+    key = ("values", handle.spec.name, kind.name, selection, bounds, fmt)
+    version = (handle.pool.swaps, tuple((s.id, s.generation) for s in series))
     media = {"csv": "text/csv; charset=utf-8"}.get(fmt, "application/json")
 
     def build(c: apsw.Connection) -> bytes:
@@ -134,7 +129,7 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
     # the costliest answers to build so far, so the disk tier keeps them across processes.
     expensive = kind is TENSORS and bounds.downsample is not None
     response = await respond_cached(
-        request, handle, key, build, media, expensive=expensive, alias=fast
+        request, handle, key, version, build, media, expensive=expensive, alias=fast
     )
     return _named(response, handle, kind, fmt)
 

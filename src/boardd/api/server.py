@@ -54,6 +54,7 @@ async def health(request: Request, query: Query, route: RouteDef) -> Response:
                 "bytes": state.cache.bytes,
                 "hits": stats.hits,
                 "misses": stats.misses,
+                "replaced": stats.replaced,
                 "hit_rate": round(stats.hit_rate, 4),
                 "tiers": {
                     "memory": _tier_stats(stats),
@@ -106,8 +107,9 @@ async def list_runs(request: Request, query: Query, route: RouteDef) -> Response
     def build(c: apsw.Connection) -> bytes:
         return json_bytes([asdict(r) for r in data_experiments.runs(c, exp_id)])
 
-    key = ("runs", handle.spec.name, handle.pool.swaps, generation)
-    return await respond_cached(request, handle, key, build, "application/json")
+    key = ("runs", handle.spec.name)
+    version = (handle.pool.swaps, generation)
+    return await respond_cached(request, handle, key, version, build, "application/json")
 
 
 async def list_data_loss(request: Request, query: Query, route: RouteDef) -> Response:
@@ -120,8 +122,9 @@ async def list_data_loss(request: Request, query: Query, route: RouteDef) -> Res
     def build(c: apsw.Connection) -> bytes:
         return json_bytes([asdict(r) for r in data_experiments.data_loss(c, exp_id, runs)])
 
-    key = ("data_loss", handle.spec.name, handle.pool.swaps, runs, generation)
-    return await respond_cached(request, handle, key, build, "application/json")
+    key = ("data_loss", handle.spec.name, runs)
+    version = (handle.pool.swaps, generation)
+    return await respond_cached(request, handle, key, version, build, "application/json")
 
 
 def _tier_stats(stats: CacheStats, errors: int | None = None) -> dict[str, Any]:

@@ -202,22 +202,23 @@ async def answer(
     # In the daemon the writers' generations are known without a store access: a hit is
     # answered on the event loop, with no thread hop and no SQL.
     fast = _writer_generations(scope)
+    # One entry per request: the generations are its version, so an answer superseded by a
+    # commit is replaced by the next one built, not kept beside it.
     if fast is not None:
-        fast_key: Hashable = (request_part, fast)
-        hit = cache.get(fast_key)
+        hit = cache.get(request_part, fast)
         if hit is not None:
-            return reply(request, cache, fast_key, hit)
+            return reply(request, cache, request_part, hit)
 
-    def compute() -> tuple[Hashable, Encoded]:
-        key = (request_part, _generations(scope))
-        entry = cache.get(key)
+    def compute() -> Encoded:
+        version = _generations(scope)
+        entry = cache.get(request_part, version)
         if entry is None:
-            entry = Encoded(build(Reader(scope)), media_type, make_etag(key))
-            cache.put(key, entry)
-        return key, entry
+            entry = Encoded(build(Reader(scope)), media_type, make_etag((request_part, version)))
+            cache.put(request_part, entry, version)
+        return entry
 
-    key, entry = await anyio.to_thread.run_sync(compute)
-    return reply(request, cache, key, entry)
+    entry = await anyio.to_thread.run_sync(compute)
+    return reply(request, cache, request_part, entry)
 
 
 def tb_json(data: Any) -> bytes:
