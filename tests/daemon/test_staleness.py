@@ -1,0 +1,149 @@
+"""Staleness is never silent (issue 12 §4): a logdir deleted and created again, a file truncated
+during the catch-up, rewritten in place, or recreated with earlier steps. Each is recognised at
+the daemon's next look (an inotify notice), never at the periodic rescan: every daemon here
+rescans once an hour. Each test ends with the store equal to a fresh ``boardd ingest`` of the
+files as they are then."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tensorboard.compat.proto import event_pb2
+
+from boardd.store.connection import open_reader
+from boardd.store.errors import StoreOpenError
+from tests.conftest import ingest
+from tests.daemon.conftest import Daemon, ServeFactory, wait_until
+from tests.reader.records import frame_record
+
+WALL = 1_700_000_000.0
+#: Only what the daemon notices by itself can explain what these tests see.
+NO_RESCAN = ("--rescan-interval", "3600")
+#: A small reservoir, so that a few thousand steps are sampled.
+SAMPLING = {"scalars": 100}
+SAMPLING_ARGS = ("--samples-per-plugin", "scalars=100")
+
+Contents = dict[tuple[str, str], list[tuple[int, float, float | None]]]
+
+
+def event_file(
+    steps: range, value: float = 1.0, *, tags: tuple[str, ...] = ("loss",), start: float = WALL
+) -> bytes:
+    """An event file's bytes: the file_version record (wall time ``start``), then one legacy
+    scalar per tag and step, ``value * (step + 0.5)`` (never the same for two values)."""
+    records = [frame_record(event_pb2.Event(wall_time=start, file_version="brain.Event:2").
+                            SerializeToString())]  # fmt: skip
+    for step in steps:
+        for tag in tags:
+            event = event_pb2.Event(step=step, wall_time=WALL + step)
+            event.summary.value.add(tag=tag, simple_value=value * (step + 0.5))
+            records.append(frame_record(event.SerializeToString()))
+    return b"".join(records)
+
+
+def contents(db: Path) -> Contents:
+    """Every live series' points (step, wall time, value) by (run, tag); {} before the store
+    exists."""
+    try:
+        connection = open_reader(db)
+    except StoreOpenError:
+        return {}
+    try:
+        found: Contents = {}
+        for series_id, run, tag in connection.execute(
+            "SELECT s.id, r.name, s.tag FROM series s JOIN runs r ON r.id = s.run_id "
+            "WHERE r.deleted = 0"
+        ):
+            points = [
+                (int(step), float(wall), None if value is None else float(value))
+                for step, wall, value in connection.execute(
+                    "SELECT step, wall_time, value FROM scalar_points WHERE series_id = ? "
+                    "ORDER BY step",
+                    (series_id,),
+                )
+            ]
+            if points:
+                found[(str(run), str(tag))] = points
+        return found
+    finally:
+        connection.close()
+
+
+def fresh(logdir: Path, tmp_path: Path) -> Contents:
+    """What a fresh ``boardd ingest`` of the logdir as it is now holds."""
+    db = tmp_path / f"fresh-{len(list(tmp_path.glob('fresh-*')))}.sqlite"
+    ingest(logdir, db, SAMPLING)
+    return contents(db)
+
+
+def summary(found: Contents) -> dict[tuple[str, str], str]:
+    """Per series: its points and steps, for a readable failure."""
+    return {
+        key: f"{len(p)} points, steps {p[0][0]}..{p[-1][0]}, values {p[0][2]}..{p[-1][2]}"
+        for key, p in found.items()
+    }
+
+
+def assert_served_as_fresh(daemon: Daemon, db: Path, logdir: Path, tmp_path: Path) -> Contents:
+    """Waits until the daemon's store holds what a fresh ingest of the files holds."""
+    want = fresh(logdir, tmp_path)
+    assert want, "the fresh ingest found nothing"
+    try:
+        wait_until(lambda: contents(db) == want, what="the store", alive=daemon.check_alive)
+    except AssertionError:
+        raise AssertionError(
+            f"the daemon's store is not a fresh ingest's:\n got {summary(contents(db))}\n"
+            f"want {summary(want)}"
+        ) from None
+    # ... and the API serves it.
+    for (run, tag), points in want.items():
+        assert [p["step"] for p in daemon.scalars(run, tag)] == [p[0] for p in points]
+    return want
+
+
+# -- 1. the logdir deleted and created again -----------------------------------------------------
+
+
+def test_a_logdir_deleted_and_created_again_is_watched_again(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    logdir = tmp_path / "logs"
+    db = tmp_path / "store.sqlite"
+    (logdir / "train").mkdir(parents=True)
+    (logdir / "train" / "events.out.tfevents.1.host").write_bytes(event_file(range(5)))
+    daemon = serve(logdir, "--db", db, *NO_RESCAN, *SAMPLING_ARGS)
+    daemon.wait_for_state("live")
+    assert daemon.status()["watch_mode"] == "inotify"
+    daemon.wait_for_steps("train", "loss", range(5))
+
+    shutil.rmtree(logdir)
+    # Health tells the truth: nothing watches a logdir that is gone.
+    wait_until(
+        lambda: daemon.status()["watch_mode"] == "polling",
+        what="watch mode 'polling' while the logdir is gone",
+        alive=daemon.check_alive,
+    )
+    assert daemon.status()["state"] == "live"
+
+    # Created again with other runs: seen within seconds, not at the hourly rescan.
+    (logdir / "eval").mkdir(parents=True)
+    (logdir / "eval" / "events.out.tfevents.2.host").write_bytes(event_file(range(7)))
+    daemon.wait_for_steps("eval", "loss", range(7))
+    wait_until(
+        lambda: daemon.status()["watch_mode"] == "inotify",
+        what="watch mode 'inotify' again",
+        alive=daemon.check_alive,
+    )
+    assert "watching it again" in daemon.stderr()
+
+    # The new directory is really watched: an append and a new run arrive by inotify.
+    with open(logdir / "eval" / "events.out.tfevents.2.host", "ab") as f:
+        f.write(event_file(range(7, 9))[len(event_file(range(0))) :])
+    (logdir / "test").mkdir()
+    (logdir / "test" / "events.out.tfevents.3.host").write_bytes(event_file(range(3)))
+    daemon.wait_for_steps("eval", "loss", range(9))
+    daemon.wait_for_steps("test", "loss", range(3))
+    assert daemon.runs() == ["eval", "test"]
+    assert_served_as_fresh(daemon, db, logdir, tmp_path)
+    assert daemon.status()["lag_seconds"] is None
