@@ -6,6 +6,7 @@ files as they are then."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -70,10 +71,10 @@ def contents(db: Path) -> Contents:
         connection.close()
 
 
-def fresh(logdir: Path, tmp_path: Path) -> Contents:
+def fresh(logdir: Path, tmp_path: Path, sampling: dict[str, int | None] = SAMPLING) -> Contents:
     """What a fresh ``boardd ingest`` of the logdir as it is now holds."""
     db = tmp_path / f"fresh-{len(list(tmp_path.glob('fresh-*')))}.sqlite"
-    ingest(logdir, db, SAMPLING)
+    ingest(logdir, db, sampling)
     return contents(db)
 
 
@@ -85,16 +86,25 @@ def summary(found: Contents) -> dict[tuple[str, str], str]:
     }
 
 
-def assert_served_as_fresh(daemon: Daemon, db: Path, logdir: Path, tmp_path: Path) -> Contents:
+def assert_served_as_fresh(
+    daemon: Daemon,
+    db: Path,
+    logdir: Path,
+    tmp_path: Path,
+    sampling: dict[str, int | None] = SAMPLING,
+) -> Contents:
     """Waits until the daemon's store holds what a fresh ingest of the files holds."""
-    want = fresh(logdir, tmp_path)
+    want = fresh(logdir, tmp_path, sampling)
     assert want, "the fresh ingest found nothing"
     try:
         wait_until(lambda: contents(db) == want, what="the store", alive=daemon.check_alive)
     except AssertionError:
+        got = contents(db)
+        differ = {k for k in got.keys() | want.keys() if got.get(k) != want.get(k)}
         raise AssertionError(
-            f"the daemon's store is not a fresh ingest's:\n got {summary(contents(db))}\n"
-            f"want {summary(want)}"
+            "the daemon's store is not a fresh ingest's:\n"
+            f" got {summary({k: v for k, v in got.items() if k in differ})}\n"
+            f"want {summary({k: v for k, v in want.items() if k in differ})}"
         ) from None
     # ... and the API serves it.
     for (run, tag), points in want.items():
@@ -147,3 +157,38 @@ def test_a_logdir_deleted_and_created_again_is_watched_again(
     assert daemon.runs() == ["eval", "test"]
     assert_served_as_fresh(daemon, db, logdir, tmp_path)
     assert daemon.status()["lag_seconds"] is None
+
+
+# -- 2. a file truncated while the catch-up went on ----------------------------------------------
+
+
+def test_a_file_truncated_during_the_catch_up_is_read_again_at_once(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    # Run "a" is read first; the catch-up then goes on with ~50 MB of other runs (below the
+    # size that would decode them in worker processes), keeping every point.
+    logdir = tmp_path / "logs"
+    db = tmp_path / "store.sqlite"
+    first = logdir / "a" / "events.out.tfevents.1.host"
+    first.parent.mkdir(parents=True)
+    first.write_bytes(event_file(range(3000)))
+    big = event_file(range(20_000), tags=tuple(f"t{i}" for i in range(8)))
+    for i in range(6):
+        (logdir / f"b{i}").mkdir()
+        (logdir / f"b{i}" / "events.out.tfevents.1.host").write_bytes(big)
+    daemon = serve(logdir, "--db", db, *NO_RESCAN, "--samples-per-plugin", "scalars=all")
+    status = wait_until(
+        lambda: (
+            (s := daemon.status())["state"] == "catching_up"
+            and s["bytes_done"] > first.stat().st_size
+            and s
+        ),
+        timeout=30,
+        what="run a read, the catch-up going on",
+        alive=daemon.check_alive,
+    )
+    # Cut at a record boundary: the first 1,000 steps stay.
+    os.truncate(first, len(event_file(range(1000))))
+    assert status["bytes_done"] < status["bytes_total"]
+    daemon.wait_for_state("live", timeout=60)
+    assert_served_as_fresh(daemon, db, logdir, tmp_path, {"scalars": None})

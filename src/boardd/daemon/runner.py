@@ -386,7 +386,9 @@ class ExperimentRunner:
             self._claim = None
 
     def _start_watcher(self) -> LogdirWatcher:
-        """Arms the watcher (once per session)."""
+        """Arms the watcher (once per session). It is armed before the catch-up's pass, so
+        that what changes meanwhile (a file truncated or rewritten after the pass read it) is
+        noticed and read right after, not at the next rescan."""
         if self._watcher is None:
             self._watcher = LogdirWatcher(self.spec.logdir, self.notice, poll=self.settings.poll)
             self._watcher.start()
@@ -394,6 +396,7 @@ class ExperimentRunner:
 
     def _catch_up(self) -> None:
         assert self._ingestor is not None
+        self._start_watcher()
         self.bytes_total = self._ingestor.pending_bytes()
         log.info(
             "%s: catching up on %.1f MB in %s",
