@@ -192,3 +192,59 @@ def test_a_file_truncated_during_the_catch_up_is_read_again_at_once(
     assert status["bytes_done"] < status["bytes_total"]
     daemon.wait_for_state("live", timeout=60)
     assert_served_as_fresh(daemon, db, logdir, tmp_path, {"scalars": None})
+
+
+# -- 3. a file rewritten in place, its first bytes kept -------------------------------------------
+
+
+def test_a_file_rewritten_in_place_keeping_its_first_bytes_is_read_again(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    # The same first record and records of the same sizes: only the values differ, so the
+    # old read offset falls on a record boundary of the new file.
+    logdir = tmp_path / "logs"
+    db = tmp_path / "store.sqlite"
+    path = logdir / "train" / "events.out.tfevents.1.host"
+    path.parent.mkdir(parents=True)
+    tags = ("loss", "acc")
+    path.write_bytes(event_file(range(556), tags=tags))
+    daemon = serve(logdir, "--db", db, *NO_RESCAN, "--samples-per-plugin", "scalars=all")
+    daemon.wait_for_state("live")
+    daemon.wait_for_steps("train", "acc", range(556))
+
+    rewritten = event_file(range(1000), -1.0, tags=tags)
+    assert rewritten[:64] == path.read_bytes()[:64]
+    with open(path, "r+b") as f:
+        f.write(rewritten)
+    points = assert_served_as_fresh(daemon, db, logdir, tmp_path, {"scalars": None})
+    assert points[("train", "loss")][:2] == [(0, WALL, -0.5), (1, WALL + 1, -1.5)]
+    assert "file rewritten (its bytes before the read offset changed)" in daemon.stderr()
+
+
+# -- 4. a file recreated with earlier steps -------------------------------------------------------
+
+
+def test_a_file_recreated_with_earlier_steps_starts_its_sample_over(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    # 3,000 steps sampled down to 100 set the reservoir's threshold; the file recreated with
+    # steps 500..2499 must be sampled as a fresh ingest samples it, not under that threshold
+    # and beside the old points below step 500.
+    logdir = tmp_path / "logs"
+    db = tmp_path / "store.sqlite"
+    path = logdir / "train" / "events.out.tfevents.1.host"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(event_file(range(3000)))
+    daemon = serve(logdir, "--db", db, *NO_RESCAN, *SAMPLING_ARGS)
+    daemon.wait_for_state("live")
+    wait_until(
+        lambda: len(daemon.scalars("train", "loss")) == 100,
+        what="100 points kept",
+        alive=daemon.check_alive,
+    )
+
+    path.unlink()
+    path.write_bytes(event_file(range(500, 2500), 2.0, start=WALL + 1))
+    points = assert_served_as_fresh(daemon, db, logdir, tmp_path)
+    assert len(points[("train", "loss")]) == 100
+    assert points[("train", "loss")][0][0] >= 500
