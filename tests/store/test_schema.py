@@ -73,12 +73,13 @@ def test_store_of_schema_1_is_migrated_with_its_counts(tmp_path: Path) -> None:
     # Back to schema 1, as an older boardd left it: no per-series counts.
     connection = apsw.Connection(str(db))
     connection.execute("ALTER TABLE series DROP COLUMN kept")
+    connection.execute("ALTER TABLE files DROP COLUMN tail")
     connection.pragma("user_version", 1)
     connection.close()
     # The next writer migrates it (same fingerprint otherwise: no --rebuild needed).
     ingest(logdir, db, sampling=SMALL)
     connection = open_reader(db)
-    assert connection.pragma("user_version") == SCHEMA_VERSION == 2
+    assert connection.pragma("user_version") == SCHEMA_VERSION == 3
     connection.close()
     assert snapshot(db) == before
     assert _summarized(db) == _counted(db)

@@ -385,8 +385,18 @@ class ExperimentRunner:
             self._claim.release()
             self._claim = None
 
+    def _start_watcher(self) -> LogdirWatcher:
+        """Arms the watcher (once per session). It is armed before the catch-up's pass, so
+        that what changes meanwhile (a file truncated or rewritten after the pass read it) is
+        noticed and read right after, not at the next rescan."""
+        if self._watcher is None:
+            self._watcher = LogdirWatcher(self.spec.logdir, self.notice, poll=self.settings.poll)
+            self._watcher.start()
+        return self._watcher
+
     def _catch_up(self) -> None:
         assert self._ingestor is not None
+        self._start_watcher()
         self.bytes_total = self._ingestor.pending_bytes()
         log.info(
             "%s: catching up on %.1f MB in %s",
@@ -427,12 +437,10 @@ class ExperimentRunner:
 
     def _live(self) -> None:
         assert self._ingestor is not None
-        watcher = LogdirWatcher(self.spec.logdir, self.notice, poll=self.settings.poll)
-        self._watcher = watcher
-        mode = watcher.start()
+        watcher = self._start_watcher()
         if self._retry_at is None:
             self.state = RunnerState.LIVE
-        log.info("%s: live (%s)", self.spec.name, mode)
+        log.info("%s: live (%s)", self.spec.name, watcher.mode)
         last_pass = last_heartbeat = time.monotonic()
         while not self._stop.is_set():
             interval = (
@@ -451,6 +459,9 @@ class ExperimentRunner:
                 # Debounce: a burst of writes (several tags, several files) becomes one read.
                 self._stop.wait(self.settings.debounce_seconds)
             watcher.healthy()
+            # A watch armed again (the logdir was deleted and created anew) missed what
+            # happened while it was dead: a full pass reads it.
+            rearmed = watcher.take_rearmed()
             retrying = self._retry_at is not None
             if retrying and time.monotonic() < self._retry_at_or_now() and not self._rescan_asked():
                 # Backing off: changes wait (the lag grows); SIGHUP cuts the wait short.
@@ -459,7 +470,7 @@ class ExperimentRunner:
             changed, rediscover, rescan = self._take_changes()
             now = time.monotonic()
             # A try after a failure is a full pass: the changes taken then were not read.
-            full = retrying or rediscover or rescan or now - last_pass >= interval
+            full = retrying or rediscover or rescan or rearmed or now - last_pass >= interval
             try:
                 if full:
                     self._ingestor.run_pass(

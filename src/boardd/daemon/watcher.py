@@ -4,10 +4,18 @@ The watcher only says *which paths changed*; the ingest thread decides what to r
 inotify cannot be used (NFS, FUSE, some containers, an exhausted watch limit) or its thread
 dies, the watcher reports itself unhealthy and the ingest loop polls instead: a periodic full
 rescan is the safety net in every mode.
+
+An inotify watch follows an inode, not a path: a logdir deleted (or moved away) and created
+again would leave a dead watch behind. The watcher therefore also watches the logdir's parent
+for the logdir's own name (created, deleted, moved), and checks the logdir's identity (device,
+inode) at every :meth:`LogdirWatcher.healthy`; when it changed the watch is armed again on the
+new directory (the caller then makes a full pass), and while the logdir is gone the mode is
+``polling``.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -22,7 +30,7 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
+from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from boardd.reader.logdir import is_event_file
 
@@ -51,6 +59,35 @@ class _Handler(FileSystemEventHandler):
                 self._on_change(path, event.event_type in ("deleted", "moved"))
 
 
+class _ParentHandler(FileSystemEventHandler):
+    """Events of the logdir's parent directory: only those naming the logdir itself count."""
+
+    def __init__(self, logdir: Path, on_change: Callable[[], None]) -> None:
+        self._logdir = os.fspath(logdir)
+        self._on_change = on_change
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        for raw in (event.src_path, getattr(event, "dest_path", "")):
+            if raw and os.fsdecode(raw) == self._logdir:
+                self._on_change()
+                return
+
+
+#: The parent's events that can concern the logdir (the rest are not even asked of inotify).
+_PARENT_EVENTS: list[type[FileSystemEvent]] = [DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
+
+Identity = tuple[int, int]
+
+
+def _identity(path: Path) -> Identity | None:
+    """The directory's (device, inode); None when it is not there (or not a directory)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if os.path.isdir(path) else None
+
+
 class LogdirWatcher:
     """Watches one logdir recursively. ``start()`` returns ``"inotify"`` or ``"polling"``.
 
@@ -58,13 +95,18 @@ class LogdirWatcher:
     """
 
     def __init__(self, logdir: Path, on_change: OnChange, *, poll: bool = False) -> None:
-        self.logdir = logdir
+        self.logdir = Path(os.path.abspath(logdir))
         self._on_change = on_change
         self._poll = poll
         self._observer: BaseObserver | None = None
         self._lock = threading.Lock()
         self.mode = "stopped"
         self.failure: str | None = None
+        #: The watches of the logdir and of its parent, and the logdir they were armed on.
+        self._watch: ObservedWatch | None = None
+        self._parent_watch: ObservedWatch | None = None
+        self._armed: Identity | None = None
+        self._rearmed = False
 
     def start(self) -> str:
         """Starts inotify watching, or falls back to polling (logged, never raised)."""
@@ -78,7 +120,7 @@ class LogdirWatcher:
                 # so an exhausted instance limit (EMFILE) is raised here, not by start().
                 observer = Observer()
                 observer.daemon = True
-                observer.schedule(_Handler(self._on_change), str(self.logdir), recursive=True)
+                self._arm(observer)
                 observer.start()
             except Exception as exc:
                 self.failure = f"{type(exc).__name__}: {exc}"
@@ -92,18 +134,83 @@ class LogdirWatcher:
             return self.mode
 
     def healthy(self) -> bool:
-        """False once an inotify observer thread has died; the caller then polls."""
+        """Checks the watch (the caller polls while :attr:`mode` is ``polling``): an inotify
+        observer thread that died means polling from then on; a logdir deleted or replaced is
+        watched again once it is back (:meth:`take_rearmed` then says so). One stat."""
         with self._lock:
-            if self.mode != "inotify" or self._observer is None:
+            observer = self._observer
+            if observer is None:
                 return self.mode == "polling"
-            if self._observer.is_alive():
+            if not observer.is_alive():
+                self.failure = "the inotify observer thread stopped"
+                log.warning("watching %s: %s; polling instead", self.logdir, self.failure)
+                self._stop_observer(observer)
+                self._observer = None
+                self.mode = "polling"
                 return True
-            self.failure = "the inotify observer thread stopped"
-            log.warning("watching %s: %s; polling instead", self.logdir, self.failure)
-            self._stop_observer(self._observer)
-            self._observer = None
-            self.mode = "polling"
+            if self._watch is not None and _identity(self.logdir) == self._armed:
+                return True
+            self._disarm(observer)
+            try:
+                self._arm(observer)
+            except Exception as exc:
+                # Gone, or not watchable now: polled meanwhile, tried again at the next check.
+                if self.mode == "inotify":
+                    log.warning(
+                        "%s was deleted or replaced: its inotify watch is dead; polling until "
+                        "it can be watched again (%s)",
+                        self.logdir,
+                        exc,
+                    )
+                self.failure = f"{type(exc).__name__}: {exc}"
+                self.mode = "polling"
+                self._disarm(observer)
+                return True
+            log.info("%s is back (or was replaced): watching it again", self.logdir)
+            self.failure = None
+            self.mode = "inotify"
+            self._rearmed = True
             return True
+
+    def take_rearmed(self) -> bool:
+        """Whether the watch was armed again since the last call: what changed while it was
+        dead was not seen, so the caller makes a full pass."""
+        with self._lock:
+            rearmed, self._rearmed = self._rearmed, False
+            return rearmed
+
+    def _arm(self, observer: BaseObserver) -> None:
+        """Watches the logdir (recursively) and its parent (for the logdir's own name)."""
+        identity = _identity(self.logdir)
+        if identity is None:
+            raise FileNotFoundError(errno.ENOENT, "no such directory", str(self.logdir))
+        self._watch = observer.schedule(_Handler(self._on_change), str(self.logdir), recursive=True)
+        self._armed = identity
+        parent = self.logdir.parent
+        if self._parent_watch is None and parent != self.logdir:
+            try:
+                self._parent_watch = observer.schedule(
+                    _ParentHandler(self.logdir, self._parent_changed),
+                    str(parent),
+                    event_filter=_PARENT_EVENTS,
+                )
+            except Exception as exc:
+                # The identity check at every healthy() still finds a replaced logdir.
+                log.debug("cannot watch %s (%s)", parent, exc)
+
+    def _disarm(self, observer: BaseObserver) -> None:
+        """Drops the logdir's watch (its emitter may have stopped by itself: a deleted root)."""
+        watch, self._watch, self._armed = self._watch, None, None
+        if watch is not None:
+            try:
+                observer.unschedule(watch)
+            except Exception:
+                log.debug("unscheduling %s failed", self.logdir, exc_info=True)
+
+    def _parent_changed(self) -> None:
+        # The logdir itself was created, deleted or moved: rediscover (the caller's loop then
+        # calls healthy(), which arms the watch again before its full pass).
+        self._on_change(self.logdir, True)
 
     def stop(self) -> None:
         """Stops the observer thread; safe to call twice."""

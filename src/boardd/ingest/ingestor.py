@@ -1,10 +1,12 @@
 """The ingestor: brings a store up to date with a logdir's event files, from their offsets.
 
 :class:`Ingestor` owns the file life cycle: new files and runs are picked up; a growing file
-resumes from its committed offset; a replaced file (new inode, or it shrank) is read again from
-0; a deleted file keeps its data; a run whose directory is gone is purged and hidden. Decoded
-batches are committed in groups (by bytes and by time) together with the new offsets. It reads
-through a :class:`~boardd.ingest.sources.ByteSource` (a local logdir unless told otherwise).
+resumes from its committed offset; a replaced file (new inode, it shrank, its first bytes or
+those before its offset changed) is read again from 0 with the rest of its run, as a fresh
+ingest would read them (:meth:`StoreWriter.restart_run`); a deleted file keeps its data; a run
+whose directory is gone is purged and hidden. Decoded batches are committed in groups (by bytes
+and by time) together with the new offsets. It reads through a
+:class:`~boardd.ingest.sources.ByteSource` (a local logdir unless told otherwise).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from boardd.ingest.sources import (
     LocalFileSource,
     SourceFile,
     read_head,
+    read_tail,
     same_start,
     size_now,
 )
@@ -80,6 +83,15 @@ class Problem:
     since: float
 
 
+class _StartOver(Exception):
+    """A file of a run was replaced: the run is read again from its files as they are now."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(f"{key}: {reason}")
+        self.key = key
+        self.reason = reason
+
+
 @dataclass(slots=True)
 class PassResult:
     """What one pass over the logdir did."""
@@ -104,7 +116,8 @@ class _FileWork:
     head: bytes | None = None
 
     def progress(self, consumed: int) -> FileProgress:
-        """The file's state to commit once everything up to ``consumed`` is written."""
+        """The file's state to commit once everything up to ``consumed`` is written (with the
+        bytes before it as they are now)."""
         ident = self.identity
         return FileProgress(
             self.record.id,
@@ -114,6 +127,7 @@ class _FileWork:
             ident.device,
             ident.inode,
             head=self.head,
+            tail=read_tail(self.file, consumed),
         )
 
     def left(self) -> int:
@@ -272,14 +286,50 @@ class Ingestor:
     def _prepare_run(
         self, run_id: int, files: Iterable[SourceFile], result: PassResult
     ) -> list[_FileWork]:
-        known = self.writer.files(run_id)
+        files = list(files)
+        try:
+            return self._prepare_files(run_id, files, self.writer.files(run_id), result)
+        except _StartOver as replaced:
+            # What the old version of the file put in the run's series cannot be told apart
+            # from what its other files put there: the run is read again from all its files,
+            # as a fresh ingest would read them (its sampling starts over too).
+            run = self.source.run_of(replaced.key)
+            log.info(
+                "%s: %s; run %s is read again from its files",
+                escape(replaced.key),
+                replaced.reason,
+                escape(run if run is not None else "?"),
+            )
+            self._with_transaction(
+                result, functools.partial(self.writer.restart_run, run_id, replaced.reason)
+            )
+            self._decoders.pop(run_id, None)
+            result.files_changed.append(replaced.key)
+            if run is not None:
+                files = self.source.run_files(run)
+            return self._prepare_files(run_id, files, self.writer.files(run_id), result)
+
+    def _prepare_files(
+        self,
+        run_id: int,
+        files: list[SourceFile],
+        known: dict[str, FileRecord],
+        result: PassResult,
+    ) -> list[_FileWork]:
         present = set()
         works = []
         for file in files:
             present.add(file.key)
+            # A run can be read again from its files unless another of them holds data that
+            # cannot be read again (a deleted or unreadable file's).
+            others_readable = all(
+                r.consumed == 0 or r.state == "active" for k, r in known.items() if k != file.key
+            )
             try:
-                work = self._prepare(run_id, file, known.get(file.key), result)
-            except apsw.Error:
+                work = self._prepare(
+                    run_id, file, known.get(file.key), result, start_over=others_readable
+                )
+            except (apsw.Error, _StartOver):
                 raise
             except Exception as exc:
                 self._problem(file.key, _describe(exc))
@@ -343,9 +393,19 @@ class Ingestor:
         return decoder
 
     def _prepare(
-        self, run_id: int, file: SourceFile, record: FileRecord | None, result: PassResult
+        self,
+        run_id: int,
+        file: SourceFile,
+        record: FileRecord | None,
+        result: PassResult,
+        *,
+        start_over: bool = False,
     ) -> _FileWork | None:
-        """Applies the file's life-cycle changes; returns what is left to read, if anything."""
+        """Applies the file's life-cycle changes; returns what is left to read, if anything.
+
+        A replaced file raises :class:`_StartOver` when ``start_over`` (its run can be read
+        again from its files); otherwise it alone is read again from 0, and the steps it
+        rewrites replace the old points through preemption."""
         try:
             ident = file.identity()
         except OSError as exc:
@@ -371,13 +431,26 @@ class Ingestor:
             and record.head is not None
             and not same_start(head, record.head)
         )
-        if replaced or rewritten or ident.size < record.consumed:
+        # Grown, or rewritten in place keeping its first bytes? The bytes before the offset
+        # (the end of the last record read, whose CRC covers that record) tell.
+        overwritten = (
+            not replaced
+            and not rewritten
+            and record.tail is not None
+            and ident.size > record.consumed
+            and read_tail(file, record.consumed) not in (None, record.tail)
+        )
+        if replaced or rewritten or overwritten or ident.size < record.consumed:
             if replaced:
                 reason = "file replaced (new inode)"
             elif rewritten:
                 reason = "file replaced (its first bytes changed)"
+            elif overwritten:
+                reason = "file rewritten (its bytes before the read offset changed)"
             else:
                 reason = "file shrank: read again"
+            if start_over and record.consumed > 0:
+                raise _StartOver(file.key, reason)
             replaced = True
             restart_id = record.id
             self._with_transaction(result, lambda: self.writer.restart_file(restart_id, reason))

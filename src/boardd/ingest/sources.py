@@ -5,7 +5,8 @@ event file, known to the store by its ``key``. :class:`LocalFileSource` is a dir
 this machine. The interface is shaped for object stores too: an object has a size and a version
 (its ETag) but no device or inode, and is read with ranged requests through
 :class:`~boardd.reader.source.RandomAccessBytes`. Without an inode, a replaced file is told
-from a grown one by its first bytes (:attr:`SourceFile.head`) and by shrinking.
+from a grown one by its first bytes (:attr:`SourceFile.head`) and by shrinking; a file rewritten
+in place keeping its first bytes, by the bytes just before the read offset (:func:`read_tail`).
 
 A :class:`SourceFile` must pickle: parallel catch-up hands it to worker processes.
 """
@@ -23,6 +24,8 @@ from boardd.reader.source import LocalFileBytes, RandomAccessBytes
 
 #: How many leading bytes identify a file's content (its first record, usually).
 HEAD_BYTES = 64
+#: How many bytes before the read offset are kept to tell a rewritten file from a grown one.
+TAIL_BYTES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +220,21 @@ def read_head(file: SourceFile) -> bytes | None:
         return file.head(HEAD_BYTES)
     except OSError:
         return None
+
+
+def read_tail(file: SourceFile, offset: int) -> bytes | None:
+    """The file's last :data:`TAIL_BYTES` before ``offset`` (the end of the last record read:
+    its CRC covers the record), or None when they cannot be read now."""
+    start = max(0, offset - TAIL_BYTES)
+    try:
+        data = file.open()
+        try:
+            tail = data.read_at(start, offset - start)
+        finally:
+            data.close()
+    except OSError:
+        return None
+    return tail if len(tail) == offset - start else None
 
 
 def same_start(a: bytes, b: bytes) -> bool:

@@ -164,6 +164,11 @@ MIGRATIONS: tuple[str, ...] = (
     SET kept = (SELECT count(DISTINCT step) FROM blob_entries b WHERE b.series_id = series.id)
     WHERE data_class = 3;
     """,
+    # 3: the last bytes before a file's read offset, so that a file rewritten in place keeping
+    # its first bytes is not read on as if it had grown (NULL: not known, nothing checked).
+    """
+    ALTER TABLE files ADD COLUMN tail BLOB;
+    """,
 )
 
 #: The schema version this code writes.

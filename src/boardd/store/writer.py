@@ -76,6 +76,8 @@ class FileRecord:
     consumed: int
     state: str
     head: bytes | None = None
+    #: The file's last bytes before ``consumed`` as they were read (None: not known).
+    tail: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,8 @@ class FileProgress:
     state: str = "active"
     last_error: str | None = None
     head: bytes | None = None
+    #: The file's last bytes before ``consumed`` (None: not known, nothing is checked).
+    tail: bytes | None = None
 
 
 @dataclass(slots=True)
@@ -260,6 +264,36 @@ class StoreWriter:
 
     def delete_run(self, run_id: int) -> None:
         """Removes a run whose directory is gone: its points, blobs and files rows are purged."""
+        self._purge_run_data(run_id)
+        self._db.execute("DELETE FROM files WHERE run_id = ?", (run_id,))
+        self._db.execute(
+            "UPDATE runs SET deleted = 1, start_time = NULL, generation = ? WHERE id = ?",
+            (self._pending_generation, run_id),
+        )
+
+    def restart_run(self, run_id: int, reason: str) -> None:
+        """A file of the run was replaced: the run is read again from its files as they are
+        now, as a fresh ingest would (its points, series with their sampling states, blobs,
+        events and data-loss records go; every file is read again from offset 0)."""
+        self._purge_run_data(run_id)
+        self._db.execute(
+            "DELETE FROM data_loss WHERE file_id IN (SELECT id FROM files WHERE run_id = ?)",
+            (run_id,),
+        )
+        self._db.execute(
+            "UPDATE files SET consumed = 0, size = 0, mtime = NULL, device = NULL, "
+            "inode = NULL, head = NULL, tail = NULL, last_error = ?, "
+            "state = CASE state WHEN 'deleted' THEN 'deleted' ELSE 'active' END "
+            "WHERE run_id = ?",
+            (escape(reason), run_id),
+        )
+        self._db.execute(
+            "UPDATE runs SET start_time = NULL, generation = ? WHERE id = ?",
+            (self._pending_generation, run_id),
+        )
+
+    def _purge_run_data(self, run_id: int) -> None:
+        """Deletes a run's points, blobs, series and events, and forgets their states."""
         blob_ids = [
             int(b)
             for (b,) in self._db.execute(
@@ -276,12 +310,7 @@ class StoreWriter:
             self._db.executemany(f"DELETE FROM {table} WHERE series_id = ?", series_ids)
         delete_blobs(self._db, blob_ids)
         self._db.execute("DELETE FROM series WHERE run_id = ?", (run_id,))
-        self._db.execute("DELETE FROM files WHERE run_id = ?", (run_id,))
         self._db.execute("DELETE FROM run_events WHERE run_id = ?", (run_id,))
-        self._db.execute(
-            "UPDATE runs SET deleted = 1, start_time = NULL, generation = ? WHERE id = ?",
-            (self._pending_generation, run_id),
-        )
         for key in [k for k in self._series if k[0] == run_id]:
             del self._series[key]
         self._run_started.pop(run_id, None)
@@ -302,7 +331,7 @@ class StoreWriter:
     def files(self, run_id: int) -> dict[str, FileRecord]:
         """The files known for a run, by path."""
         rows = self._db.execute(
-            "SELECT id, run_id, path, device, inode, size, consumed, state, head FROM files "
+            "SELECT id, run_id, path, device, inode, size, consumed, state, head, tail FROM files "
             "WHERE run_id = ?",
             (run_id,),
         )
@@ -316,7 +345,7 @@ class StoreWriter:
             (run_id, path),
         )
         row = self._db.execute(
-            "SELECT id, run_id, path, device, inode, size, consumed, state, head FROM files "
+            "SELECT id, run_id, path, device, inode, size, consumed, state, head, tail FROM files "
             "WHERE path = ?",
             (path,),
         ).fetchone()
@@ -369,7 +398,7 @@ class StoreWriter:
         )
         self._db.execute(
             "UPDATE files SET consumed = ?, size = ?, mtime = ?, device = ?, inode = ?, "
-            "state = ?, last_error = ?, head = coalesce(?, head) WHERE id = ?",
+            "state = ?, last_error = ?, head = coalesce(?, head), tail = ? WHERE id = ?",
             (
                 progress.consumed,
                 progress.size,
@@ -379,6 +408,7 @@ class StoreWriter:
                 progress.state,
                 None if progress.last_error is None else escape(progress.last_error),
                 progress.head,
+                progress.tail,
                 progress.file_id,
             ),
         )
@@ -626,8 +656,8 @@ class StoreWriter:
 
 
 def _file_record(row: Sequence[object]) -> FileRecord:
-    """A row of ``files`` (id, run_id, path, device, inode, size, consumed, state, head), its
-    path as the file system has it."""
+    """A row of ``files`` (id, run_id, path, device, inode, size, consumed, state, head, tail),
+    its path as the file system has it."""
     file_id, run_id, path, *rest = row
     return FileRecord(file_id, run_id, unescape(str(path)), *rest)  # type: ignore[arg-type]
 
