@@ -78,7 +78,7 @@ def test_store_of_schema_1_is_migrated_with_its_counts(tmp_path: Path) -> None:
     # The next writer migrates it (same fingerprint otherwise: no --rebuild needed).
     ingest(logdir, db, sampling=SMALL)
     connection = open_reader(db)
-    assert connection.pragma("user_version") == SCHEMA_VERSION == 2
+    assert connection.pragma("user_version") == SCHEMA_VERSION == 3
     connection.close()
     assert snapshot(db) == before
     assert _summarized(db) == _counted(db)

@@ -164,6 +164,11 @@ MIGRATIONS: tuple[str, ...] = (
     SET kept = (SELECT count(DISTINCT step) FROM blob_entries b WHERE b.series_id = series.id)
     WHERE data_class = 3;
     """,
+    # 3: a run's files found by an index, not a scan of every file of the store (a change to
+    # one run of 10,000 looked at all their files).
+    """
+    CREATE INDEX IF NOT EXISTS files_by_run ON files (run_id);
+    """,
 )
 
 #: The schema version this code writes.
