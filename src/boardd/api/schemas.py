@@ -145,6 +145,27 @@ SCHEMAS: dict[str, Any] = {
                             "type": ["number", "null"],
                             "description": "time to the next try while retrying",
                         },
+                        "watch_overflows": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "times the inotify queue overflowed (events lost)",
+                        },
+                        "overflow_passes": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "full passes that answered them: one per overflow, "
+                            "or one for several before it starts",
+                        },
+                        "unwatched_directories": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "directories inotify could not watch (the watch "
+                            "limit, fs.inotify.max_user_watches): polled",
+                        },
+                        "watch_problem": {
+                            "type": ["string", "null"],
+                            "description": "why some directories are polled, if any are",
+                        },
                         "unreadable": {
                             "type": "array",
                             "description": "runs and files skipped because they cannot be "

@@ -91,6 +91,13 @@ class RunnerStatus:
     retry_in_seconds: float | None = None
     #: Runs and files skipped because they cannot be read: [{path, reason, since}].
     unreadable: list[dict[str, object]] = field(default_factory=list)
+    #: Times the inotify queue overflowed (events lost), and the full passes that answered
+    #: them (several overflows before the pass starts are answered by one).
+    watch_overflows: int = 0
+    overflow_passes: int = 0
+    #: Directories inotify could not watch (the watch limit): polled; and why.
+    unwatched_directories: int = 0
+    watch_problem: str | None = None
 
 
 class ExperimentRunner:
@@ -120,6 +127,8 @@ class ExperimentRunner:
         self._changed: set[Path] = set()
         self._rediscover = False
         self._rescan_now = False
+        self._overflowed = False
+        self.overflow_passes = 0
         self._thread = threading.Thread(target=self._main, name=f"boardd-{spec.name}", daemon=True)
         self._session: WriteSession | None = None
         self._ingestor: Ingestor | None = None
@@ -168,6 +177,20 @@ class ExperimentRunner:
             self._rescan_now = True
         self._wake.set()
 
+    def overflow(self) -> None:
+        """Called by the watcher: the kernel dropped events. One full pass answers it (and
+        any other overflow before that pass starts); the pass itself causes no events."""
+        with self._changes_lock:
+            if self._overflowed:
+                return
+            self._overflowed = True
+            if self.first_unseen_change is None:
+                self.first_unseen_change = time.time()
+        log.warning(
+            "%s: the inotify queue overflowed (events were lost): one full pass", self.spec.name
+        )
+        self._wake.set()
+
     def notice(self, path: Path, structural: bool) -> None:
         """Called by the watcher: ``path`` changed (``structural``: rediscover runs)."""
         with self._changes_lock:
@@ -187,7 +210,8 @@ class ExperimentRunner:
     def status(self) -> RunnerStatus:
         """A consistent-enough snapshot of this runner (read without locks)."""
         pending = self.first_unseen_change
-        watch = self._watcher.mode if self._watcher is not None else "none"
+        watcher = self._watcher
+        watch = watcher.mode if watcher is not None else "none"
         retry_at = self._retry_at
         ingestor = self._ingestor
         problems = ingestor.problems if ingestor is not None else []
@@ -208,6 +232,10 @@ class ExperimentRunner:
                 None if retry_at is None else round(max(0.0, retry_at - time.monotonic()), 3)
             ),
             unreadable=[{"path": p.path, "reason": p.reason, "since": p.since} for p in problems],
+            watch_overflows=watcher.overflows if watcher is not None else 0,
+            overflow_passes=self.overflow_passes,
+            unwatched_directories=watcher.unwatched if watcher is not None else 0,
+            watch_problem=watcher.unwatched_reason() if watcher is not None else None,
         )
 
     # -- the thread -----------------------------------------------------------------------
@@ -390,7 +418,9 @@ class ExperimentRunner:
         that what changes meanwhile (a file truncated or rewritten after the pass read it) is
         noticed and read right after, not at the next rescan."""
         if self._watcher is None:
-            self._watcher = LogdirWatcher(self.spec.logdir, self.notice, poll=self.settings.poll)
+            self._watcher = LogdirWatcher(
+                self.spec.logdir, self.notice, poll=self.settings.poll, on_overflow=self.overflow
+            )
             self._watcher.start()
         return self._watcher
 
@@ -441,11 +471,21 @@ class ExperimentRunner:
         if self._retry_at is None:
             self.state = RunnerState.LIVE
         log.info("%s: live (%s)", self.spec.name, watcher.mode)
+        unwatched = watcher.unwatched_reason()
+        if unwatched is not None:
+            log.warning(
+                "%s: %s every %g s (README: raising fs.inotify.max_user_watches)",
+                self.spec.name,
+                unwatched,
+                self.settings.poll_interval,
+            )
         last_pass = last_heartbeat = time.monotonic()
         while not self._stop.is_set():
+            # Directories that cannot be watched are polled: the whole logdir, at the polling
+            # interval (a pass with nothing new only looks at sizes).
             interval = (
                 self.settings.poll_interval
-                if watcher.mode == "polling"
+                if watcher.mode == "polling" or watcher.unwatched
                 else self.settings.rescan_interval
             )
             now = time.monotonic()
@@ -467,10 +507,19 @@ class ExperimentRunner:
                 # Backing off: changes wait (the lag grows); SIGHUP cuts the wait short.
                 self._beat(self.spec.name)
                 continue
-            changed, rediscover, rescan = self._take_changes()
+            changed, rediscover, rescan, overflowed = self._take_changes()
             now = time.monotonic()
+            if overflowed:
+                self.overflow_passes += 1
             # A try after a failure is a full pass: the changes taken then were not read.
-            full = retrying or rediscover or rescan or rearmed or now - last_pass >= interval
+            full = (
+                retrying
+                or rediscover
+                or rescan
+                or rearmed
+                or overflowed
+                or now - last_pass >= interval
+            )
             try:
                 if full:
                     self._ingestor.run_pass(
@@ -549,13 +598,14 @@ class ExperimentRunner:
         self.error = None
         self.state = RunnerState.LIVE
 
-    def _take_changes(self) -> tuple[set[Path], bool, bool]:
+    def _take_changes(self) -> tuple[set[Path], bool, bool, bool]:
         with self._changes_lock:
             changed, self._changed = self._changed, set()
             rediscover, self._rediscover = self._rediscover, False
             rescan, self._rescan_now = self._rescan_now, False
+            overflowed, self._overflowed = self._overflowed, False
             self.first_unseen_change = None
-        return changed, rediscover, rescan
+        return changed, rediscover, rescan, overflowed
 
     def _close(self) -> None:
         if self._watcher is not None:

@@ -11,6 +11,14 @@ for the logdir's own name (created, deleted, moved), and checks the logdir's ide
 inode) at every :meth:`LogdirWatcher.healthy`; when it changed the watch is armed again on the
 new directory (the caller then makes a full pass), and while the logdir is gone the mode is
 ``polling``.
+
+Scale (issue 12 §3): the kernel queues only the events asked for, and boardd's own reading
+(opening and scanning files and directories) is not among them, so a pass over 10,000 runs
+does not flood the queue. When the queue overflows anyway (events were lost), the watcher
+says so once per overflow (``on_overflow``): the ingest loop answers with one full pass.
+Directories that get no watch (the ``fs.inotify.max_user_watches`` limit) are counted in
+:attr:`LogdirWatcher.unwatched`: the ingest loop then passes over the logdir at the polling
+interval, so they are polled, and health says how many there are and why.
 """
 
 from __future__ import annotations
@@ -20,17 +28,28 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
     FileSystemEvent,
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
+
+try:  # Linux: inotify, with the hooks this module needs (watchdog 7.1+)
+    from watchdog.observers.inotify import InotifyEmitter, InotifyObserver, InotifyWatchGroup
+except ImportError:  # pragma: no cover - another platform: watchdog's own observer, as is
+    InotifyObserver = None  # type: ignore[assignment,misc]
 
 from boardd.reader.logdir import is_event_file
 
@@ -39,6 +58,116 @@ log = logging.getLogger(__name__)
 #: Called from the watcher's thread with a changed event file, or with a directory whose
 #: subtree changed (created, deleted or moved) and must be rediscovered.
 OnChange = Callable[[Path, bool], None]
+#: Called from the watcher's thread when the kernel's event queue overflowed (events lost).
+OnOverflow = Callable[[], None]
+
+#: The events asked of the kernel: what changes an event file or the set of runs. Not opens,
+#: reads or closes-without-write: those are what boardd's own passes do, thousands per pass.
+EVENTS: list[type[FileSystemEvent]] = [
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    DirCreatedEvent,
+    FileDeletedEvent,
+    DirDeletedEvent,
+    FileMovedEvent,
+    DirMovedEvent,
+]
+
+#: Where Linux says how many watches a user may have.
+MAX_USER_WATCHES = Path("/proc/sys/fs/inotify/max_user_watches")
+
+
+@dataclass
+class _Watches:
+    """What one observer's watch groups report: overflows, and directories left unwatched."""
+
+    on_overflow: OnOverflow
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Directories that got no watch, with the errno (ENOSPC: the watch limit).
+    unwatched: dict[bytes, int] = field(default_factory=dict)
+    overflows: int = 0
+
+    def failed(self, path: bytes, error: int) -> None:
+        with self.lock:
+            self.unwatched[path] = error
+
+    def watched(self, path: bytes) -> None:
+        if self.unwatched:
+            with self.lock:
+                self.unwatched.pop(path, None)
+
+    def rewatching(self) -> None:
+        # After an overflow watchdog rebuilds every watch: which fail is counted afresh.
+        with self.lock:
+            self.unwatched.clear()
+
+    def overflowed(self) -> None:
+        with self.lock:
+            self.overflows += 1
+        self.on_overflow()
+
+
+if InotifyObserver is not None:
+
+    @dataclass
+    class _WatchGroup(InotifyWatchGroup):
+        """watchdog's recursive watch, telling us what it otherwise only logs or swallows: a
+        queue overflow, and a directory it could not watch (it skips those silently)."""
+
+        report: _Watches | None = None
+
+        def _add_callback(self, path: bytes) -> None:
+            try:
+                wd = self._inotify_fd.add_callback(path, self.event_mask, self._callback, self._id)
+            except OSError as exc:
+                if path == self.path:
+                    raise
+                # Gone or unreadable since the walk found it: nothing to watch; else (ENOSPC:
+                # the watch limit) it is polled.
+                if self.report is not None and exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                    self.report.failed(path, exc.errno or 0)
+                return
+            self._active_callbacks_by_path[path] = wd
+            self._active_callbacks_by_watch[wd] = path
+            if self.report is not None:
+                self.report.watched(path)
+
+        def on_queue_overflow(self) -> None:
+            if self.report is not None:
+                self.report.rewatching()
+            super().on_queue_overflow()
+            if self.report is not None and self.is_active:
+                self.report.overflowed()
+
+    class _Emitter(InotifyEmitter):
+        report: _Watches | None = None
+
+        def on_thread_start(self) -> None:
+            self._inotify = _WatchGroup(
+                self._inotify_fd,
+                os.fsencode(self.watch.path),
+                is_recursive=self.watch.is_recursive,
+                event_mask=self.get_event_mask_from_filter(),
+                follow_symlink=self.watch.follow_symlink,
+                report=self.report,
+            )
+
+    class _Observer(InotifyObserver):
+        """An inotify observer whose watches report to ``report``."""
+
+        def __init__(self, report: _Watches) -> None:
+            super().__init__()
+            emitter = type("_ReportingEmitter", (_Emitter,), {"report": report})
+            self._emitter_class = emitter
+
+
+def max_user_watches() -> int | None:
+    """The system's ``fs.inotify.max_user_watches`` (None where there is no such thing)."""
+    try:
+        return int(MAX_USER_WATCHES.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 class _Handler(FileSystemEventHandler):
@@ -94,12 +223,20 @@ class LogdirWatcher:
     In polling mode nothing runs here: the ingest loop's periodic pass does the work.
     """
 
-    def __init__(self, logdir: Path, on_change: OnChange, *, poll: bool = False) -> None:
+    def __init__(
+        self,
+        logdir: Path,
+        on_change: OnChange,
+        *,
+        poll: bool = False,
+        on_overflow: OnOverflow | None = None,
+    ) -> None:
         self.logdir = Path(os.path.abspath(logdir))
         self._on_change = on_change
         self._poll = poll
         self._observer: BaseObserver | None = None
         self._lock = threading.Lock()
+        self._watches = _Watches(on_overflow or (lambda: None))
         self.mode = "stopped"
         self.failure: str | None = None
         #: The watches of the logdir and of its parent, and the logdir they were armed on.
@@ -107,6 +244,32 @@ class LogdirWatcher:
         self._parent_watch: ObservedWatch | None = None
         self._armed: Identity | None = None
         self._rearmed = False
+
+    @property
+    def overflows(self) -> int:
+        """How many times the kernel's queue overflowed (each answered by one full pass)."""
+        return self._watches.overflows
+
+    @property
+    def unwatched(self) -> int:
+        """Directories of the logdir inotify could not watch: they are polled."""
+        return len(self._watches.unwatched)
+
+    def unwatched_reason(self) -> str | None:
+        """Why some directories are polled, for health and the log; None when all are watched."""
+        with self._watches.lock:
+            errors = set(self._watches.unwatched.values())
+            count = len(self._watches.unwatched)
+        if not count:
+            return None
+        if errno.ENOSPC in errors:
+            limit = max_user_watches()
+            cause = "the inotify watch limit" + (
+                f" (fs.inotify.max_user_watches = {limit})" if limit is not None else ""
+            )
+        else:
+            cause = ", ".join(sorted(os.strerror(e) for e in errors))
+        return f"{count} director{'y' if count == 1 else 'ies'} not watched ({cause}): polled"
 
     def start(self) -> str:
         """Starts inotify watching, or falls back to polling (logged, never raised)."""
@@ -118,7 +281,7 @@ class LogdirWatcher:
             try:
                 # watchdog's inotify observer opens its inotify instance in its constructor,
                 # so an exhausted instance limit (EMFILE) is raised here, not by start().
-                observer = Observer()
+                observer = _Observer(self._watches) if InotifyObserver is not None else Observer()
                 observer.daemon = True
                 self._arm(observer)
                 observer.start()

@@ -181,6 +181,8 @@ class Ingestor:
         self._problems: dict[str, Problem] = {}
         #: The keys reported during the current full pass (the others have recovered).
         self._reported: set[str] | None = None
+        #: During a full pass: what the store knows, loaded once (see :class:`_Known`).
+        self._known: _Known | None = None
 
     @property
     def problems(self) -> list[Problem]:
@@ -190,10 +192,12 @@ class Ingestor:
     def pending_bytes(self) -> int:
         """Bytes in the logdir not yet consumed (what a pass would read)."""
         total = 0
+        known = self._load_known()
         for run, files in self.source.runs().items():
-            known = self._known_files(run)
+            run_id = known.runs.get(run)
+            records = known.files.get(run_id, {}) if run_id is not None else {}
             for file in files:
-                record = known.get(file.key)
+                record = records.get(file.key)
                 total += max(0, size_now(file) - (record.consumed if record else 0))
         return total
 
@@ -208,16 +212,13 @@ class Ingestor:
         found = self.source.runs()
         for problem in self.source.problems():
             self._problem(problem.path, problem.reason)
-        self._purge_missing_runs(found, result)
-        works: list[_FileWork] = []
-        for run, files in found.items():
-            try:
-                run_id = self._run_id(run)
-                works.extend(self._prepare_run(run_id, files, result))
-            except apsw.Error:
-                raise  # the store's own trouble: the whole pass is retried
-            except Exception as exc:
-                self._problem(self._run_key(run, files), _describe(exc))
+        # What the store knows, loaded once: the pass costs a query per run it changes, not
+        # one per run the logdir has (quadratic at thousands of runs).
+        self._known = self._load_known()
+        try:
+            works = self._prepare_pass(found, result)
+        finally:
+            self._known = None
         total = sum(w.left() for w in works)
         runs = {w.run_id for w in works}
         if self.workers > 1 and total >= self.parallel_min_bytes and len(runs) > 1:
@@ -230,6 +231,67 @@ class Ingestor:
         self._flush(result)
         self._end_full_pass()
         return result
+
+    def _prepare_pass(
+        self, found: dict[str, list[SourceFile]], result: PassResult
+    ) -> list[_FileWork]:
+        known = self._known
+        assert known is not None
+        self._purge_missing_runs(found, result)
+        self._create_records(found, result)
+        works: list[_FileWork] = []
+        for run, files in found.items():
+            try:
+                run_id = self._run_id(run)
+                works.extend(self._prepare_run(run_id, files, result))
+            except apsw.Error:
+                raise  # the store's own trouble: the whole pass is retried
+            except Exception as exc:
+                self._problem(self._run_key(run, files), _describe(exc))
+        return works
+
+    def _load_known(self) -> _Known:
+        return _Known(
+            self.writer.runs(self.experiment_id), self.writer.experiment_files(self.experiment_id)
+        )
+
+    def _create_records(self, found: dict[str, list[SourceFile]], result: PassResult) -> None:
+        """Creates the records of every run and file the store does not know yet, in one
+        commit (a cold start over 10,000 runs is not 20,000 commits)."""
+        known = self._known
+        assert known is not None
+        new_runs = [run for run in found if run not in known.runs]
+        new_files = [
+            (run, file)
+            for run, files in found.items()
+            for file in files
+            if file.key not in known.files.get(known.runs.get(run, -1), {})
+        ]
+        if not new_runs and not new_files:
+            return
+
+        def create() -> None:
+            for run in new_runs:
+                try:
+                    known.runs[run] = self.writer.ensure_run(self.experiment_id, run)
+                except apsw.Error:
+                    raise
+                except Exception as exc:
+                    self._problem(self._run_key(run, found[run]), _describe(exc))
+            for run, file in new_files:
+                run_id = known.runs.get(run)
+                if run_id is None:
+                    continue
+                try:
+                    record = self.writer.ensure_file(run_id, file.key)
+                except apsw.Error:
+                    raise
+                except Exception as exc:
+                    self._problem(file.key, _describe(exc))
+                    continue
+                known.files.setdefault(run_id, {})[file.key] = record
+
+        self._with_transaction(result, create)
 
     def ingest_files(
         self,
@@ -270,10 +332,9 @@ class Ingestor:
                 self._problem(file.key, _describe(exc))
                 continue
             by_run.setdefault(run, []).append(file)
-        known = set(self.writer.runs(self.experiment_id))
         for run, files in by_run.items():
             try:
-                if run not in known:
+                if self.writer.run_id(self.experiment_id, run) is None:
                     files = self.source.run_files(run)
                 files.sort(key=_file_name)
                 self.ingest_files(run, files, result)
@@ -288,7 +349,7 @@ class Ingestor:
     ) -> list[_FileWork]:
         files = list(files)
         try:
-            return self._prepare_files(run_id, files, self.writer.files(run_id), result)
+            return self._prepare_files(run_id, files, self._known_files(run_id), result)
         except _StartOver as replaced:
             # What the old version of the file put in the run's series cannot be told apart
             # from what its other files put there: the run is read again from all its files,
@@ -307,7 +368,17 @@ class Ingestor:
             result.files_changed.append(replaced.key)
             if run is not None:
                 files = self.source.run_files(run)
-            return self._prepare_files(run_id, files, self.writer.files(run_id), result)
+            # The run's files were reset in the store: what the pass loaded of them is stale.
+            known = self.writer.files(run_id)
+            if self._known is not None:
+                self._known.files[run_id] = known
+            return self._prepare_files(run_id, files, known, result)
+
+    def _known_files(self, run_id: int) -> dict[str, FileRecord]:
+        """The store's records of a run's files: from what the pass loaded once, if it did."""
+        if self._known is not None:
+            return self._known.files.setdefault(run_id, {})
+        return self.writer.files(run_id)
 
     def _prepare_files(
         self,
@@ -367,19 +438,20 @@ class Ingestor:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _known_files(self, run: str) -> dict[str, FileRecord]:
-        run_id = self.writer.runs(self.experiment_id).get(run)
-        return self.writer.files(run_id) if run_id is not None else {}
-
     def _run_id(self, run: str) -> int:
-        runs = self.writer.runs(self.experiment_id)
-        if run in runs:
-            return runs[run]
+        known = self._known
+        run_id = known.runs.get(run) if known is not None else None
+        if run_id is None:
+            run_id = self.writer.run_id(self.experiment_id, run)
+        if run_id is not None:
+            return run_id
         holder: list[int] = []
         self._with_transaction(
             PassResult(),
             lambda: holder.append(self.writer.ensure_run(self.experiment_id, run)),
         )
+        if known is not None:
+            known.runs[run] = holder[0]
         return holder[0]
 
     def _decoder(self, run_id: int) -> EventDecoder:
@@ -697,7 +769,8 @@ class Ingestor:
             # A vanished logdir, or one without a single event file (an unmounted mount point
             # is an empty directory), must not erase the store.
             return
-        for run, run_id in self.writer.runs(self.experiment_id).items():
+        runs = self._known.runs if self._known is not None else self.writer.runs(self.experiment_id)
+        for run, run_id in list(runs.items()):
             if run in found:
                 continue
             try:
@@ -712,6 +785,9 @@ class Ingestor:
                 continue
             self._with_transaction(result, functools.partial(self.writer.delete_run, run_id))
             self._decoders.pop(run_id, None)
+            if self._known is not None:
+                self._known.runs.pop(run, None)
+                self._known.files.pop(run_id, None)
             result.runs_deleted.append(run)
 
     # -- problems -------------------------------------------------------------------------
@@ -750,6 +826,17 @@ class Ingestor:
             return
         for key in [k for k in self._problems if k not in reported]:
             self._solved(key)
+
+
+@dataclass(slots=True)
+class _Known:
+    """What the store knows of the logdir during a full pass, loaded in two queries: live runs
+    (name → id) and their files (run id → path → record). Kept up to date by the pass itself
+    (records it creates, runs it deletes); a record it changes otherwise (offsets, states) is
+    not read from here again in the same pass."""
+
+    runs: dict[str, int]
+    files: dict[int, dict[str, FileRecord]]
 
 
 def _describe(exc: BaseException) -> str:

@@ -169,6 +169,11 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE files ADD COLUMN tail BLOB;
     """,
+    # 4: a run's files found by an index, not a scan of every file of the store (a change to
+    # one run of 10,000 looked at all their files).
+    """
+    CREATE INDEX IF NOT EXISTS files_by_run ON files (run_id);
+    """,
 )
 
 #: The schema version this code writes.

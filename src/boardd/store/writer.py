@@ -262,6 +262,14 @@ class StoreWriter:
             )
         }
 
+    def run_id(self, experiment_id: int, name: str) -> int | None:
+        """The id of live run ``name``, or None (one indexed lookup, whatever the run count)."""
+        value = self._db.execute(
+            "SELECT id FROM runs WHERE experiment_id = ? AND name = ? AND deleted = 0",
+            (experiment_id, escape(name)),
+        ).get
+        return None if value is None else int(value)
+
     def delete_run(self, run_id: int) -> None:
         """Removes a run whose directory is gone: its points, blobs and files rows are purged."""
         self._purge_run_data(run_id)
@@ -336,6 +344,20 @@ class StoreWriter:
             (run_id,),
         )
         return {record.path: record for record in map(_file_record, rows)}
+
+    def experiment_files(self, experiment_id: int) -> dict[int, dict[str, FileRecord]]:
+        """The files known for every live run of an experiment, by run id then path: what a
+        pass over the whole logdir compares with, in one query."""
+        by_run: dict[int, dict[str, FileRecord]] = {}
+        rows = self._db.execute(
+            "SELECT f.id, f.run_id, f.path, f.device, f.inode, f.size, f.consumed, f.state, "
+            "f.head FROM files f JOIN runs r ON r.id = f.run_id "
+            "WHERE r.experiment_id = ? AND r.deleted = 0",
+            (experiment_id,),
+        )
+        for record in map(_file_record, rows):
+            by_run.setdefault(record.run_id, {})[record.path] = record
+        return by_run
 
     def ensure_file(self, run_id: int, path: str) -> FileRecord:
         """The record of an event file (created with offset 0 if new)."""

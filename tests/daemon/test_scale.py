@@ -1,0 +1,117 @@
+"""Issue 12 §3 in a real ``boardd serve``: an inotify queue overflow is answered by one full
+pass (not a loop), and directories beyond the inotify watch limit are polled and reported."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.daemon.conftest import Daemon, ServeFactory, wait_until
+from tests.daemon.test_serve import tbx, write, write_closed
+
+#: A process that makes inotify events as fast as it can: one-byte writes, alternating between
+#: two files that are not event files (the kernel merges only identical events in a row).
+FLOOD = """
+import os, sys, time
+a = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT)
+b = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT)
+end = time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end:
+    for _ in range(1000):
+        os.pwrite(a, b"x", 0)
+        os.pwrite(b, b"x", 0)
+"""
+
+
+def _watch(daemon: Daemon) -> tuple[int, int]:
+    status = daemon.status()
+    return status["watch_overflows"], status["overflow_passes"]
+
+
+def test_an_overflow_is_answered_by_one_pass(serve: ServeFactory, tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    train = tbx(logdir / "train")
+    write(train, "loss", range(2))
+    # The periodic rescan out of the way: only the overflow can bring a full pass.
+    daemon = serve(logdir, "--db", tmp_path / "s.sqlite", "--rescan-interval", "3600")
+    assert daemon.wait_for_state("live")["watch_mode"] == "inotify"
+    daemon.wait_for_steps("train", "loss", range(2))
+    assert _watch(daemon) == (0, 0)
+    flood = subprocess.Popen(
+        [sys.executable, "-c", FLOOD, str(logdir / "a.txt"), str(logdir / "b.txt"), "30"]
+    )
+    try:
+        # A real IN_Q_OVERFLOW: the queue (fs.inotify.max_queued_events) fills faster than
+        # the watcher's thread empties it.
+        wait_until(
+            lambda: _watch(daemon)[0] >= 1,
+            timeout=30,
+            what="an inotify overflow",
+            alive=daemon.check_alive,
+        )
+        write(train, "loss", range(2, 4))
+    finally:
+        flood.kill()
+        flood.wait()
+    daemon.wait_for_steps("train", "loss", range(4))
+    overflows, passes = wait_until(
+        lambda: (w := _watch(daemon))[1] >= 1 and w, what="the pass answering the overflow"
+    )
+    # Settled: the pass made no events of its own, so no new overflow and no new pass. Several
+    # overflows before the pass started are answered by one pass.
+    time.sleep(2.0)
+    assert _watch(daemon) == (overflows, passes)
+    assert 1 <= passes <= overflows
+    log = daemon.stderr()
+    assert log.count("the inotify queue overflowed (events were lost): one full pass") == passes
+    train.close()
+
+
+def _unshare_works() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "true"], capture_output=True, check=False
+    )
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _unshare_works(), reason="needs unprivileged user namespaces (unshare)")
+def test_directories_beyond_the_watch_limit_are_polled(serve: ServeFactory, tmp_path: Path) -> None:
+    # A real watch limit without touching the machine's: the daemon runs in a user namespace of
+    # its own allowed 8 inotify watches, for a logdir of 1 + 20 directories.
+    logdir = tmp_path / "logs"
+    for i in range(20):
+        write_closed(logdir / f"run_{i:02d}", "loss", range(2))
+    prefix = [
+        "unshare", "--user", "--map-root-user", "sh", "-c",
+        'echo 8 > /proc/sys/user/max_inotify_watches && exec "$@"', "sh",
+    ]  # fmt: skip
+    # The periodic rescan out of the way: only polling can bring what inotify does not see.
+    daemon = serve(
+        logdir,
+        "--db",
+        tmp_path / "s.sqlite",
+        "--rescan-interval",
+        "3600",
+        "--poll-interval",
+        "0.3",
+        prefix=prefix,
+    )
+    daemon.wait_for_state("live")
+    # Every run gets a new file; those inotify does not see are found by polling.
+    for i in range(20):
+        write_closed(logdir / f"run_{i:02d}", "acc", range(3), suffix=".more")
+    for i in range(20):
+        daemon.wait_for_steps(f"run_{i:02d}", "acc", range(3))
+    # Watched where it can be; the rest polled, and health says how many and why.
+    status = daemon.status()
+    assert status["watch_mode"] == "inotify"
+    assert status["unwatched_directories"] == 21 - 8, status
+    assert "watch limit" in status["watch_problem"], status
+    assert "not watched" in daemon.stderr()
