@@ -111,7 +111,7 @@ def test_directories_beyond_the_watch_limit_are_polled(serve: ServeFactory, tmp_
         daemon.wait_for_steps(f"run_{i:02d}", "acc", range(3))
     # Watched where it can be; the rest polled, and health says how many and why.
     status = daemon.status()
-    assert status["watch_mode"] == "inotify"
+    assert status["watch_mode"] == "inotify", daemon.stderr()
     assert status["unwatched_directories"] == 21 - 8, status
     assert "watch limit" in status["watch_problem"], status
     assert "not watched" in daemon.stderr()

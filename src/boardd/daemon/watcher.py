@@ -292,6 +292,7 @@ class LogdirWatcher:
                     self._stop_observer(observer)
                 self.mode = "polling"
                 return self.mode
+            self._arm_parent(observer)
             self._observer = observer
             self.mode = "inotify"
             return self.mode
@@ -347,8 +348,17 @@ class LogdirWatcher:
         identity = _identity(self.logdir)
         if identity is None:
             raise FileNotFoundError(errno.ENOENT, "no such directory", str(self.logdir))
-        self._watch = observer.schedule(_Handler(self._on_change), str(self.logdir), recursive=True)
+        self._watch = observer.schedule(
+            _Handler(self._on_change), str(self.logdir), recursive=True, event_filter=EVENTS
+        )
         self._armed = identity
+        if observer.is_alive():
+            self._arm_parent(observer)
+
+    def _arm_parent(self, observer: BaseObserver) -> None:
+        """Watches the logdir's parent for the logdir's own name, once. Only on a running
+        observer: scheduled before start(), a watch the kernel refuses (the watch limit) would
+        fail the observer's start, and with it every watch; here it fails alone."""
         parent = self.logdir.parent
         if self._parent_watch is None and parent != self.logdir:
             try:
