@@ -28,6 +28,7 @@ from boardd.daemon.runner import ExperimentRunner, describe
 from boardd.store.connection import open_reader
 from tests.conftest import EventRun
 from tests.daemon.conftest import ServeFactory, wait_until
+from tests.daemon.test_serve import write_closed
 
 DROP = "-dac_override,-dac_read_search"
 
@@ -188,3 +189,33 @@ def test_a_full_store_is_retried_with_back_off_and_resumes_once_space_is_freed(
     finally:
         runner.stop()
     assert runner.status().state == "stopped"
+
+
+def test_a_store_that_cannot_be_opened_yet_is_retried(serve: ServeFactory, tmp_path: Path) -> None:
+    """The store cannot even be created (a file stands where its directory must be: an
+    OSError, as a full disk or an I/O error would give): the daemon serves, says why in
+    health, retries with back-off, and once the way is clear opens the store and ingests, by
+    itself."""
+    logdir = tmp_path / "logs"
+    write_closed(logdir / "run", "loss", range(5))
+    blocker = tmp_path / "state"
+    blocker.write_text("not a directory")
+    daemon = serve(logdir, "--db", blocker / "store.sqlite")
+    status = wait_until(
+        lambda: (s := daemon.status())["state"] == "retrying" and s,
+        what="the runner retrying the store's open",
+        alive=daemon.check_alive,
+    )
+    assert "cannot open store" in status["error"], status
+    assert status["retry_in_seconds"] is not None
+    blocker.unlink()
+    wait_until(
+        lambda: daemon.status()["state"] == "live",
+        timeout=30,
+        what="the store opened once the way was clear",
+        alive=daemon.check_alive,
+    )
+    daemon.wait_for_steps("run", "loss", range(5))
+    # Said once (not at every try), and once more when it opened.
+    assert daemon.stderr().count("ingest paused") == 1, daemon.stderr()
+    assert "the store opened after" in daemon.stderr()

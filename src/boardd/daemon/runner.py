@@ -284,11 +284,29 @@ class ExperimentRunner:
                 self._idle(LEASE_RETRY_SECONDS)
                 continue
             except StoreError as exc:
+                if isinstance(exc.__cause__, TRANSIENT):
+                    # A full disk, an I/O error, a lock, a directory in the way: served as
+                    # far as it can be (nothing yet), and tried again with back-off.
+                    self._failed(exc)
+                    self.opened.set()
+                    self._idle(max(0.0, self._retry_at_or_now() - time.monotonic()))
+                    continue
                 self.error = str(exc)
                 self.state = RunnerState.FAILED
                 log.error("%s: %s", self.spec.name, exc)
                 self.opened.set()
                 return False
+            if self._retry_at is not None:
+                log.info(
+                    "%s: the store opened after %d failed tr%s (%s)",
+                    self.spec.name,
+                    self.retries,
+                    "y" if self.retries == 1 else "ies",
+                    self.error,
+                )
+                self._retry_at = None
+                self._logged_cause = None
+                self.retries = 0
             if self.state is RunnerState.READ_ONLY:
                 log.info("%s: took the store's lease over: now writing", self.spec.name)
             self.error = None
@@ -567,7 +585,7 @@ class ExperimentRunner:
         self.state = RunnerState.RETRYING
         if cause != self._logged_cause:
             self._logged_cause = cause
-            if isinstance(exc, TRANSIENT):
+            if isinstance(exc, TRANSIENT) or isinstance(exc.__cause__, TRANSIENT):
                 log.warning(
                     "%s: ingest paused (%s); nothing is lost: trying again in %.0f s, "
                     "backing off up to %.0f s (SIGHUP: now)",
