@@ -32,6 +32,7 @@ from boardd.api.auth import LOGIN_PATH
 from boardd.api.tensorboard import webui
 from boardd.config import ServeSettings
 from boardd.daemon.http import Server, server_config
+from boardd.daemon.memory import tune_malloc
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner, describe
 from boardd.store.bus import ChangeHub
@@ -146,6 +147,8 @@ class Service:
     """Owns the runners, the HTTP server and the notifier for one ``boardd serve`` process."""
 
     def __init__(self, settings: ServeSettings, notifier: Notifier | None = None) -> None:
+        # Before any thread of the daemon starts (see boardd.daemon.memory).
+        tune_malloc()
         self.settings = settings
         self.notifier = notifier or Notifier()
         names = [e.name for e in settings.experiments]
