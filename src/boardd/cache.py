@@ -28,11 +28,12 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
-
-import diskcache
+from typing import TYPE_CHECKING, TypeVar
 
 import boardd
+
+if TYPE_CHECKING:
+    import diskcache  # imported by the tier's thread as it opens (off `boardd serve`'s start)
 
 T = TypeVar("T")
 
@@ -212,6 +213,8 @@ class DiskTier:
             raise
 
     def _open(self, timeout: float) -> diskcache.Cache:
+        import diskcache
+
         # Private to the user: cached answers are as confidential as the store.
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         return diskcache.Cache(
@@ -260,6 +263,8 @@ class DiskTier:
         self._executor.shutdown(wait=True)
 
     def _call(self, operation: Callable[[], T]) -> T | None:
+        import diskcache
+
         if self._closed:
             return None
         try:

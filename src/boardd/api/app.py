@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -94,8 +95,18 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, AppState]]:
         memory = ResponseCache(cache_bytes)
-        tiers = TwoTierCache(memory, await _open_disk_tier(disk_cache, disk_cache_bytes))
-        state = AppState(handles, memory, time.time(), tiers=tiers, sampling=dict(sampling or {}))
+        tiers = TwoTierCache(memory)
+        # The disk tier opens beside the start-up, not in its way: the first answers need only
+        # the memory tier, and what uses the disk tier waits for the opening (tiers_of).
+        opening = _open_disk_tier(tiers, disk_cache, disk_cache_bytes)
+        state = AppState(
+            handles,
+            memory,
+            time.time(),
+            tiers=tiers,
+            disk_opening=opening,
+            sampling=dict(sampling or {}),
+        )
         try:
             yield {"boardd": state}
         finally:
@@ -103,6 +114,8 @@ def create_app(
             streams.close()
             for handle in handles.values():
                 handle.pool.close()
+            if opening is not None:
+                await run_in_threadpool(opening.join)
             await run_in_threadpool(tiers.close)
 
     async def stream(request: Request, query: Query, route: RouteDef) -> Response:
@@ -137,15 +150,25 @@ def _route(route: RouteDef, handler: Handler) -> Route:
     return Route(route.path, endpoint, methods=list(route.methods), name=route.operation_id)
 
 
-async def _open_disk_tier(directory: Path | None, max_bytes: int) -> DiskTier | None:
-    """The disk tier, or None (none asked for, or it cannot be opened: memory only)."""
+def _open_disk_tier(
+    tiers: TwoTierCache, directory: Path | None, max_bytes: int
+) -> threading.Thread | None:
+    """Starts opening the disk tier into ``tiers`` (it stays without one if it cannot be
+    opened: memory only); returns the thread doing it, or None (no disk tier asked for)."""
     if directory is None:
         return None
-    try:
-        return await run_in_threadpool(DiskTier, directory, max_bytes)
-    except Exception as exc:
-        log.warning("disk cache %s cannot be opened (%s): caching in memory only", directory, exc)
-        return None
+
+    def open_tier() -> None:
+        try:
+            tiers.disk = DiskTier(directory, max_bytes)
+        except Exception as exc:
+            log.warning(
+                "disk cache %s cannot be opened (%s): caching in memory only", directory, exc
+            )
+
+    thread = threading.Thread(target=open_tier, name="boardd-disk-open", daemon=True)
+    thread.start()
+    return thread
 
 
 #: The handler of every declared route but the stream (whose handler is per app).

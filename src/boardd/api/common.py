@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -67,6 +69,9 @@ class AppState:
     started: float
     #: ``cache`` as the first tier, and the disk tier (if any) for expensive answers.
     tiers: TwoTierCache | None = None
+    #: The thread opening the disk tier (begun by the lifespan, so that start-up does not wait
+    #: for it); whatever uses ``tiers.disk`` waits for it first (:func:`tiers_of`).
+    disk_opening: threading.Thread | None = None
     #: ``--samples-per-plugin`` (plugin → points, None for all): TensorBoard's routes return
     #: at most that many points per series, as TensorBoard's do.
     sampling: Mapping[str, int | None] = field(default_factory=dict)
@@ -143,8 +148,8 @@ async def respond_cached(
     cache = state.cache
     entry = cache.get(key, version)
     if entry is None:
-        tiers = state.tiers
-        if expensive and tiers is not None and tiers.disk is not None:
+        tiers = await tiers_of(state) if expensive else None
+        if tiers is not None and tiers.disk is not None:
             entry = await handle.pool.run(
                 lambda c: _through_disk(c, tiers, handle, key, version, build, media_type)
             )
@@ -157,6 +162,14 @@ async def respond_cached(
     if alias is not None:
         cache.put(alias[0], entry, alias[1])
     return reply(request, cache, key, entry)
+
+
+async def tiers_of(state: AppState) -> TwoTierCache | None:
+    """The app's tiers, once the disk tier's opening has ended (opened or not)."""
+    opening = state.disk_opening
+    if opening is not None and opening.is_alive():
+        await run_in_threadpool(opening.join)
+    return state.tiers
 
 
 def cached_reply(

@@ -19,6 +19,7 @@ from boardd.api.common import (
     json_response,
     respond_cached,
     state_of,
+    tiers_of,
 )
 from boardd.api.openapi import SPEC
 from boardd.api.routes import Query, RouteDef
@@ -43,7 +44,8 @@ async def health(request: Request, query: Query, route: RouteDef) -> Response:
             entry["data_loss"] = None
         experiments.append(entry)
     stats = state.cache.stats
-    disk = state.tiers.disk if state.tiers is not None else None
+    tiers = await tiers_of(state)
+    disk = tiers.disk if tiers is not None else None
     return json_response(
         {
             "status": "degraded" if degraded else "ok",

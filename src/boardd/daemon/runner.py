@@ -18,18 +18,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 
 from boardd.config import ExperimentSpec, ServeSettings
-from boardd.daemon.watcher import LogdirWatcher
-from boardd.ingest.ingestor import Ingestor
-from boardd.ingest.progress import ProgressLine, ProgressLog, catch_up_reporter
 from boardd.store import fingerprint
 from boardd.store.bus import ChangeHub, WriterClaim
 from boardd.store.errors import FingerprintMismatchError, LeaseHeldError, StoreError
 from boardd.store.lease import LeaseLostError
 from boardd.store.session import WriteSession
+
+if TYPE_CHECKING:
+    # Imported by the thread when it needs them: `boardd serve` binds its port and answers
+    # its first request without loading the ingest machinery (the reader, watchdog, the pool).
+    from boardd.daemon.watcher import LogdirWatcher
+    from boardd.ingest.ingestor import Ingestor
+    from boardd.ingest.progress import ProgressLine, ProgressLog
 
 log = logging.getLogger(__name__)
 
@@ -309,6 +314,8 @@ class ExperimentRunner:
                 self.retries = 0
             if self.state is RunnerState.READ_ONLY:
                 log.info("%s: took the store's lease over: now writing", self.spec.name)
+            from boardd.ingest.ingestor import Ingestor
+
             self.error = None
             writer = self._session.writer
             self.generation = writer.generation
@@ -355,6 +362,9 @@ class ExperimentRunner:
         """``serve --rebuild``: builds a fresh store beside the old one (which the API keeps
         serving, and whose lease this holds so nobody else writes it), then swaps it in; the
         runner then opens it as usual. Stopped before the end, the old store stays as it was."""
+        from boardd.ingest.ingestor import Ingestor
+        from boardd.ingest.progress import catch_up_reporter
+
         name = self.spec.name
         session = WriteSession(
             self.spec.db, self.spec.logdir, sampling=self.settings.sampling, rebuild=True
@@ -436,6 +446,8 @@ class ExperimentRunner:
         that what changes meanwhile (a file truncated or rewritten after the pass read it) is
         noticed and read right after, not at the next rescan."""
         if self._watcher is None:
+            from boardd.daemon.watcher import LogdirWatcher
+
             self._watcher = LogdirWatcher(
                 self.spec.logdir, self.notice, poll=self.settings.poll, on_overflow=self.overflow
             )
@@ -443,6 +455,8 @@ class ExperimentRunner:
         return self._watcher
 
     def _catch_up(self) -> None:
+        from boardd.ingest.progress import catch_up_reporter
+
         assert self._ingestor is not None
         self._start_watcher()
         self.bytes_total = self._ingestor.pending_bytes()

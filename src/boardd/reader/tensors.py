@@ -1,16 +1,28 @@
-"""Turning a stored tensor (TF dtype number, shape, bytes) back into values."""
+"""Turning a stored tensor (TF dtype number, shape, bytes) back into values.
+
+The protobuf modules and the event decoder are imported on first use, not with this module:
+the HTTP API imports it, and a scalar route needs neither (``boardd serve`` starts faster).
+"""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import numpy.typing as npt
 
-from boardd.proto import tensor_pb2, types_pb2
-from boardd.reader.events import NUMERIC_DTYPES
+
+@functools.cache
+def _numeric_dtypes() -> dict[int, np.dtype[np.generic]]:
+    from boardd.reader.events import NUMERIC_DTYPES
+
+    return NUMERIC_DTYPES
 
 
 def dtype_name(dtype: int) -> str:
     """TensorFlow's name of a DataType number (``DT_FLOAT``), or ``DT_<n>`` if unknown."""
+    from boardd.proto import types_pb2
+
     try:
         return str(types_pb2.DataType.Name(dtype))
     except ValueError:
@@ -25,11 +37,13 @@ def decode_tensor(
 
     Raises ValueError for a dtype boardd does not store or content of the wrong size.
     """
+    numpy_dtype = _numeric_dtypes().get(dtype)
+    if numpy_dtype is not None:
+        array = np.frombuffer(content, dtype=numpy_dtype)
+        return array.reshape(shape)
+    from boardd.proto import tensor_pb2, types_pb2
+
     if dtype == types_pb2.DT_STRING:
         proto = tensor_pb2.TensorProto.FromString(content)
         return list(proto.string_val)
-    numpy_dtype = NUMERIC_DTYPES.get(dtype)
-    if numpy_dtype is None:
-        raise ValueError(f"tensor dtype {dtype_name(dtype)} is not stored by boardd")
-    array = np.frombuffer(content, dtype=numpy_dtype)
-    return array.reshape(shape)
+    raise ValueError(f"tensor dtype {dtype_name(dtype)} is not stored by boardd")

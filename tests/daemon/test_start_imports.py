@@ -1,0 +1,50 @@
+"""What ``boardd serve`` loads before its port is bound: what only the ingest (the reader, the
+event protos, watchdog, the worker pool) or the disk cache need is imported later, by the
+thread that uses it, so a restart answers sooner (bench/bench_tensorboard.py, start-up)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+#: Modules (and their submodules) that must not be loaded before the port is bound.
+LATER = (
+    "boardd.ingest",
+    "boardd.daemon.watcher",
+    "boardd.reader.events",
+    "boardd.reader.pipeline",
+    "boardd.proto",
+    "google.protobuf",
+    "watchdog",
+    "diskcache",
+    "boardd.ingest.pool",
+)
+
+
+def loaded_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    script = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def early(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in LATER))
+
+
+def test_the_serve_start_path_does_not_load_the_ingest_nor_the_disk_cache() -> None:
+    # Everything `boardd serve` imports up to binding its port and building its app.
+    modules = loaded_after(
+        "import boardd.cli.serve, boardd.daemon.service, boardd.api.app, boardd.store.session"
+    )
+    assert "boardd.daemon.service" in modules
+    assert early(modules) == []
+
+
+def test_the_guard_sees_an_early_import() -> None:
+    # The check itself can fail: the ingest's own modules load what the daemon defers.
+    found = early(loaded_after("import boardd.daemon.watcher, boardd.reader.events"))
+    assert {"watchdog", "boardd.reader.events", "google.protobuf"} <= set(found)
