@@ -191,7 +191,7 @@ def parse_experiments(
         if not sep or os.path.exists(spec) or spec.startswith(("/", ".", "~")):
             # A path (possibly not mounted yet) may itself contain '='.
             name, path_text = "", spec
-        logdir = Path(path_text).expanduser()
+        logdir = Path(os.path.abspath(Path(path_text).expanduser()))
         if not name:
             name = _name_from(logdir)
         if not _NAME.match(name):

@@ -329,3 +329,25 @@ def _dump(db: Path) -> list[tuple[object, ...]]:
         ]
     finally:
         connection.close()
+
+
+def test_a_logdir_named_relatively_then_absolutely_is_the_same_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logdir = tmp_path / "logs"
+    with SummaryWriter(str(logdir / "run")) as w:
+        for step in range(20):
+            w.add_scalar("loss", step * 0.5, step)
+    db = tmp_path / "store.db"
+    monkeypatch.chdir(tmp_path)
+    assert main(["ingest", "logs", "--db", str(db), "--json"]) == ExitCode.OK
+    first = json.loads(capsys.readouterr().out)
+    assert main(["ingest", str(logdir), "--db", str(db), "--json"]) == ExitCode.OK
+    second = json.loads(capsys.readouterr().out)
+    assert first["bytes_read"] > 0 and second["bytes_read"] == 0, second
+    connection = open_reader(db)
+    try:
+        paths = [p for (p,) in connection.execute("SELECT path FROM files")]
+    finally:
+        connection.close()
+    assert paths and all(os.path.isabs(p) for p in paths), paths

@@ -150,7 +150,9 @@ class LocalFileSource:
     """A logdir on a local (or mounted) file system; runs follow TensorBoard's rules."""
 
     def __init__(self, logdir: str | os.PathLike[str]) -> None:
-        self.logdir = Path(logdir)
+        # Absolute: files are known by their paths, and a logdir named relatively in one
+        # command and absolutely in the next must be the same files (not all new ones).
+        self.logdir = Path(os.path.abspath(logdir))
         self._problems: list[DiscoveryProblem] = []
 
     @property
