@@ -308,7 +308,9 @@ class GuardedProtocol(HttpToolsProtocol):
                 f"the request head is over {MAX_HEAD_BYTES} bytes",
             )
         else:
-            answer = raw_error(414, "URI Too Long", f"the request line is over {MAX_HEAD_BYTES} bytes")
+            answer = raw_error(
+                414, "URI Too Long", f"the request line is over {MAX_HEAD_BYTES} bytes"
+            )
         self._end_with(answer)
 
     def send_400_response(self, msg: str) -> None:

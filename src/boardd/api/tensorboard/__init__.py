@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Mount, Route
 
+from boardd.api.routing import IndexedRouter
 from boardd.api.tensorboard import (
     core,
     histograms,
@@ -69,9 +70,9 @@ def data_routes() -> list[BaseRoute]:
 
 def routes() -> list[BaseRoute]:
     """Every TensorBoard data route, at each mount point."""
-    inner = data_routes()
+    inner = IndexedRouter(data_routes())
     out: list[BaseRoute] = []
     for prefix in PREFIXES:
-        out.append(Mount(f"{prefix}/data", routes=inner))
-        out.append(Mount(f"{prefix}/experiment/{{{EXPERIMENT_PARAM}}}/data", routes=inner))
+        out.append(Mount(f"{prefix}/data", app=inner))
+        out.append(Mount(f"{prefix}/experiment/{{{EXPERIMENT_PARAM}}}/data", app=inner))
     return out
