@@ -238,6 +238,8 @@ class GuardedProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self.logger = _QuietLogger(self.logger, {})  # type: ignore[assignment]
         self._head_deadline: asyncio.TimerHandle | None = None
+        #: The loop's time when the current wait for a request head began (None: not waiting).
+        self._waiting_since: float | None = None
         #: Waiting for a request head (none of the current request's is complete yet).
         self._awaiting_head = True
         #: Bytes received while waiting for the head, and whether a line ended among them.
@@ -260,7 +262,6 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.guard.open.discard(self)
-        self.guard.waiting.pop(self, None)
         self._cancel_head_deadline()
         super().connection_lost(exc)
 
@@ -320,36 +321,43 @@ class GuardedProtocol(HttpToolsProtocol):
 
     def _end_with(self, answer: bytes) -> None:
         self._awaiting_head = False
-        self.guard.waiting.pop(self, None)
         self._cancel_head_deadline()
         self.transport.write(answer)
         self.transport.close()
 
     def drop(self) -> None:
         """Closes the connection at once (it was waiting for a request head)."""
-        self.guard.waiting.pop(self, None)
         self._cancel_head_deadline()
         self.transport.close()
 
     def _watch_head(self) -> None:
-        """Arms the head deadline while the connection waits for a request head (and keeps
-        it: a byte now and then does not extend it); disarms it once a head is in."""
-        waiting = self._awaiting_head and not self.transport.is_closing()
-        if not waiting:
-            if self._head_deadline is not None:
-                self.guard.waiting.pop(self, None)
-                self._cancel_head_deadline()
-        elif self._head_deadline is None:
-            self.guard.waiting[self] = None
-            self._head_deadline = self.loop.call_later(
-                self.guard.head_timeout, self._head_timed_out
-            )
+        """Notes when the connection begins to wait for a request head (a byte now and then
+        does not extend the wait) and when a head is in. The deadline's timer is lazy: armed
+        when a wait begins and none is pending, never cancelled when a head arrives; when it
+        fires it re-arms for the current wait, if younger. A busy keep-alive connection so
+        costs one timer per deadline, not one per request."""
+        if self._awaiting_head and not self.transport.is_closing():
+            if self._waiting_since is None:
+                self._waiting_since = self.loop.time()
+                self.guard.waiting[self] = None
+                if self._head_deadline is None:
+                    self._head_deadline = self.loop.call_at(
+                        self._waiting_since + self.guard.head_timeout, self._head_timed_out
+                    )
+        elif self._waiting_since is not None:
+            self._waiting_since = None
+            self.guard.waiting.pop(self, None)
 
     def _head_timed_out(self) -> None:
         self._head_deadline = None
-        self.guard.waiting.pop(self, None)
-        if not self._awaiting_head or self.transport.is_closing():
+        since = self._waiting_since
+        if since is None or self.transport.is_closing():
             return
+        due = since + self.guard.head_timeout
+        if self.loop.time() + 0.001 < due:  # a later wait than the one it was armed for
+            self._head_deadline = self.loop.call_at(due, self._head_timed_out)
+            return
+        self._cancel_head_deadline()
         self.guard.note(self.loop, "timed_out")
         if self._head_bytes:
             self.transport.write(
@@ -362,6 +370,9 @@ class GuardedProtocol(HttpToolsProtocol):
         self.transport.close()
 
     def _cancel_head_deadline(self) -> None:
+        """Ends the wait for a head (the connection is closing)."""
+        self._waiting_since = None
+        self.guard.waiting.pop(self, None)
         if self._head_deadline is not None:
             self._head_deadline.cancel()
             self._head_deadline = None
