@@ -115,3 +115,47 @@ def test_answers_superseded_by_commits_are_replaced_not_kept(tmp_path: Path) -> 
             # A superseded validator is answered in full, never 304.
             old = client.get(requests[0], headers={"if-none-match": '"0"'})
             assert old.status_code == 200
+
+
+def test_tensorboard_routes_answer_hits_before_parsing_and_keep_their_errors(
+    tmp_path: Path,
+) -> None:
+    """TensorBoard's GET routes look in the cache before their handler runs: a hit is the
+    handler's answer, a commit is never hidden, and what the handler refuses it still refuses
+    with its own error (a missing parameter before an unknown experiment)."""
+    logdir = tmp_path / "logs"
+    db = tmp_path / "store.sqlite"
+    _write(logdir, range(10))
+    with WriteSession(db, logdir) as session:
+        ingestor = Ingestor(session.writer, logdir)
+        ingestor.run_pass()
+        writer = session.writer
+        app = create_app(
+            [ExperimentSpec("exp", logdir, db)], generation={"exp": lambda: writer.generation}
+        )
+        with TestClient(app) as client:
+            for prefix in ("", "/tensorboard", "/experiment/exp", "/tensorboard/experiment/exp"):
+                url = f"{prefix}/data/plugin/scalars/scalars?run=run&tag=loss"
+                first = client.get(url)
+                assert [p[1] for p in first.json()] == list(range(10))
+                hits = client.get("/api/v1/health").json()["cache"]["hits"]
+                again = client.get(url)
+                assert again.content == first.content
+                assert again.headers["etag"] == first.headers["etag"]
+                assert client.get("/api/v1/health").json()["cache"]["hits"] == hits + 1
+                assert (
+                    client.get(url, headers={"if-none-match": first.headers["etag"]}).status_code
+                    == 304
+                )
+            missing = client.get("/experiment/nope/data/plugin/scalars/scalars?run=run")
+            assert missing.status_code == 400 and "tag=" in missing.text
+            unknown = client.get("/experiment/nope/data/plugin/scalars/scalars?run=run&tag=loss")
+            assert unknown.status_code == 404 and "nope" in unknown.text
+            no_tag = client.get("/data/plugin/scalars/scalars?run=run&tag=nothing")
+            assert no_tag.status_code == 404
+            assert client.get("/data/plugin/scalars/scalars?run=run&tag=nothing").status_code == 404
+
+            _write(logdir, range(10, 12))
+            ingestor.run_pass()
+            fresh = client.get("/data/plugin/scalars/scalars?run=run&tag=loss")
+            assert [p[1] for p in fresh.json()][-1] == 11

@@ -33,6 +33,7 @@ from boardd.api.errors import (
     handle_unexpected,
 )
 from boardd.api.routes import ROUTES, Query, RouteDef
+from boardd.api.routing import IndexedRouter
 from boardd.api.stream import HEARTBEAT_SECONDS, LiveStreams
 from boardd.api.tensorboard import webui
 from boardd.cache import (
@@ -122,13 +123,7 @@ def create_app(
         return await streams.endpoint(request)
 
     handlers: dict[str, Handler] = {**HANDLERS, "stream": stream}
-    return Starlette(
-        routes=[
-            *(_route(r, handlers[r.operation_id]) for r in ROUTES),
-            *tensorboard.routes(),
-            # After TensorBoard's data routes: /tensorboard/data/... are theirs.
-            *webui.routes(webui.webfiles_path()),
-        ],
+    app = Starlette(
         lifespan=lifespan,
         middleware=[Middleware(Guard, token=token)],
         exception_handlers={
@@ -138,6 +133,17 @@ def create_app(
             Exception: handle_unexpected,
         },
     )
+    # Starlette's router, with its route walk remembered (api/routing.py).
+    app.router = IndexedRouter(
+        [
+            *(_route(r, handlers[r.operation_id]) for r in ROUTES),
+            *tensorboard.routes(),
+            # After TensorBoard's data routes: /tensorboard/data/... are theirs.
+            *webui.routes(webui.webfiles_path()),
+        ],
+        lifespan=lifespan,
+    )
+    return app
 
 
 def _route(route: RouteDef, handler: Handler) -> Route:

@@ -8,8 +8,9 @@ gets a 503, and a partial one is never parsed). At the descriptor limit, ``accep
 with EMFILE, asyncio logs it with a traceback up to 2,048 times per second, and ingest can no
 longer open files.
 
-So the protocol here is uvicorn's h11 protocol with three additions, all per connection and
-all in the event loop's thread (no locks):
+So the protocol here is uvicorn's httptools protocol (llhttp, a C parser: h11, uvicorn's pure
+Python one, cost more CPU per request than the rest of a cached answer) with these additions,
+all per connection and all in the event loop's thread (no locks):
 
 * a request head must be complete within :data:`HEAD_TIMEOUT` seconds of the connection
   waiting for one (its opening, or the end of the previous response; uvicorn's keep-alive
@@ -19,8 +20,10 @@ all in the event loop's thread (no locks):
   has waited longest for a request head (a well-behaved client sends its head at once, so only
   idle or stalled ones are waiting); when none is waiting (every one is busy), the newcomer
   gets a 503 and is closed;
-* a head too large (a 1 MB URL or header) gets the JSON error shape (414 or 431), as does a
-  malformed request (400), instead of h11's plain text.
+* a head too large (a 1 MB URL or header: llhttp has no bound of its own, the bytes received
+  while a head is awaited are counted) gets the JSON error shape (414 or 431), as does a
+  malformed request (400), instead of uvicorn's plain text;
+* a response of known length goes out in one write, head and body together.
 
 What it drops is logged as one summary line at most once a minute, never a line per
 connection.
@@ -37,9 +40,8 @@ import time
 from collections import Counter
 from typing import Any
 
-import h11
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from boardd.api.errors import error_bytes
 
@@ -93,7 +95,6 @@ def server_config(
         timeout_graceful_shutdown=graceful,  # type: ignore[arg-type]
         http=guarded_protocol(cap, head_timeout),
         ws="none",  # no WebSocket route; an upgrade would also leave the guard's count
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         backlog=ACCEPT_BATCH,
     )
 
@@ -116,14 +117,14 @@ class _Guard:
     def __init__(self, cap: int, head_timeout: float) -> None:
         self.cap = cap
         self.head_timeout = head_timeout
-        self.open: set[GuardedH11Protocol] = set()
+        self.open: set[GuardedProtocol] = set()
         #: Connections waiting for a request head, in the order they began to wait.
-        self.waiting: dict[GuardedH11Protocol, None] = {}
+        self.waiting: dict[GuardedProtocol, None] = {}
         self._counts: Counter[str] = Counter()
         self._last_report = -REPORT_INTERVAL
         self._report_due: asyncio.TimerHandle | None = None
 
-    def admit(self, newcomer: GuardedH11Protocol) -> bool:
+    def admit(self, newcomer: GuardedProtocol) -> bool:
         """Makes room for one more connection; False if it must be refused."""
         if len(self.open) < self.cap:
             return True
@@ -179,9 +180,57 @@ class _QuietLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
         super().warning(msg, *args, **kwargs)
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a request-head deadline, a connection cap and JSON errors
-    (see the module's description). Made per server by :func:`guarded_protocol`."""
+class _CorkedTransport:
+    """The transport as one request's cycle sees it: the head of a response of known length is
+    held until its body, and both go out in one ``send()`` (one packet for a small answer,
+    instead of two system calls and two wake-ups of the client). Anything else (a chunked or
+    streamed response, ``100 Continue``) is written at once."""
+
+    __slots__ = ("_held", "_transport", "expect_head")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._held: bytes | None = None
+        #: The next write is a response head (set when a request's cycle starts).
+        self.expect_head = False
+
+    def write(self, data: bytes) -> None:
+        if self.expect_head:
+            self.expect_head = False
+            if data.startswith(b"HTTP/1.1 1"):  # 100 Continue: the client waits for it
+                self.expect_head = True
+            elif b"\r\ncontent-length: " in data:
+                self._held = data
+                return
+        held = self._held
+        if held is None:
+            self._transport.write(data)
+        else:
+            self._held = None
+            self._transport.write(held + data)
+
+    def flush(self) -> None:
+        """Writes a held head (a response with no body write: HEAD, or the cycle ended)."""
+        held, self._held = self._held, None
+        self.expect_head = False
+        if held is not None and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class GuardedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol (llhttp, in C) with a request-head deadline, a connection
+    cap, a bound on the head's size and JSON errors (see the module's description). Made per
+    server by :func:`guarded_protocol`."""
 
     guard: _Guard
 
@@ -189,10 +238,19 @@ class GuardedH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self.logger = _QuietLogger(self.logger, {})  # type: ignore[assignment]
         self._head_deadline: asyncio.TimerHandle | None = None
+        #: The loop's time when the current wait for a request head began (None: not waiting).
+        self._waiting_since: float | None = None
+        #: Waiting for a request head (none of the current request's is complete yet).
+        self._awaiting_head = True
+        #: Bytes received while waiting for the head, and whether a line ended among them.
+        self._head_bytes = 0
+        self._head_newline = False
+        self._corked: _CorkedTransport | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         admitted = self.guard.admit(self)
         super().connection_made(transport)
+        self._corked = _CorkedTransport(transport)
         self.guard.open.add(self)
         if not admitted:
             transport.write(
@@ -204,66 +262,104 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.guard.open.discard(self)
-        self.guard.waiting.pop(self, None)
         self._cancel_head_deadline()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._awaiting_head:
+            self._head_bytes += len(data)
+            self._head_newline = self._head_newline or b"\n" in data
         super().data_received(data)
+        if (
+            self._awaiting_head
+            and self._head_bytes > MAX_HEAD_BYTES
+            and not self.transport.is_closing()
+        ):
+            self._refuse_large_head()
+            return
         self._watch_head()
+
+    def on_headers_complete(self) -> None:
+        self._awaiting_head = False
+        self._head_bytes = 0
+        self._head_newline = False
+        super().on_headers_complete()
+        if self._corked is not None and self.cycle.transport is self.transport:
+            self.cycle.transport = self._corked  # type: ignore[assignment]
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        if self._corked is not None:
+            self._corked.expect_head = True
+        super()._start_asgi_task(cycle, app)
 
     def on_response_complete(self) -> None:
+        if self._corked is not None:
+            self._corked.flush()
         super().on_response_complete()
+        if not self.pipeline and (self.cycle is None or self.cycle.response_complete):
+            self._awaiting_head = True
         self._watch_head()
 
-    def send_400_response(self, msg: str) -> None:
-        # h11 refused what it received: a head beyond MAX_HEAD_BYTES, or malformed.
-        received = self.conn.trailing_data[0]
-        if len(received) > MAX_HEAD_BYTES:
-            if b"\n" not in received:
-                self.guard.note(self.loop, "too_large")
-                answer = raw_error(
-                    414, "URI Too Long", f"the request line is over {MAX_HEAD_BYTES} bytes"
-                )
-            else:
-                self.guard.note(self.loop, "too_large")
-                answer = raw_error(
-                    431,
-                    "Request Header Fields Too Large",
-                    f"the request head is over {MAX_HEAD_BYTES} bytes",
-                )
+    def _refuse_large_head(self) -> None:
+        self.guard.note(self.loop, "too_large")
+        if self._head_newline:
+            answer = raw_error(
+                431,
+                "Request Header Fields Too Large",
+                f"the request head is over {MAX_HEAD_BYTES} bytes",
+            )
         else:
-            self.guard.note(self.loop, "malformed")
-            answer = raw_error(400, "Bad Request", "malformed HTTP request")
+            answer = raw_error(
+                414, "URI Too Long", f"the request line is over {MAX_HEAD_BYTES} bytes"
+            )
+        self._end_with(answer)
+
+    def send_400_response(self, msg: str) -> None:
+        # llhttp refused what it received: malformed.
+        self.guard.note(self.loop, "malformed")
+        self._end_with(raw_error(400, "Bad Request", "malformed HTTP request"))
+
+    def _end_with(self, answer: bytes) -> None:
+        self._awaiting_head = False
+        self._cancel_head_deadline()
         self.transport.write(answer)
         self.transport.close()
 
     def drop(self) -> None:
         """Closes the connection at once (it was waiting for a request head)."""
-        self.guard.waiting.pop(self, None)
         self._cancel_head_deadline()
         self.transport.close()
 
     def _watch_head(self) -> None:
-        """Arms the head deadline while the connection waits for a request head (and keeps
-        it: a byte now and then does not extend it); disarms it once a head is in."""
-        waiting = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
-        if not waiting:
+        """Notes when the connection begins to wait for a request head (a byte now and then
+        does not extend the wait) and when a head is in. The deadline's timer is lazy: armed
+        when a wait begins and none is pending, never cancelled when a head arrives; when it
+        fires it re-arms for the current wait, if younger. A busy keep-alive connection so
+        costs one timer per deadline, not one per request."""
+        if self._awaiting_head and not self.transport.is_closing():
+            if self._waiting_since is None:
+                self._waiting_since = self.loop.time()
+                self.guard.waiting[self] = None
+                if self._head_deadline is None:
+                    self._head_deadline = self.loop.call_at(
+                        self._waiting_since + self.guard.head_timeout, self._head_timed_out
+                    )
+        elif self._waiting_since is not None:
+            self._waiting_since = None
             self.guard.waiting.pop(self, None)
-            self._cancel_head_deadline()
-        elif self._head_deadline is None:
-            self.guard.waiting[self] = None
-            self._head_deadline = self.loop.call_later(
-                self.guard.head_timeout, self._head_timed_out
-            )
 
     def _head_timed_out(self) -> None:
         self._head_deadline = None
-        self.guard.waiting.pop(self, None)
-        if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
+        since = self._waiting_since
+        if since is None or self.transport.is_closing():
             return
+        due = since + self.guard.head_timeout
+        if self.loop.time() + 0.001 < due:  # a later wait than the one it was armed for
+            self._head_deadline = self.loop.call_at(due, self._head_timed_out)
+            return
+        self._cancel_head_deadline()
         self.guard.note(self.loop, "timed_out")
-        if self.conn.trailing_data[0]:
+        if self._head_bytes:
             self.transport.write(
                 raw_error(
                     408,
@@ -274,6 +370,9 @@ class GuardedH11Protocol(H11Protocol):
         self.transport.close()
 
     def _cancel_head_deadline(self) -> None:
+        """Ends the wait for a head (the connection is closing)."""
+        self._waiting_since = None
+        self.guard.waiting.pop(self, None)
         if self._head_deadline is not None:
             self._head_deadline.cancel()
             self._head_deadline = None
@@ -281,7 +380,7 @@ class GuardedH11Protocol(H11Protocol):
 
 def guarded_protocol(cap: int, head_timeout: float) -> type[asyncio.Protocol]:
     """A protocol class for one server: its connections share one guard."""
-    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"guard": _Guard(cap, head_timeout)})
+    return type("GuardedProtocol", (GuardedProtocol,), {"guard": _Guard(cap, head_timeout)})
 
 
 #: asyncio's errors of accept() that it survives (it retries a second later), as it logs them.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Mount, Route
 
+from boardd.api.routing import IndexedRouter
 from boardd.api.tensorboard import (
     core,
     histograms,
@@ -20,48 +21,53 @@ from boardd.api.tensorboard import (
     text,
     timeseries,
 )
-from boardd.api.tensorboard.common import EXPERIMENT_PARAM
+from boardd.api.tensorboard.common import EXPERIMENT_PARAM, cached_first
 
 #: The mount points of the data routes.
 PREFIXES = ("", "/tensorboard")
 
 
 def data_routes() -> list[BaseRoute]:
-    """The routes under a ``data`` mount."""
+    """The routes under a ``data`` mount (a GET route answered by ``answer()`` alone looks in
+    the cache first: :func:`~boardd.api.tensorboard.common.cached_first`)."""
     get = ["GET"]
     post = ["POST"]
     return [
         Route("/environment", core.environment, methods=get),
-        Route("/runs", core.runs, methods=get),
-        Route("/plugins_listing", core.plugins_listing, methods=get),
+        Route("/runs", cached_first(core.runs), methods=get),
+        Route("/plugins_listing", cached_first(core.plugins_listing), methods=get),
         Route("/experiments", core.empty_list, methods=get),
         Route("/experiment_runs", core.empty_list, methods=get),
         Route("/window_properties", core.window_properties, methods=get),
         Route("/notifications", core.notifications, methods=get),
         Route("/logdir", core.logdir, methods=get),
-        Route("/plugin/scalars/tags", scalars.tags, methods=get),
-        Route("/plugin/scalars/scalars", scalars.scalars, methods=get),
+        Route("/plugin/scalars/tags", cached_first(scalars.tags), methods=get),
+        Route("/plugin/scalars/scalars", cached_first(scalars.scalars), methods=get),
         Route("/plugin/scalars/scalars_multirun", scalars.scalars_multirun, methods=post),
         # histograms, distributions, images, audio, text, pr_curves
-        Route("/plugin/histograms/tags", histograms.tags, methods=get),
-        Route("/plugin/histograms/histograms", histograms.histograms, methods=get),
-        Route("/plugin/distributions/tags", histograms.tags, methods=get),
-        Route("/plugin/distributions/distributions", histograms.distributions, methods=get),
-        Route("/plugin/images/tags", images.image_tags, methods=get),
-        Route("/plugin/images/images", images.images, methods=get),
+        Route("/plugin/histograms/tags", cached_first(histograms.tags), methods=get),
+        Route("/plugin/histograms/histograms", cached_first(histograms.histograms), methods=get),
+        Route("/plugin/distributions/tags", cached_first(histograms.tags), methods=get),
+        Route(
+            "/plugin/distributions/distributions",
+            cached_first(histograms.distributions),
+            methods=get,
+        ),
+        Route("/plugin/images/tags", cached_first(images.image_tags), methods=get),
+        Route("/plugin/images/images", cached_first(images.images), methods=get),
         Route("/plugin/images/individualImage", images.individual_image, methods=get),
-        Route("/plugin/audio/tags", images.audio_tags, methods=get),
-        Route("/plugin/audio/audio", images.audio, methods=get),
+        Route("/plugin/audio/tags", cached_first(images.audio_tags), methods=get),
+        Route("/plugin/audio/audio", cached_first(images.audio), methods=get),
         Route("/plugin/audio/individualAudio", images.individual_audio, methods=get),
-        Route("/plugin/text/tags", text.tags, methods=get),
-        Route("/plugin/text/text", text.text, methods=get),
-        Route("/plugin/pr_curves/tags", pr_curves.tags, methods=get),
-        Route("/plugin/pr_curves/pr_curves", pr_curves.pr_curves, methods=get),
+        Route("/plugin/text/tags", cached_first(text.tags), methods=get),
+        Route("/plugin/text/text", cached_first(text.text), methods=get),
+        Route("/plugin/pr_curves/tags", cached_first(pr_curves.tags), methods=get),
+        Route("/plugin/pr_curves/pr_curves", cached_first(pr_curves.pr_curves), methods=get),
         # what TensorBoard's UI asks of hparams on every page (the hparams API is its own issue)
         Route("/plugin/hparams/experiment", hparams.experiment, methods=[*get, *post]),
         Route("/plugin/hparams/session_groups", hparams.session_groups, methods=[*get, *post]),
         # the Time Series dashboard
-        Route("/plugin/timeseries/tags", timeseries.tags, methods=get),
+        Route("/plugin/timeseries/tags", cached_first(timeseries.tags), methods=get),
         Route("/plugin/timeseries/timeSeries", timeseries.time_series, methods=[*get, *post]),
         Route("/plugin/timeseries/imageData", timeseries.image_data, methods=get),
     ]
@@ -69,9 +75,9 @@ def data_routes() -> list[BaseRoute]:
 
 def routes() -> list[BaseRoute]:
     """Every TensorBoard data route, at each mount point."""
-    inner = data_routes()
+    inner = IndexedRouter(data_routes())
     out: list[BaseRoute] = []
     for prefix in PREFIXES:
-        out.append(Mount(f"{prefix}/data", routes=inner))
-        out.append(Mount(f"{prefix}/experiment/{{{EXPERIMENT_PARAM}}}/data", routes=inner))
+        out.append(Mount(f"{prefix}/data", app=inner))
+        out.append(Mount(f"{prefix}/experiment/{{{EXPERIMENT_PARAM}}}/data", app=inner))
     return out

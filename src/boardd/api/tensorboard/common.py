@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,18 +196,13 @@ async def answer(
     """The answer of ``build`` for this request, from the cache while no addressed store has
     committed since it was built: ETag/304 and gzip as every boardd answer."""
     scope = scope or scope_of(request)
-    state = state_of(request)
-    cache = state.cache
+    cache = state_of(request).cache
     request_part = request_key(request, form)
-    # In the daemon the writers' generations are known without a store access: a hit is
-    # answered on the event loop, with no thread hop and no SQL.
-    fast = _writer_generations(scope)
     # One entry per request: the generations are its version, so an answer superseded by a
     # commit is replaced by the next one built, not kept beside it.
-    if fast is not None:
-        hit = cache.get(request_part, fast)
-        if hit is not None:
-            return reply(request, cache, request_part, hit)
+    hit = _fast_hit(request, scope, request_part)
+    if hit is not None:
+        return hit
 
     def compute() -> Encoded:
         version = _generations(scope)
@@ -219,6 +214,44 @@ async def answer(
 
     entry = await anyio.to_thread.run_sync(compute)
     return reply(request, cache, request_part, entry)
+
+
+def _fast_hit(request: Request, scope: Scope, request_part: Hashable) -> Response | None:
+    """The cached answer, when this process writes every addressed store (the daemon): the
+    writers' generations are then known without a store access, and a hit is answered on the
+    event loop, with no thread hop and no SQL."""
+    fast = _writer_generations(scope)
+    if fast is None:
+        return None
+    cache = state_of(request).cache
+    hit = cache.get(request_part, fast)
+    return None if hit is None else reply(request, cache, request_part, hit)
+
+
+def cached_first(handler: Callable[[Request], Awaitable[Response]]) -> Endpoint:
+    """A GET route's endpoint that looks in the cache before its handler parses the request.
+
+    Only for a handler whose answer is ``answer(request, build[, media_type])``: keyed by the
+    route and raw query alone, so a hit is exactly what the handler would answer (a request
+    it refuses is never cached). On a miss, or when the request names no known experiment,
+    the handler runs as it would without this."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            scope = scope_of(request)
+        except ApiError:
+            return await handler(request)  # its own error first (e.g. a missing parameter)
+        hit = _fast_hit(request, scope, request_key(request))
+        return hit if hit is not None else await handler(request)
+
+    endpoint.__name__ = handler.__name__
+    endpoint.__qualname__ = handler.__qualname__
+    endpoint.__doc__ = handler.__doc__
+    return endpoint
+
+
+#: A Starlette endpoint.
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def tb_json(data: Any) -> bytes:
