@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem, discover, is_event_file, run_name
+from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem, is_event_file, run_name, walk
 from boardd.reader.source import LocalFileBytes, RandomAccessBytes
 
 #: How many leading bytes identify a file's content (its first record, usually).
@@ -164,9 +164,8 @@ class LocalFileSource:
 
     def runs(self) -> dict[str, list[SourceFile]]:
         """Discovery (:func:`boardd.reader.logdir.discover`): symlinks followed, loops not."""
-        found = discover(self.logdir)
-        self._problems = found.problems
-        return {run: [LocalFile(str(p)) for p in paths] for run, paths in found.runs.items()}
+        runs, self._problems = walk(self.logdir)
+        return {run: [LocalFile(p) for p in paths] for run, paths in runs.items()}
 
     def problems(self) -> list[DiscoveryProblem]:
         """The directories and files the last :meth:`runs` could not examine."""
