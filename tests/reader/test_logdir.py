@@ -125,7 +125,8 @@ def _stat_calls_under(logdir: Path) -> int:
     code = "import sys; from boardd.ingest.sources import LocalFileSource; "
     code += "LocalFileSource(sys.argv[1]).runs()"
     done = subprocess.run(
-        [strace, "-f", "-e", "trace=%stat,%fstat", "-o", str(trace), sys.executable, "-c", code, str(logdir)],
+        [strace, "-f", "-e", "trace=%stat,%fstat", "-o", str(trace)]
+        + [sys.executable, "-c", code, str(logdir)],
         capture_output=True,
         text=True,
         check=False,
