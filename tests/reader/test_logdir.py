@@ -124,9 +124,9 @@ def _stat_calls_under(logdir: Path) -> int:
     trace = logdir.parent / "stat.trace"
     code = "import sys; from boardd.ingest.sources import LocalFileSource; "
     code += "LocalFileSource(sys.argv[1]).runs()"
+    argv = [strace, "-f", "-e", "trace=%stat,%fstat", "-o", str(trace), sys.executable]
     done = subprocess.run(
-        [strace, "-f", "-e", "trace=%stat,%fstat", "-o", str(trace)]
-        + [sys.executable, "-c", code, str(logdir)],
+        [*argv, "-c", code, str(logdir)],
         capture_output=True,
         text=True,
         check=False,
