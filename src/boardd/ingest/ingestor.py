@@ -40,7 +40,7 @@ from boardd.ingest.sources import (
     size_now,
 )
 from boardd.reader.errors import ReaderError
-from boardd.reader.logdir import ROOT_RUN
+from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem
 from boardd.reader.modes import CrcMode
 from boardd.reader.types import DecodedBatch
 from boardd.store.names import escape
@@ -183,6 +183,8 @@ class Ingestor:
         self._reported: set[str] | None = None
         #: During a full pass: what the store knows, loaded once (see :class:`_Known`).
         self._known: _Known | None = None
+        #: The runs (and problems) :meth:`pending_bytes` found, for the next pass to take.
+        self._found: tuple[dict[str, list[SourceFile]], list[DiscoveryProblem]] | None = None
 
     @property
     def problems(self) -> list[Problem]:
@@ -190,10 +192,15 @@ class Ingestor:
         return sorted(self._problems.values(), key=lambda p: p.path)
 
     def pending_bytes(self) -> int:
-        """Bytes in the logdir not yet consumed (what a pass would read)."""
+        """Bytes in the logdir not yet consumed (what a pass would read).
+
+        The next :meth:`run_pass` takes the runs this found instead of walking the logdir again
+        (a catch-up sizes itself, then reads: one walk of 10,000 runs, not two)."""
         total = 0
         known = self._load_known()
-        for run, files in self.source.runs().items():
+        found = self.source.runs()
+        self._found = found, self.source.problems()
+        for run, files in found.items():
             run_id = known.runs.get(run)
             records = known.files.get(run_id, {}) if run_id is not None else {}
             for file in files:
@@ -209,8 +216,11 @@ class Ingestor:
         """
         result = PassResult()
         self._reported = set()
-        found = self.source.runs()
-        for problem in self.source.problems():
+        if self._found is not None:
+            (found, problems), self._found = self._found, None
+        else:
+            found, problems = self.source.runs(), self.source.problems()
+        for problem in problems:
             self._problem(problem.path, problem.reason)
         # What the store knows, loaded once: the pass costs a query per run it changes, not
         # one per run the logdir has (quadratic at thousands of runs).
