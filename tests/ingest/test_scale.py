@@ -120,15 +120,20 @@ def test_a_notice_costs_what_changed(
     assert costs[300] == costs[30], costs
 
 
-#: Directories ``os.scandir`` opened while :data:`_SCANNING` is on (CPython's audit events: a
-#: hook cannot be removed, so it records only while asked to).
+#: Directories ``os.scandir`` opened, and paths opened, while :data:`_SCANNING` is on
+#: (CPython's audit events: a hook cannot be removed, so it records only while asked to).
 _SCANNED: list[str] = []
+_OPENED: list[str] = []
 _SCANNING: list[bool] = []
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _SCANNING and event == "os.scandir":
+    if not _SCANNING:
+        return
+    if event == "os.scandir":
         _SCANNED.append(os.fspath(args[0]))
+    elif event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        _OPENED.append(os.fsdecode(args[0]))
 
 
 sys.addaudithook(_audit)
@@ -160,3 +165,27 @@ def test_a_catch_up_walks_the_logdir_once(
     finally:
         _SCANNING.clear()
     assert len([d for d in _SCANNED if d == logdir]) == 2
+
+
+def test_a_new_file_is_opened_three_times(tmp_path: Path) -> None:
+    # At 10,000 runs of one small file, every system call per file is a cost of the catch-up:
+    # a new file is opened for its first bytes (its identity), then by the reader (once, and
+    # again at its end: growth on NFS is seen after a new open), whose open file also gives the
+    # bytes before each committed offset (not one more open per commit).
+    logdir = tmp_path / "logs"
+    writers = _logdir(logdir, 12)
+    store = Counted(logdir, tmp_path / "store.sqlite")
+    _OPENED.clear()
+    _SCANNING.append(True)
+    try:
+        store.ingestor.run_pass()
+    finally:
+        _SCANNING.clear()
+    files = [os.fspath(f) for f in logdir.rglob("*tfevents*")]
+    assert len(files) == 12
+    opened = [p for p in _OPENED if p in files]
+    assert sorted(opened) == sorted(files * 3), opened
+    assert store.ingestor.writer.counts.scalar == 24
+    for writer in writers:
+        writer.close()
+    store.close()

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from boardd.ingest.pool import WorkerPool
     from boardd.ingest.segment import Segment
     from boardd.reader.events import EventDecoder
+    from boardd.reader.source import RandomAccessBytes
 
 # The decoding side (protobuf, the framing and decode pipeline, worker processes) is imported
 # when there is something to read: a restart with nothing new never loads it.
@@ -115,9 +116,10 @@ class _FileWork:
     replaced: bool
     head: bytes | None = None
 
-    def progress(self, consumed: int) -> FileProgress:
+    def progress(self, consumed: int, data: RandomAccessBytes | None = None) -> FileProgress:
         """The file's state to commit once everything up to ``consumed`` is written (with the
-        bytes before it as they are now)."""
+        bytes before it as they are now: read through ``data``, the file as the reader has it
+        open, if given)."""
         ident = self.identity
         return FileProgress(
             self.record.id,
@@ -127,7 +129,7 @@ class _FileWork:
             ident.device,
             ident.inode,
             head=self.head,
-            tail=read_tail(self.file, consumed),
+            tail=read_tail(self.file, consumed, data),
         )
 
     def left(self) -> int:
@@ -552,15 +554,16 @@ class Ingestor:
 
         offset = work.offset
         try:
+            data = work.file.open()
             with EventFileReader(
-                work.file.open(),
+                data,
                 offset,
                 decoder=self._decoder(work.run_id),
                 crc_mode=self.crc_mode,
                 max_batch_bytes=self.batch_bytes,
             ) as reader:
                 for batch in reader:
-                    offset = self._accept(work, batch, offset, result)
+                    offset = self._accept(work, batch, offset, result, data)
                     if self.stop_requested():
                         return
                     if progress is not None:
@@ -715,13 +718,21 @@ class Ingestor:
             min(self.batch_bytes, HERE_BATCH_BYTES),
         )
 
-    def _accept(self, work: _FileWork, batch: DecodedBatch, offset: int, result: PassResult) -> int:
-        """Queues one decoded batch of a file for commit; returns the file's new offset."""
+    def _accept(
+        self,
+        work: _FileWork,
+        batch: DecodedBatch,
+        offset: int,
+        result: PassResult,
+        data: RandomAccessBytes | None = None,
+    ) -> int:
+        """Queues one decoded batch of a file for commit; returns the file's new offset.
+        ``data``: the file as its reader has it open (its tail is read through it)."""
         done = batch.end_offset - offset
         result.bytes_read += done
         result.records += batch.records
         self.writer.counts.bytes_read += done
-        self._queue(work.run_id, batch, work.progress(batch.end_offset), done, result)
+        self._queue(work.run_id, batch, work.progress(batch.end_offset, data), done, result)
         return batch.end_offset
 
     def _remember_identity(self, work: _FileWork, result: PassResult) -> None:

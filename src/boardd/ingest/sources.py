@@ -221,16 +221,20 @@ def read_head(file: SourceFile) -> bytes | None:
         return None
 
 
-def read_tail(file: SourceFile, offset: int) -> bytes | None:
+def read_tail(file: SourceFile, offset: int, data: RandomAccessBytes | None = None) -> bytes | None:
     """The file's last :data:`TAIL_BYTES` before ``offset`` (the end of the last record read:
-    its CRC covers the record), or None when they cannot be read now."""
+    its CRC covers the record), or None when they cannot be read now. ``data``: the file as
+    the reader has it open (read through it, not opened again; left open)."""
     start = max(0, offset - TAIL_BYTES)
     try:
-        data = file.open()
-        try:
+        if data is not None:
             tail = data.read_at(start, offset - start)
-        finally:
-            data.close()
+        else:
+            data = file.open()
+            try:
+                tail = data.read_at(start, offset - start)
+            finally:
+                data.close()
     except OSError:
         return None
     return tail if len(tail) == offset - start else None
