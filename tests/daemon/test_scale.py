@@ -115,3 +115,24 @@ def test_directories_beyond_the_watch_limit_are_polled(serve: ServeFactory, tmp_
     assert status["unwatched_directories"] == 21 - 8, status
     assert "watch limit" in status["watch_problem"], status
     assert "not watched" in daemon.stderr()
+
+
+def test_the_safety_rescan_is_spaced_by_what_it_costs(serve: ServeFactory, tmp_path: Path) -> None:
+    # Idle CPU at 10,000 runs is the safety rescan: a pass with nothing new costs a walk of the
+    # logdir and a stat per file. The interval is stretched so that it takes at most 1 % of a
+    # CPU (up to 10 times --rescan-interval): with 0.02 s asked for, 60 runs cost more than
+    # 1 % of it (0.2 ms), so the interval in force is the most it may be, 0.2 s.
+    logdir = tmp_path / "logs"
+    write_closed(logdir / "run_00", "loss", range(2))
+    for i in range(1, 60):
+        shutil.copytree(logdir / "run_00", logdir / f"run_{i:02d}")
+    daemon = serve(logdir, "--db", tmp_path / "s.sqlite", "--rescan-interval", "0.02")
+    assert daemon.wait_for_state("live")["rescan_interval_seconds"] >= 0.02
+    status = wait_until(
+        lambda: (s := daemon.status())["rescan_interval_seconds"] > 0.02 and s,
+        what="the rescan interval stretched",
+        alive=daemon.check_alive,
+    )
+    assert status["rescan_interval_seconds"] == pytest.approx(0.2), status
+    for i in range(60):
+        daemon.wait_for_steps(f"run_{i:02d}", "loss", range(2))

@@ -4,6 +4,8 @@ virtual-machine steps they took (rows scanned show there), over logdirs of diffe
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -116,3 +118,74 @@ def test_a_notice_costs_what_changed(
         assert store.ingestor.writer.counts.scalar == before + 1
     # Statements and the rows they went through: a notice looks up its own run and files.
     assert costs[300] == costs[30], costs
+
+
+#: Directories ``os.scandir`` opened, and paths opened, while :data:`_SCANNING` is on
+#: (CPython's audit events: a hook cannot be removed, so it records only while asked to).
+_SCANNED: list[str] = []
+_OPENED: list[str] = []
+_SCANNING: list[bool] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if not _SCANNING:
+        return
+    if event == "os.scandir":
+        _SCANNED.append(os.fspath(args[0]))
+    elif event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        _OPENED.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_audit)
+
+
+def test_a_catch_up_walks_the_logdir_once(
+    stores: dict[int, tuple[Counted, list[EventRun]]], tmp_path: Path
+) -> None:
+    # The daemon sizes a catch-up (its progress total), then reads: one walk of the logdir
+    # between them, not two (at 10,000 runs a walk is a tenth of a second or more).
+    store, writers = stores[30]
+    writers[3].scalars("loss", {2: 0.25})
+    _SCANNED.clear()
+    _SCANNING.append(True)
+    try:
+        assert store.ingestor.pending_bytes() > 0
+        store.ingestor.run_pass()
+    finally:
+        _SCANNING.clear()
+    logdir = os.fspath(tmp_path / "logs30")
+    walked = [d for d in _SCANNED if d == logdir]
+    assert len(walked) == 1, _SCANNED
+    assert len([d for d in _SCANNED if d.startswith(logdir + os.sep)]) == 30
+    assert store.ingestor.writer.counts.scalar >= 1
+    # The next pass walks anew (what was found is taken once).
+    _SCANNING.append(True)
+    try:
+        store.ingestor.run_pass()
+    finally:
+        _SCANNING.clear()
+    assert len([d for d in _SCANNED if d == logdir]) == 2
+
+
+def test_a_new_file_is_opened_three_times(tmp_path: Path) -> None:
+    # At 10,000 runs of one small file, every system call per file is a cost of the catch-up:
+    # a new file is opened for its first bytes (its identity), then by the reader (once, and
+    # again at its end: growth on NFS is seen after a new open), whose open file also gives the
+    # bytes before each committed offset (not one more open per commit).
+    logdir = tmp_path / "logs"
+    writers = _logdir(logdir, 12)
+    store = Counted(logdir, tmp_path / "store.sqlite")
+    _OPENED.clear()
+    _SCANNING.append(True)
+    try:
+        store.ingestor.run_pass()
+    finally:
+        _SCANNING.clear()
+    files = [os.fspath(f) for f in logdir.rglob("*tfevents*")]
+    assert len(files) == 12
+    opened = [p for p in _OPENED if p in files]
+    assert sorted(opened) == sorted(files * 3), opened
+    assert store.ingestor.writer.counts.scalar == 24
+    for writer in writers:
+        writer.close()
+    store.close()

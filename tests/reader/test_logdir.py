@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 from tensorboardX import SummaryWriter
 
 from boardd.reader.logdir import ROOT_RUN, discover, run_name
@@ -107,3 +111,45 @@ def test_missing_logdir_is_a_problem(tmp_path: Path) -> None:
 def test_run_name_of_root_and_child(tmp_path: Path) -> None:
     assert run_name(tmp_path, tmp_path) == "."
     assert run_name(tmp_path, tmp_path / "x" / "y") == "x/y"
+
+
+def _stat_calls_under(logdir: Path) -> int:
+    """How many stat-family system calls a discovery of ``logdir`` makes on paths inside it,
+    counted by strace in a child process (the walk the daemon's rescans run)."""
+    strace = shutil.which("strace")
+    if strace is None:
+        if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+            pytest.fail("strace is missing (.ci/run installs it)")
+        pytest.skip("strace is not installed")
+    trace = logdir.parent / "stat.trace"
+    code = "import sys; from boardd.ingest.sources import LocalFileSource; "
+    code += "LocalFileSource(sys.argv[1]).runs()"
+    argv = [strace, "-f", "-e", "trace=%stat,%fstat", "-o", str(trace), sys.executable]
+    done = subprocess.run(
+        [*argv, "-c", code, str(logdir)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0 and "ptrace" in done.stderr:
+        pytest.skip(f"strace cannot trace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    inside = f'"{logdir}/'
+    return sum(1 for line in trace.read_text().splitlines() if inside in line)
+
+
+def test_a_rescan_stats_no_plain_directory(tmp_path: Path) -> None:
+    # Issue 12 §3: at 10,000 runs the daemon's safety rescan is its idle cost. A plain run
+    # directory costs one scandir and no stat (its kind and name come from the entry); only a
+    # symlinked one is stat-ed, to tell a loop.
+    logdir = tmp_path / "logdir"
+    for i in range(40):
+        (logdir / f"run_{i:02d}" / "sub").mkdir(parents=True)
+        (logdir / f"run_{i:02d}" / "events.out.tfevents.1.h").write_bytes(b"")
+    assert _stat_calls_under(logdir) == 0
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "real").mkdir(parents=True)
+    (elsewhere / "real" / "events.out.tfevents.1.h").write_bytes(b"")
+    (logdir / "linked").symlink_to(elsewhere / "real", target_is_directory=True)
+    # The symlink, and its ancestor (the logdir itself, known from the first stat).
+    assert _stat_calls_under(logdir) == 1

@@ -166,6 +166,13 @@ SCHEMAS: dict[str, Any] = {
                             "type": ["string", "null"],
                             "description": "why some directories are polled, if any are",
                         },
+                        "rescan_interval_seconds": {
+                            "type": "number",
+                            "minimum": 0,
+                            "description": "seconds between safety rescans now: "
+                            "--rescan-interval, longer for a logdir whose pass with nothing "
+                            "new costs more than 1 % of it (up to 10 times)",
+                        },
                         "unreadable": {
                             "type": "array",
                             "description": "runs and files skipped because they cannot be "

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     # Imported by the thread when it needs them: `boardd serve` binds its port and answers
     # its first request without loading the ingest machinery (the reader, watchdog, the pool).
     from boardd.daemon.watcher import LogdirWatcher
-    from boardd.ingest.ingestor import Ingestor
-    from boardd.ingest.progress import ProgressLine, ProgressLog
+    from boardd.ingest.ingestor import Ingestor, PassResult
+    from boardd.ingest.progress import Progress, ProgressLine, ProgressLog
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,12 @@ HEARTBEAT_SECONDS = 5.0
 #: tries at once.
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 60.0
+#: The safety rescan (a full pass while inotify watches) takes at most this share of one CPU:
+#: a logdir whose pass with nothing new costs more than 1 % of ``--rescan-interval`` is
+#: rescanned less often (10,000 runs: ~0.3 s of CPU a pass, so every 30 s or more), up to
+#: RESCAN_STRETCH_MAX times the interval. The interval in force is in health.
+RESCAN_CPU_SHARE = 0.01
+RESCAN_STRETCH_MAX = 10.0
 
 
 class RunnerState(enum.Enum):
@@ -103,6 +109,9 @@ class RunnerStatus:
     #: Directories inotify could not watch (the watch limit): polled; and why.
     unwatched_directories: int = 0
     watch_problem: str | None = None
+    #: Seconds between safety rescans now: ``--rescan-interval``, longer for a logdir whose
+    #: pass costs more than 1 % of it (see :data:`RESCAN_CPU_SHARE`).
+    rescan_interval_seconds: float = 0.0
 
 
 class ExperimentRunner:
@@ -151,6 +160,10 @@ class ExperimentRunner:
         #: time.monotonic() of the next try while retrying.
         self._retry_at: float | None = None
         self._logged_cause: str | None = None
+        #: CPU seconds of the last full pass that read nothing (None: none yet).
+        self._idle_pass_cpu: float | None = None
+        #: The safety rescan's interval in force (see :data:`RESCAN_CPU_SHARE`).
+        self.rescan_interval = settings.rescan_interval
 
     # -- control (any thread) -------------------------------------------------------------
 
@@ -241,6 +254,7 @@ class ExperimentRunner:
             overflow_passes=self.overflow_passes,
             unwatched_directories=watcher.unwatched if watcher is not None else 0,
             watch_problem=watcher.unwatched_reason() if watcher is not None else None,
+            rescan_interval_seconds=round(self.rescan_interval, 3),
         )
 
     # -- the thread -----------------------------------------------------------------------
@@ -471,7 +485,7 @@ class ExperimentRunner:
         # terminal, a log line every few seconds otherwise.
         self._reporter = catch_up_reporter(self.spec.name, sys.stderr, log)
         try:
-            result = self._ingestor.run_pass(progress=self._progress)
+            result = self._timed_pass(progress=self._progress)
         except LeaseLostError:
             raise
         except Exception as exc:
@@ -518,7 +532,7 @@ class ExperimentRunner:
             interval = (
                 self.settings.poll_interval
                 if watcher.mode == "polling" or watcher.unwatched
-                else self.settings.rescan_interval
+                else self.rescan_interval
             )
             now = time.monotonic()
             due = self._retry_at if self._retry_at is not None else last_pass + interval
@@ -554,9 +568,7 @@ class ExperimentRunner:
             )
             try:
                 if full:
-                    self._ingestor.run_pass(
-                        progress=lambda _done, _total: self._beat(self.spec.name)
-                    )
+                    self._timed_pass(progress=lambda _done, _total: self._beat(self.spec.name))
                     last_pass = time.monotonic()
                 elif changed:
                     self._ingestor.ingest_changed(changed)
@@ -580,6 +592,20 @@ class ExperimentRunner:
                 last_heartbeat = now
             self._beat(self.spec.name)
         watcher.stop()
+
+    def _timed_pass(self, progress: Progress) -> PassResult:
+        """A full pass; one that read nothing sets the safety rescan's interval by its CPU."""
+        assert self._ingestor is not None
+        cpu = time.thread_time()
+        result = self._ingestor.run_pass(progress=progress)
+        if result.bytes_read == 0 and not self._ingestor.stop_requested():
+            self._idle_pass_cpu = time.thread_time() - cpu
+            configured = self.settings.rescan_interval
+            self.rescan_interval = min(
+                max(configured, self._idle_pass_cpu / RESCAN_CPU_SHARE),
+                configured * RESCAN_STRETCH_MAX,
+            )
+        return result
 
     def _retry_at_or_now(self) -> float:
         at = self._retry_at

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem, discover, is_event_file, run_name
+from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem, is_event_file, run_name, walk
 from boardd.reader.source import LocalFileBytes, RandomAccessBytes
 
 #: How many leading bytes identify a file's content (its first record, usually).
@@ -166,9 +166,8 @@ class LocalFileSource:
 
     def runs(self) -> dict[str, list[SourceFile]]:
         """Discovery (:func:`boardd.reader.logdir.discover`): symlinks followed, loops not."""
-        found = discover(self.logdir)
-        self._problems = found.problems
-        return {run: [LocalFile(str(p)) for p in paths] for run, paths in found.runs.items()}
+        runs, self._problems = walk(self.logdir)
+        return {run: [LocalFile(p) for p in paths] for run, paths in runs.items()}
 
     def problems(self) -> list[DiscoveryProblem]:
         """The directories and files the last :meth:`runs` could not examine."""
@@ -224,16 +223,20 @@ def read_head(file: SourceFile) -> bytes | None:
         return None
 
 
-def read_tail(file: SourceFile, offset: int) -> bytes | None:
+def read_tail(file: SourceFile, offset: int, data: RandomAccessBytes | None = None) -> bytes | None:
     """The file's last :data:`TAIL_BYTES` before ``offset`` (the end of the last record read:
-    its CRC covers the record), or None when they cannot be read now."""
+    its CRC covers the record), or None when they cannot be read now. ``data``: the file as
+    the reader has it open (read through it, not opened again; left open)."""
     start = max(0, offset - TAIL_BYTES)
     try:
-        data = file.open()
-        try:
+        if data is not None:
             tail = data.read_at(start, offset - start)
-        finally:
-            data.close()
+        else:
+            data = file.open()
+            try:
+                tail = data.read_at(start, offset - start)
+            finally:
+                data.close()
     except OSError:
         return None
     return tail if len(tail) == offset - start else None

@@ -47,57 +47,78 @@ def discover(logdir: str | os.PathLike[str]) -> Discovery:
     creation order (the name embeds the creation time). A directory that cannot be read is
     reported in ``problems`` and skipped; so is a symlink back to one of its own ancestors.
     """
-    root = Path(logdir)
-    result = Discovery()
+    runs, problems = walk(logdir)
+    return Discovery({run: [Path(p) for p in paths] for run, paths in runs.items()}, problems)
+
+
+def walk(logdir: str | os.PathLike[str]) -> tuple[dict[str, list[str]], list[DiscoveryProblem]]:
+    """:func:`discover` in plain strings (paths as ``os.path.join`` makes them): the daemon's
+    rescan at 10,000 runs.
+
+    One ``scandir`` per directory and nothing else for a plain one: names, kinds and run names
+    come from the directory entries. Only a symlinked directory is ``stat``-ed (a loop needs a
+    symlink), and its ancestors' identities then, once each.
+    """
+    root = os.fspath(logdir)
+    problems: list[DiscoveryProblem] = []
     try:
-        st = root.stat()
+        st = os.stat(root)
     except OSError as exc:
-        result.problems.append(DiscoveryProblem(str(root), _reason(exc)))
-        return result
-    # Each pending directory carries the identities of its ancestors: a symlink back to one of
-    # them is a loop. Two links to the same directory elsewhere are two runs, as in TensorBoard.
-    pending: list[tuple[Path, frozenset[tuple[int, int]]]] = [
-        (root, frozenset({(st.st_dev, st.st_ino)}))
-    ]
-    runs: dict[str, list[Path]] = {}
+        problems.append(DiscoveryProblem(root, _reason(exc)))
+        return {}, problems
+    identities: dict[str, tuple[int, int]] = {root: (st.st_dev, st.st_ino)}
+    # Each pending directory: its path, its run name, and its ancestors (itself first, as a
+    # linked list of paths) whose identities tell a loop.
+    pending: list[tuple[str, str, _Chain]] = [(root, ROOT_RUN, (root, None))]
+    runs: dict[str, list[str]] = {}
     while pending:
-        directory, ancestors = pending.pop()
-        files: list[Path] = []
+        directory, run, chain = pending.pop()
+        files: list[str] = []
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
-                    _visit(entry, directory, ancestors, files, pending, result.problems)
+                    name = entry.name
+                    try:
+                        if entry.is_dir(follow_symlinks=True):
+                            path = entry.path
+                            if entry.is_symlink() and _loops(entry, chain, identities):
+                                problems.append(DiscoveryProblem(path, "symlink loop: skipped"))
+                                continue
+                            child = name if run == ROOT_RUN else f"{run}/{name}"
+                            pending.append((path, child, (path, chain)))
+                        elif EVENT_FILE_MARKER in name and entry.is_file(follow_symlinks=True):
+                            files.append(entry.path)
+                    except OSError as exc:
+                        problems.append(DiscoveryProblem(entry.path, _reason(exc)))
         except OSError as exc:
-            result.problems.append(DiscoveryProblem(str(directory), _reason(exc)))
+            problems.append(DiscoveryProblem(directory, _reason(exc)))
             continue
         if files:
-            files.sort(key=lambda p: p.name)
-            runs[run_name(root, directory)] = files
-    result.runs = dict(sorted(runs.items()))
-    return result
+            files.sort()  # one directory's: by name
+            runs[run] = files
+    return dict(sorted(runs.items())), problems
 
 
-def _visit(
-    entry: os.DirEntry[str],
-    directory: Path,
-    ancestors: frozenset[tuple[int, int]],
-    files: list[Path],
-    pending: list[tuple[Path, frozenset[tuple[int, int]]]],
-    problems: list[DiscoveryProblem],
-) -> None:
-    path = directory / entry.name
-    try:
-        if entry.is_dir(follow_symlinks=True):
-            st = entry.stat(follow_symlinks=True)
-            key = (st.st_dev, st.st_ino)
-            if key in ancestors:
-                problems.append(DiscoveryProblem(str(path), "symlink loop: skipped"))
-                return
-            pending.append((path, ancestors | {key}))
-        elif is_event_file(entry.name) and entry.is_file(follow_symlinks=True):
-            files.append(path)
-    except OSError as exc:
-        problems.append(DiscoveryProblem(str(path), _reason(exc)))
+#: A directory and its ancestors: (path, the parent's chain), None above the logdir.
+_Chain = tuple[str, "_Chain | None"]
+
+
+def _loops(
+    entry: os.DirEntry[str], chain: _Chain | None, identities: dict[str, tuple[int, int]]
+) -> bool:
+    """Whether the symlinked directory ``entry`` is one of its ancestors (``chain``); raises
+    :class:`OSError` when its target cannot be examined."""
+    st = entry.stat(follow_symlinks=True)  # the one is_dir() made, cached
+    key = identities[entry.path] = (st.st_dev, st.st_ino)
+    while chain is not None:
+        ancestor, chain = chain
+        known = identities.get(ancestor)
+        if known is None:
+            ast = os.stat(ancestor)
+            known = identities[ancestor] = (ast.st_dev, ast.st_ino)
+        if known == key:
+            return True
+    return False
 
 
 def _reason(exc: OSError) -> str:
