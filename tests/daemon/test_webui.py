@@ -11,12 +11,14 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import IO
 
 import httpx
 import pytest
 from tensorboardX import SummaryWriter
 
 from boardd.api.auth import cookie_value
+from boardd.api.tensorboard.webui import gzip_from_zip
 from tests.daemon.conftest import SRC, Daemon, ServeFactory, boardd_env
 
 TOKEN = "webui-test-token-0123456789abcdef"
@@ -173,6 +175,78 @@ def test_index_gzip_round_trip(serve: ServeFactory, logdir: Path) -> None:
             woff = next(n for n in zf.namelist() if n.endswith(".woff2"))
         r = client.get(f"/{woff}", headers={"accept-encoding": "gzip"})
         assert "content-encoding" not in r.headers
+
+
+def _deflate_stream(zf: zipfile.ZipFile, name: str) -> bytes:
+    """The member's compressed bytes as the zip holds them (after its local header)."""
+    info = zf.getinfo(name)
+    assert zf.fp is not None
+    zf.fp.seek(info.header_offset)
+    header = zf.fp.read(30)
+    skip = 30 + int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little")
+    zf.fp.seek(info.header_offset + skip)
+    return zf.fp.read(info.compress_size)
+
+
+def test_ui_code_is_sent_as_the_zip_compressed_it(serve: ServeFactory, logdir: Path) -> None:
+    """index.js (6 MB) is sent gzipped without compressing it again: the gzip body carries the
+    zip's own deflate stream, so even the first page load waits on no compression (it took
+    most of a second on a loaded machine, before the page could start running its code)."""
+    daemon = serve(logdir)
+    with webfiles() as zf:
+        stream = _deflate_stream(zf, "index.js")
+        plain = zf.read("index.js")
+    with (
+        _client(daemon) as client,
+        client.stream(
+            "GET", "/tensorboard/index.js", headers={"accept-encoding": "gzip"}
+        ) as packed,
+    ):
+        assert packed.status_code == 200
+        assert packed.headers["content-encoding"] == "gzip"
+        raw = b"".join(packed.iter_raw())
+    assert raw[10:-8] == stream
+    assert gzip.decompress(raw) == plain
+
+
+class _Unseekable:
+    """A file that only writes: zipfile then puts each member's sizes after its data."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self._file = file
+
+    def write(self, data: bytes) -> int:
+        return self._file.write(data)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+
+def test_gzip_from_zip_frames_deflated_members_only(tmp_path: Path) -> None:
+    """Deflated members (also ones written with a data descriptor, by a streaming writer)
+    become gzip files that decompress to the member; stored members give None."""
+    text = b"TensorBoard's UI, " * 5000
+    seekable = tmp_path / "seekable.zip"
+    with zipfile.ZipFile(seekable, "w") as zf:
+        zf.writestr("a.js", text, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
+        zf.writestr("stored.js", text, compress_type=zipfile.ZIP_STORED)
+        zf.writestr(zipfile.ZipInfo("empty.css"), b"", compress_type=zipfile.ZIP_DEFLATED)
+    streamed = tmp_path / "streamed.zip"
+    with (
+        streamed.open("wb") as raw_file,
+        zipfile.ZipFile(_Unseekable(raw_file), "w", zipfile.ZIP_DEFLATED) as zf,  # type: ignore[arg-type]
+    ):
+        zf.writestr("a.js", text)
+    with zipfile.ZipFile(streamed) as zf:
+        assert zf.getinfo("a.js").flag_bits & 0x8  # the sizes follow the data
+        packed = gzip_from_zip(zf, zf.getinfo("a.js"))
+        assert packed is not None and gzip.decompress(packed) == text
+    with zipfile.ZipFile(seekable) as zf:
+        packed = gzip_from_zip(zf, zf.getinfo("a.js"))
+        assert packed is not None and gzip.decompress(packed) == text
+        empty = gzip_from_zip(zf, zf.getinfo("empty.css"))
+        assert empty is not None and gzip.decompress(empty) == b""
+        assert gzip_from_zip(zf, zf.getinfo("stored.js")) is None
 
 
 def test_without_tensorboard_home_says_how_to_get_the_ui(

@@ -17,6 +17,7 @@ import gzip
 import importlib.util
 import mimetypes
 import posixpath
+import struct
 import threading
 import zipfile
 from dataclasses import dataclass
@@ -104,7 +105,8 @@ def webfiles_path() -> Path | None:
 
 @dataclass(slots=True)
 class Asset:
-    """One file of the zip, read: its body, media type, validator and (lazily) gzip form."""
+    """One file of the zip, read: its body, media type, validator and gzip form (built from the
+    zip's own deflate stream when it has one, else compressed on first use)."""
 
     body: bytes
     media_type: str
@@ -112,10 +114,53 @@ class Asset:
     compressible: bool
     _gzipped: bytes | None = None
 
+    @property
+    def gzip_ready(self) -> bool:
+        """Whether :meth:`gzipped` answers at once (no compression to do)."""
+        return self._gzipped is not None
+
     def gzipped(self) -> bytes:
         if self._gzipped is None:
             self._gzipped = gzip.compress(self.body, compresslevel=6, mtime=0)
         return self._gzipped
+
+
+#: A zip's local file header: signature, versions, flags, method, time, date, crc, sizes, and
+#: the lengths of the name and the extra field that follow it (APPNOTE.TXT 4.3.7).
+_LOCAL_HEADER = struct.Struct("<4s5HL2L2H")
+_LOCAL_SIGNATURE = b"PK\x03\x04"
+#: A gzip member's header (RFC 1952 2.3): magic, deflate, no flags, no mtime, no extra flags,
+#: unknown OS; the deflate stream, its CRC-32 and its length mod 2**32 follow.
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+
+def gzip_from_zip(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes | None:
+    """The member ``info`` as a gzip file, made of the deflate stream the zip already holds (no
+    compression at all: TensorBoard's ``index.js`` is 6 MB, compressing it costs a loaded machine
+    most of a second). None if the member is not plainly deflated (stored, encrypted, another
+    method) or its local header does not read as one.
+
+    Neither :mod:`zipfile` nor :mod:`gzip` hands out or takes a raw deflate stream, hence these
+    few lines: gzip's framing around the zip's bytes, with the zip's own CRC-32 and size."""
+    if info.compress_type != zipfile.ZIP_DEFLATED or info.flag_bits & 0x1:
+        return None
+    fp = zf.fp
+    if fp is None:
+        return None
+    fp.seek(info.header_offset)
+    header = fp.read(_LOCAL_HEADER.size)
+    if len(header) != _LOCAL_HEADER.size:
+        return None
+    fields = _LOCAL_HEADER.unpack(header)
+    if fields[0] != _LOCAL_SIGNATURE:
+        return None
+    name_length, extra_length = fields[-2], fields[-1]
+    fp.seek(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
+    stream = fp.read(info.compress_size)
+    if len(stream) != info.compress_size:
+        return None
+    trailer = struct.pack("<2L", info.CRC, info.file_size & 0xFFFFFFFF)
+    return _GZIP_HEADER + stream + trailer
 
 
 class Webfiles:
@@ -138,22 +183,31 @@ class Webfiles:
         """Every file of the zip."""
         return sorted(self._members)
 
+    def cached(self, name: str) -> Asset | None:
+        """The file ``name`` if it has been read already (no lock, no I/O)."""
+        return self._assets.get(name)
+
     def asset(self, name: str) -> Asset:
         """The file ``name`` of the zip (which holds it), read once."""
         with self._lock:
             found = self._assets.get(name)
             if found is not None:
                 return found
-            with zipfile.ZipFile(self.path) as zf:
-                body = zf.read(name)
-            if name == "index.html":
-                body = INDEX_PREAMBLE + body
             media_type = media_type_of(name)
+            compressible = media_type.startswith(COMPRESSIBLE)
+            packed: bytes | None = None
+            with zipfile.ZipFile(self.path) as zf:
+                body = zf.read(name)  # checks the CRC-32 the gzip form below carries
+                if name == "index.html":
+                    body = INDEX_PREAMBLE + body
+                elif compressible:
+                    packed = gzip_from_zip(zf, zf.getinfo(name))
             asset = Asset(
                 body,
                 media_type,
                 make_etag(("webfiles", self._identity, name, self._members[name])),
-                media_type.startswith(COMPRESSIBLE),
+                compressible,
+                packed,
             )
             self._assets[name] = asset
             return asset
@@ -169,7 +223,10 @@ def media_type_of(name: str) -> str:
 async def _serve(request: Request, files: Webfiles, name: str) -> Response:
     if name not in files:
         raise ApiError(404, f"no such file of TensorBoard's UI: {name}")
-    asset = await run_in_threadpool(files.asset, name)
+    # Once read, a file is answered on the event loop: no hop to a worker thread.
+    asset = files.cached(name)
+    if asset is None:
+        asset = await run_in_threadpool(files.asset, name)
     headers = {"etag": asset.etag, "x-content-type-options": "nosniff"}
     if FILE_HASH_PARAM in request.query_params and asset.media_type.startswith("text/javascript"):
         headers["cache-control"] = f"private, max-age={HASHED_MAX_AGE}"
@@ -187,7 +244,7 @@ async def _serve(request: Request, files: Webfiles, name: str) -> Response:
         and len(body) >= GZIP_MIN_BYTES
         and _accepts_gzip(request.headers.get("accept-encoding", ""))
     ):
-        body = await run_in_threadpool(asset.gzipped)
+        body = asset.gzipped() if asset.gzip_ready else await run_in_threadpool(asset.gzipped)
         headers["content-encoding"] = "gzip"
     return Response(body, media_type=asset.media_type, headers=headers)
 
