@@ -120,8 +120,9 @@ def test_directories_beyond_the_watch_limit_are_polled(serve: ServeFactory, tmp_
 def test_the_safety_rescan_is_spaced_by_what_it_costs(serve: ServeFactory, tmp_path: Path) -> None:
     # Idle CPU at 10,000 runs is the safety rescan: a pass with nothing new costs a walk of the
     # logdir and a stat per file. The interval is stretched so that it takes at most 1 % of a
-    # CPU (up to 10 times --rescan-interval): with 0.02 s asked for, 60 runs cost more than
-    # 1 % of it (0.2 ms), so the interval in force is the most it may be, 0.2 s.
+    # CPU (up to 10 times --rescan-interval): with 0.02 s asked for, a pass over 60 runs costs
+    # more than 1 % of it (0.2 ms), so the interval in force is stretched, to at most 0.2 s
+    # (how far depends on the machine: 0.191 s was seen, a pass of 1.91 ms).
     logdir = tmp_path / "logs"
     write_closed(logdir / "run_00", "loss", range(2))
     for i in range(1, 60):
@@ -133,6 +134,6 @@ def test_the_safety_rescan_is_spaced_by_what_it_costs(serve: ServeFactory, tmp_p
         what="the rescan interval stretched",
         alive=daemon.check_alive,
     )
-    assert status["rescan_interval_seconds"] == pytest.approx(0.2), status
+    assert 0.02 < status["rescan_interval_seconds"] <= 0.2, status
     for i in range(60):
         daemon.wait_for_steps(f"run_{i:02d}", "loss", range(2))
