@@ -34,7 +34,10 @@ def test_cache_holds_one_answer_per_request_under_a_live_writer(
                 w.write(TAG, range(step, step + 1))
             for run in RUNS:
                 wait_until(
-                    lambda run=run, step=step: daemon.scalars(run, TAG)[-1]["step"] == step,
+                    # [] until the series' first point is committed.
+                    lambda run=run, step=step: (
+                        [p["step"] for p in daemon.scalars(run, TAG)][-1:] == [step]
+                    ),
                     what=f"step {step} of {run}",
                     alive=daemon.check_alive,
                 )
