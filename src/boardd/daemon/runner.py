@@ -316,16 +316,7 @@ class ExperimentRunner:
                 self.opened.set()
                 return False
             if self._retry_at is not None:
-                log.info(
-                    "%s: the store opened after %d failed tr%s (%s)",
-                    self.spec.name,
-                    self.retries,
-                    "y" if self.retries == 1 else "ies",
-                    self.error,
-                )
-                self._retry_at = None
-                self._logged_cause = None
-                self.retries = 0
+                self._recovered("the store opened")
             if self.state is RunnerState.READ_ONLY:
                 log.info("%s: took the store's lease over: now writing", self.spec.name)
             from boardd.ingest.ingestor import Ingestor
@@ -588,6 +579,7 @@ class ExperimentRunner:
                 continue
             if retrying:
                 self._recovered()
+                self.state = RunnerState.LIVE
             if full or changed or committed:
                 last_heartbeat = now
             self._beat(self.spec.name)
@@ -642,10 +634,13 @@ class ExperimentRunner:
                     RETRY_MAX_SECONDS,
                 )
 
-    def _recovered(self) -> None:
+    def _recovered(self, what: str = "ingest resumed") -> None:
+        """The failure is over: says so once, with how many tries it took, and clears it
+        (the caller sets the state that follows)."""
         log.info(
-            "%s: ingest resumed after %d failed tr%s (%s)",
+            "%s: %s after %d failed tr%s (%s)",
             self.spec.name,
+            what,
             self.retries,
             "y" if self.retries == 1 else "ies",
             self.error,
@@ -654,7 +649,6 @@ class ExperimentRunner:
         self._logged_cause = None
         self.retries = 0
         self.error = None
-        self.state = RunnerState.LIVE
 
     def _take_changes(self) -> tuple[set[Path], bool, bool, bool]:
         with self._changes_lock:
