@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -290,3 +291,14 @@ def pytest_runtest_makereport(
             with contextlib.suppress(OSError):
                 report.sections.append((f"boardd serve #{i} (pid {daemon.pid})", daemon.stderr()))
     return report
+
+
+def unshare_works() -> bool:
+    """Whether this machine lets a test start a process in a user namespace of its own (a
+    real, private inotify watch limit without touching the machine's)."""
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "true"], capture_output=True, check=False
+    )
+    return probe.returncode == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.conftest import Daemon, ServeFactory, wait_until
+from tests.daemon.conftest import Daemon, ServeFactory, unshare_works, wait_until
 from tests.daemon.test_serve import tbx, write, write_closed
 
 #: A process that makes inotify events as fast as it can: one-byte writes, alternating between
@@ -72,16 +72,7 @@ def test_an_overflow_is_answered_by_one_pass(serve: ServeFactory, tmp_path: Path
     train.close()
 
 
-def _unshare_works() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    probe = subprocess.run(
-        ["unshare", "--user", "--map-root-user", "true"], capture_output=True, check=False
-    )
-    return probe.returncode == 0
-
-
-@pytest.mark.skipif(not _unshare_works(), reason="needs unprivileged user namespaces (unshare)")
+@pytest.mark.skipif(not unshare_works(), reason="needs unprivileged user namespaces (unshare)")
 def test_directories_beyond_the_watch_limit_are_polled(serve: ServeFactory, tmp_path: Path) -> None:
     # A real watch limit without touching the machine's: the daemon runs in a user namespace of
     # its own allowed 8 inotify watches, for a logdir of 1 + 20 directories.

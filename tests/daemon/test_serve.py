@@ -34,7 +34,7 @@ from boardd.daemon.watcher import LogdirWatcher
 from boardd.store.connection import open_reader
 from boardd.store.errors import StoreOpenError
 from tests.conftest import ingest
-from tests.daemon.conftest import ServeFactory, boardd_env, wait_until
+from tests.daemon.conftest import ServeFactory, boardd_env, unshare_works, wait_until
 
 WALL = 1_700_000_000.0
 
@@ -582,16 +582,7 @@ def test_poll_mode(serve: ServeFactory, tmp_path: Path) -> None:
     train.close()
 
 
-def _unshare_works() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    probe = subprocess.run(
-        ["unshare", "--user", "--map-root-user", "true"], capture_output=True, check=False
-    )
-    return probe.returncode == 0
-
-
-@pytest.mark.skipif(not _unshare_works(), reason="needs unprivileged user namespaces (unshare)")
+@pytest.mark.skipif(not unshare_works(), reason="needs unprivileged user namespaces (unshare)")
 @pytest.mark.parametrize(
     ("limit", "error"),
     [("max_inotify_instances", "instance limit"), ("max_inotify_watches", "watch limit")],
