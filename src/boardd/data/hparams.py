@@ -849,10 +849,10 @@ def session_groups_json(
     with _lock_for(connection):
         snap = _snapshot(connection, exp_id)
         structure = snap.structure
-        if not structure.sessions:
-            return {"sessionGroups": [], "totalSize": 0}
         columns = _columns(request, structure)
         agg = _aggregation(request, structure)
+        if not structure.sessions:
+            return {"sessionGroups": [], "totalSize": 0}
         query = _Query(snap, idle_seconds, time.time() if now is None else now)
         names, groups = query.groups(frozenset(request.allowed_statuses))
         # Filters: every column's, on the group's values.
@@ -1033,11 +1033,18 @@ def metric_evals_json(
 
 
 def parse_request(text: str | bytes, message: type[Message]) -> Any:
-    """A request message from its proto3 JSON (BadRequest saying what does not parse)."""
+    """A request message from its proto3 JSON object (BadRequest saying what does not parse)."""
+    name = message.DESCRIPTOR.name
     try:
-        return json_format.Parse(text or "{}", message(), ignore_unknown_fields=False)
+        parsed = json.loads(text or "{}")
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"the request is not a valid {name}: not JSON ({exc})") from None
+    if not isinstance(parsed, dict):
+        raise BadRequest(f"the request is not a valid {name}: give a JSON object")
+    try:
+        return json_format.ParseDict(parsed, message(), ignore_unknown_fields=False)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        raise BadRequest(f"the request is not a valid {message.DESCRIPTOR.name}: {exc}") from None
+        raise BadRequest(f"the request is not a valid {name}: {exc}") from None
 
 
 _LOCKS: dict[str, threading.Lock] = {}

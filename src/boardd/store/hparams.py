@@ -21,10 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import apsw
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError
 
-from boardd.proto import hparams_plugin_data_pb2
 from boardd.store.names import escape, unescape
 
 PLUGIN_NAME = "hparams"
@@ -39,6 +36,12 @@ TAG_KINDS = {
 def decode(content: bytes) -> tuple[str, str] | None:
     """(kind, JSON text) of an hparams summary's metadata content; None if it is not one
     (a content that does not parse, or another message than the tag's)."""
+    # Imported here: only a writer meeting hparams summaries needs protocol buffers.
+    from google.protobuf import json_format
+    from google.protobuf.message import DecodeError
+
+    from boardd.proto import hparams_plugin_data_pb2
+
     try:
         data = hparams_plugin_data_pb2.HParamsPluginData.FromString(content)
     except DecodeError:
