@@ -164,7 +164,8 @@ def hparams_rows(
 ) -> Iterator[HParamsRow]:
     """hparams rows filed after generation ``since``, and every row of ``runs``."""
     for run_id, kind, data in connection.execute(
-        "SELECT h.run_id, h.kind, h.data FROM hparams h JOIN runs r ON r.id = h.run_id "
+        # CROSS JOIN: the generation's index first (what changed), not every run's rows.
+        "SELECT h.run_id, h.kind, h.data FROM hparams h CROSS JOIN runs r ON r.id = h.run_id "
         "WHERE r.experiment_id = ? AND r.deleted = 0 AND h.generation > ?",
         (experiment_id, since),
     ):
@@ -188,7 +189,7 @@ def series_rows(
     """Series written after generation ``since`` (by the index on ``series.generation``), and
     every series of ``runs``."""
     for row in connection.execute(
-        f"SELECT {_SERIES_COLUMNS} FROM series s JOIN runs r ON r.id = s.run_id "
+        f"SELECT {_SERIES_COLUMNS} FROM series s CROSS JOIN runs r ON r.id = s.run_id "
         "WHERE s.generation > ? AND r.experiment_id = ? AND r.deleted = 0",
         (since, experiment_id),
     ):
