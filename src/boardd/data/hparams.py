@@ -159,6 +159,9 @@ class _Structure:
         #: run name → its declared experiment.
         self.declared: dict[str, dict[str, Any]] = {}
         self._cache: dict[str, Any] = {}
+        #: hparam name → its value in each group (in group_names' order), while no session
+        #: comes or goes (cleared with the other derived values).
+        self.columns: dict[str, list[Any]] = {}
         for run_id, run in runs.items():
             run.under = None
             self.run_ids[run.name] = run_id
@@ -177,6 +180,7 @@ class _Structure:
         self.sessions[session.name] = session
         members = self.groups.setdefault(session.group, [])
         bisect.insort(members, session, key=lambda s: s.name)
+        self.columns.clear()
         stats = self.stats
         for name, value in session.hparams.items():
             st = stats.get(name)
@@ -768,49 +772,52 @@ class _Query:
         groups: dict[str, list[_Session]],
         agg: _Aggregation,
     ) -> list[Any]:
-        """The column's value of each group (None: missing), cached for this generation."""
-        key = (
-            col.hparam,
-            col.metric,
-            agg,
-            id(groups) if groups is not self.structure.groups else 0,
-        )
-        found: list[Any] | None = self.state.derived.get(key)
-        if found is not None:
-            return found
+        """The column's value of each group (None: missing), cached: an hparam's as long as the
+        sessions are the same (a commit of new points keeps them), a metric's for this
+        generation."""
+        full = groups is self.structure.groups
         if col.hparam is not None:
             name = col.hparam
-            found = [groups[g][0].hparams.get(name) for g in names]
-        else:
-            metric = col.metric
-            assert metric is not None
-            group, tag = self.structure.metrics[metric]
-            runs = self.runs
-            metric_run = self.structure.metric_run
-            found = []
-            append = found.append
-            avg = agg.type == api.AGGREGATION_AVG
-            for g in names:
-                members = groups[g]
-                if not avg:
-                    mv = self.group_value(metric, members, agg)
-                    append(None if mv is None else mv[0])
+            cache = self.structure.columns
+            cached = cache.get(name) if full else None
+            if cached is None:
+                cached = [groups[g][0].hparams.get(name) for g in names]
+                if full:
+                    cache[name] = cached
+            return cached
+        key = (col.metric, agg)
+        found: list[Any] | None = self.state.derived.get(key) if full else None
+        if found is not None:
+            return found
+        metric = col.metric
+        assert metric is not None
+        group, tag = self.structure.metrics[metric]
+        runs = self.runs
+        metric_run = self.structure.metric_run
+        found = []
+        append = found.append
+        avg = agg.type == api.AGGREGATION_AVG
+        for g in names:
+            members = groups[g]
+            if not avg:
+                mv = self.group_value(metric, members, agg)
+                append(None if mv is None else mv[0])
+                continue
+            total = 0.0
+            n = 0
+            for session in members:
+                try:
+                    run_id = session.metric_runs[group]
+                except KeyError:
+                    run_id = metric_run(session, group)
+                if run_id is None:
                     continue
-                total = 0.0
-                n = 0
-                for session in members:
-                    try:
-                        run_id = session.metric_runs[group]
-                    except KeyError:
-                        run_id = metric_run(session, group)
-                    if run_id is None:
-                        continue
-                    got = runs[run_id].scalars.get(tag)
-                    if got is not None:
-                        total += got[0]
-                        n += 1
-                append(None if not n else total if n == 1 else total / n)
-        if groups is self.structure.groups:
+                got = runs[run_id].scalars.get(tag)
+                if got is not None:
+                    total += got[0]
+                    n += 1
+            append(None if not n else total if n == 1 else total / n)
+        if full:
             self.state.derived[key] = found
         return found
 

@@ -113,9 +113,13 @@ def _experiment(
 
 
 def _groups(
-    reader: Reader, request: Request, message: api.ListSessionGroupsRequest
+    reader: Reader,
+    request: Request,
+    message: api.ListSessionGroupsRequest,
+    *,
+    with_experiment: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the experiment, the session groups) of a ListSessionGroups request."""
+    """(the experiment if asked for, the session groups) of a ListSessionGroups request."""
     from boardd.data import hparams as data_hparams
 
     source = _source(reader)
@@ -129,6 +133,8 @@ def _groups(
         idle_seconds=state_of(request).hparams_idle_seconds,
         prefix=_prefix(reader, handle),
     )
+    if not with_experiment:
+        return {}, found
     include = not message.HasField("include_metrics") or message.include_metrics
     exp = data_hparams.experiment_json(connection, exp_id, include_metrics=include)
     return exp, found
@@ -202,7 +208,7 @@ async def download_data(request: Request) -> Response:
     key: Hashable = (form, status_epoch(request))
 
     def build(reader: Reader) -> bytes:
-        exp, groups = _groups(reader, request, message)
+        exp, groups = _groups(reader, request, message, with_experiment=True)
         return table(exp, groups, fmt, visibility)
 
     return await answer(request, build, FORMATS[fmt], form=key)
