@@ -126,6 +126,10 @@ REQUEST = {
 }
 
 
+#: Whether the last answers() patched the columns of the generation before (one per state).
+PATCHED: list[bool] = []
+
+
 def answers(db: Path) -> tuple[Any, Any]:
     """(the answer of the state kept across commits, the answer of a state read from scratch)."""
     connection = open_store(db)
@@ -137,6 +141,7 @@ def answers(db: Path) -> tuple[Any, Any]:
             H.experiment_json(connection, row.id),
             H.session_groups_json(connection, row.id, message, now=WALL),
         )
+        PATCHED[:] = [bool(state.previous) for state in H._STATES.values()]
         H._STATES.clear()
         fresh = (
             H.experiment_json(connection, row.id),
@@ -148,12 +153,15 @@ def answers(db: Path) -> tuple[Any, Any]:
 
 
 def keep_state(db: Path) -> None:
-    """Reads once so that the next answers() starts from this generation's state."""
+    """Reads once so that the next answers() starts from this generation's state and its
+    derived columns (a commit of points only patches them)."""
     connection = open_store(db)
     try:
         row = experiments.experiment(connection)
         assert row is not None
         H.experiment_json(connection, row.id)
+        message = H.parse_request(json.dumps(REQUEST), api.ListSessionGroupsRequest)
+        H.session_groups_json(connection, row.id, message, now=WALL)
     finally:
         connection.close()
 
@@ -191,16 +199,21 @@ def test_state_kept_across_commits_answers_as_one_read_afresh(tmp_path: Path) ->
         b.scalars("acc", {0: 0.7})
         first = step()
         assert [n for n, _ in groups_of(first)] == ["b", "a"]
-        # Values only: a new point.
+        # Values only: a new point (the kept metric column is patched, not recomputed).
         a.scalars("acc", {1: 0.9})
         assert [n for n, _ in groups_of(step())] == ["a", "b"]
+        assert PATCHED == [True]
+        b.scalars("acc", {1: 0.95})
+        assert [n for n, _ in groups_of(step())] == ["b", "a"]
+        assert PATCHED == [True]
         # A new session, and a new run under a session (a metric sub-run): new tags.
         c = writer("c")
         c.summary(start_pb({"lr": 0.3, "opt": "rmsprop", "bn": True}, "c"))
         c.scalars("acc", {0: 0.8})
         writer("a/eval").scalars("loss", {0: 0.4})
         third = step()
-        assert [n for n, _ in groups_of(third)] == ["a", "c", "b"]
+        assert PATCHED == [False]  # new sessions and runs: computed afresh
+        assert [n for n, _ in groups_of(third)] == ["b", "a", "c"]
         inferred = [m["name"] for m in third[0]["metricInfos"]]
         assert inferred == [{"group": "", "tag": "acc"}, {"group": "eval", "tag": "loss"}]
         assert [h["name"] for h in third[0]["hparamInfos"]] == ["lr", "opt", "bn"]
@@ -215,7 +228,7 @@ def test_state_kept_across_commits_answers_as_one_read_afresh(tmp_path: Path) ->
         for path in (live.logdir / "c").iterdir():
             path.unlink()
         (live.logdir / "c").rmdir()
-        assert [n for n, _ in groups_of(step())] == ["a", "b"]
+        assert [n for n, _ in groups_of(step())] == ["b", "a"]
     finally:
         for w in writers:
             w.close()

@@ -344,6 +344,14 @@ class _Structure:
         return found
 
     @property
+    def group_index(self) -> dict[str, int]:
+        """Group name → its place in :attr:`group_names`."""
+        found: dict[str, int] | None = self._cache.get("group_index")
+        if found is None:
+            found = self._cache["group_index"] = {g: i for i, g in enumerate(self.group_names)}
+        return found
+
+    @property
     def group_names(self) -> list[str]:
         found: list[str] | None = self._cache.get("group_names")
         if found is None:
@@ -423,6 +431,10 @@ class _State:
         self.structure: _Structure | None = None
         #: Derived columns of this generation (cleared by each update).
         self.derived: dict[Any, Any] = {}
+        #: The previous generation's, when only points came since (then they are patched:
+        #: the groups of the sessions in ``touched`` are computed again, the rest kept).
+        self.previous: dict[Any, Any] = {}
+        self.touched: set[_Session] = set()
 
     def update(self, connection: apsw.Connection, exp_id: int) -> None:
         """Reads what changed since the generation it holds (everything the first time)."""
@@ -451,10 +463,13 @@ class _State:
                 if row.run_id not in fresh:
                     changed_rows.setdefault(row.run_id, set()).add(row.kind)
         new_tags: list[tuple[_Run, str]] = []
+        touched: set[int] = set()
         for s in store.series_rows(connection, exp_id, since, tuple(reload)):
             run_data = self.runs.get(s.run_id)
             if run_data is None:
                 continue
+            if s.scalar:
+                touched.add(s.run_id)
             if s.last_wall_time is not None:
                 run_data.walls[s.id] = s.last_wall_time
             if s.scalar and s.last_step is not None and s.last_wall_time is not None:
@@ -489,6 +504,16 @@ class _State:
                 # commit at 10,000 sessions). They hold no cycles: refcounting frees them.
                 gc.collect()
                 gc.freeze()
+        points_only = (
+            not rebuild and structure is not None and not new_runs and not changed_rows
+        ) and not new_tags
+        self.previous = self.derived if points_only else {}
+        self.touched = set()
+        if points_only:
+            for run_id in touched:
+                under = self.runs[run_id].under
+                if under is not None:
+                    self.touched.add(under[0])
         self.derived = {}
         self.generation = current
 
@@ -786,40 +811,51 @@ class _Query:
                     cache[name] = cached
             return cached
         key = (col.metric, agg)
-        found: list[Any] | None = self.state.derived.get(key) if full else None
-        if found is not None:
-            return found
         metric = col.metric
         assert metric is not None
         group, tag = self.structure.metrics[metric]
-        runs = self.runs
-        metric_run = self.structure.metric_run
-        found = []
-        append = found.append
-        avg = agg.type == api.AGGREGATION_AVG
-        for g in names:
-            members = groups[g]
-            if not avg:
-                mv = self.group_value(metric, members, agg)
-                append(None if mv is None else mv[0])
-                continue
-            total = 0.0
-            n = 0
-            for session in members:
-                try:
-                    run_id = session.metric_runs[group]
-                except KeyError:
-                    run_id = metric_run(session, group)
-                if run_id is None:
-                    continue
-                got = runs[run_id].scalars.get(tag)
-                if got is not None:
-                    total += got[0]
-                    n += 1
-            append(None if not n else total if n == 1 else total / n)
         if full:
-            self.state.derived[key] = found
+            now: tuple[list[str], list[Any]] | None = self.state.derived.get(key)
+            if now is not None and now[0] is names:
+                return now[1]
+            before: tuple[list[str], list[Any]] | None = self.state.previous.get(key)
+            if before is not None and before[0] is names:
+                # Only points came since: the groups of the sessions they touched change.
+                found = list(before[1])
+                index = self.structure.group_index
+                for session in self.state.touched:
+                    i = index.get(session.group)
+                    if i is not None:
+                        found[i] = self._entry(metric, group, tag, groups[names[i]], agg)
+                self.state.derived[key] = (names, found)
+                return found
+        found = [self._entry(metric, group, tag, groups[g], agg) for g in names]
+        if full:
+            self.state.derived[key] = (names, found)
         return found
+
+    def _entry(
+        self, metric: int, group: str, tag: str, members: list[_Session], agg: _Aggregation
+    ) -> Any:
+        """One group's value of a metric column (None: missing)."""
+        if agg.type != api.AGGREGATION_AVG:
+            mv = self.group_value(metric, members, agg)
+            return None if mv is None else mv[0]
+        total = 0.0
+        n = 0
+        runs = self.runs
+        for session in members:
+            try:
+                run_id = session.metric_runs[group]
+            except KeyError:
+                run_id = self.structure.metric_run(session, group)
+            if run_id is None:
+                continue
+            got = runs[run_id].scalars.get(tag)
+            if got is not None:
+                total += got[0]
+                n += 1
+        return None if not n else total if n == 1 else total / n
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:
