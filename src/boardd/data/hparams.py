@@ -162,6 +162,8 @@ class _Structure:
         #: hparam name → its value in each group (in group_names' order), while no session
         #: comes or goes (cleared with the other derived values).
         self.columns: dict[str, list[Any]] = {}
+        #: (hparam name, missing values largest) → the sort keys of its column.
+        self.columns_keys: dict[tuple[str, bool], list[Any]] = {}
         for run_id, run in runs.items():
             run.under = None
             self.run_ids[run.name] = run_id
@@ -181,6 +183,7 @@ class _Structure:
         members = self.groups.setdefault(session.group, [])
         bisect.insort(members, session, key=lambda s: s.name)
         self.columns.clear()
+        self.columns_keys.clear()
         stats = self.stats
         for name, value in session.hparams.items():
             st = stats.get(name)
@@ -874,9 +877,13 @@ _MISSING_KEY = (0, 0.0)
 
 def _sort_keys(values: list[Any], *, none_is_largest: bool) -> list[tuple[bool, tuple[int, Any]]]:
     """TensorBoard's sort keys (list_session_groups._create_key_func): missing values before
-    or after every other value of the column."""
+    or after every other value of the column (:func:`_sort_key` inlined: 10,000 calls)."""
+    present = not none_is_largest
+    missing = (none_is_largest, _MISSING_KEY)
     return [
-        (none_is_largest, _MISSING_KEY) if v is None else (not none_is_largest, _sort_key(v))
+        missing
+        if v is None
+        else (present, (2, v) if v.__class__ is str else (0, v) if v == v else (1, 0.0))
         for v in values
     ]
 
@@ -940,12 +947,17 @@ def session_groups_json(
             if col.order == api.ORDER_UNSPECIFIED:
                 continue
             values = values_of[k]
-            if col.order == api.ORDER_ASC:
-                keys = _sort_keys(values, none_is_largest=not col.missing_first)
-                order.sort(key=keys.__getitem__)
+            ascending = col.order == api.ORDER_ASC
+            largest = not col.missing_first if ascending else col.missing_first
+            if col.hparam is not None and values is structure.columns.get(col.hparam):
+                # An hparam column's keys live as long as its values.
+                keys = structure.columns_keys.get((col.hparam, largest))
+                if keys is None:
+                    keys = _sort_keys(values, none_is_largest=largest)
+                    structure.columns_keys[(col.hparam, largest)] = keys
             else:
-                keys = _sort_keys(values, none_is_largest=col.missing_first)
-                order.sort(key=keys.__getitem__, reverse=True)
+                keys = _sort_keys(values, none_is_largest=largest)
+            order.sort(key=keys.__getitem__, reverse=not ascending)
         total = len(order)
         chosen = order[request.start_index : request.start_index + request.slice_size]
         include = _hparams_to_include(request)
