@@ -861,16 +861,6 @@ class _Query:
         return None if not n else total if n == 1 else total / n
 
 
-def _sort_key(value: Any) -> tuple[int, Any]:
-    """A total order within one column: numbers (bools among them, as Python compares them),
-    then strings; NaN after every number."""
-    if isinstance(value, str):
-        return (2, value)
-    if value != value:
-        return (1, 0.0)
-    return (0, value)
-
-
 #: The key of a missing value (compared only with other missing values).
 _MISSING_KEY = (0, 0.0)
 
