@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import apsw
+
+from boardd.store import hparams
 
 #: Marks a SQLite file as a boardd store ("bDsT"); checked on every open.
 APPLICATION_ID = 0x62447354
 
 #: Each entry upgrades the schema from version ``i`` to ``i + 1``; all run in one transaction.
-MIGRATIONS: tuple[str, ...] = (
+#: An entry is SQL, or SQL and a function that fills what SQL alone cannot.
+MIGRATIONS: tuple[str | tuple[str, Callable[[apsw.Connection], None]], ...] = (
     """
     CREATE TABLE meta (
         key TEXT PRIMARY KEY,
@@ -174,6 +179,24 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX IF NOT EXISTS files_by_run ON files (run_id);
     """,
+    # 5: the hparams summaries decoded once, at ingest (store/hparams.py): the hparams API
+    # reads them by run and by generation, never decoding a protocol buffer per answer.
+    (
+        """
+        CREATE TABLE hparams (
+            run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            -- experiment, session_start or session_end
+            kind TEXT NOT NULL,
+            -- the message as JSON (see store/hparams.py)
+            data TEXT NOT NULL,
+            -- the generation of the commit that filed it (what changed since a generation)
+            generation INTEGER NOT NULL,
+            PRIMARY KEY (run_id, kind)
+        );
+        CREATE INDEX hparams_by_generation ON hparams (generation);
+        """,
+        hparams.backfill,
+    ),
 )
 
 #: The schema version this code writes.
@@ -201,7 +224,12 @@ def migrate(connection: apsw.Connection) -> int:
                 f"({SCHEMA_VERSION}): upgrade boardd, or give another --db"
             )
         for version in range(found, SCHEMA_VERSION):
-            connection.execute(MIGRATIONS[version])
+            step = MIGRATIONS[version]
+            if isinstance(step, str):
+                connection.execute(step)
+            else:
+                connection.execute(step[0])
+                step[1](connection)
         if found < SCHEMA_VERSION:
             connection.pragma("user_version", SCHEMA_VERSION)
             connection.pragma("application_id", APPLICATION_ID)

@@ -29,6 +29,7 @@ from boardd.reader.types import (
     TagMetadata,
     TensorPoint,
 )
+from boardd.store import hparams
 from boardd.store.blobs import delete_blobs, put_blobs
 from boardd.store.connection import immediate
 from boardd.store.lease import Lease
@@ -319,6 +320,7 @@ class StoreWriter:
         delete_blobs(self._db, blob_ids)
         self._db.execute("DELETE FROM series WHERE run_id = ?", (run_id,))
         self._db.execute("DELETE FROM run_events WHERE run_id = ?", (run_id,))
+        hparams.purge_run(self._db, run_id)
         for key in [k for k in self._series if k[0] == run_id]:
             del self._series[key]
         self._run_started.pop(run_id, None)
@@ -457,6 +459,8 @@ class StoreWriter:
                 capacity,
             ),
         )
+        if metadata.plugin_name == hparams.PLUGIN_NAME:
+            hparams.record(self._db, run_id, tag, metadata.plugin_content, self._pending_generation)
 
     def _get_series(self, run_id: int, tag: str) -> _Series:
         key = (run_id, tag)

@@ -1,0 +1,228 @@
+"""The hparams plugin's summaries, decoded once at ingest into the ``hparams`` table, and the
+reads the hparams API makes of the store.
+
+TensorBoard's hparams summaries (``_hparams_/experiment``, ``_hparams_/session_start_info``,
+``_hparams_/session_end_info``) carry their data in the summary metadata
+(``HParamsPluginData``), and TensorBoard keeps the first metadata of each tag: so does the
+``series`` table, and the writer decodes it into one ``hparams`` row per (run, kind) in the
+same transaction. A row holds the message as JSON (proto3 field names) with the hparam values
+as plain JSON values, so that no answer decodes a protocol buffer. Metric values need no table
+of their own: ``series`` keeps each series' last step, wall time and value, updated by the
+commit that writes its points.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+from google.protobuf import json_format, struct_pb2
+from google.protobuf.message import DecodeError
+
+from boardd.proto import hparams_plugin_data_pb2
+from boardd.store.names import escape, unescape
+
+PLUGIN_NAME = "hparams"
+#: TensorBoard's tags of the hparams summaries, and the kind each one's row is filed under.
+TAG_KINDS = {
+    "_hparams_/experiment": "experiment",
+    "_hparams_/session_start_info": "session_start",
+    "_hparams_/session_end_info": "session_end",
+}
+
+
+def decode(content: bytes) -> tuple[str, str] | None:
+    """(kind, JSON text) of an hparams summary's metadata content; None if it is not one
+    (a content that does not parse, or another message than the tag's)."""
+    try:
+        data = hparams_plugin_data_pb2.HParamsPluginData.FromString(content)
+    except DecodeError:
+        return None
+    which = data.WhichOneof("data")
+    if which == "experiment":
+        body = json_format.MessageToDict(data.experiment, always_print_fields_with_no_presence=True)
+        return "experiment", json.dumps(body, allow_nan=False)
+    if which == "session_start_info":
+        start = data.session_start_info
+        info: dict[str, Any] = {
+            "hparams": {k: _value(v) for k, v in start.hparams.items()},
+            "modelUri": start.model_uri,
+            "monitorUrl": start.monitor_url,
+            "groupName": start.group_name,
+            "startTimeSecs": start.start_time_secs,
+        }
+        return "session_start", json.dumps(info)
+    if which == "session_end_info":
+        end = data.session_end_info
+        return "session_end", json.dumps(
+            {"status": int(end.status), "endTimeSecs": end.end_time_secs}
+        )
+    return None
+
+
+def _value(value: struct_pb2.Value) -> list[Any]:
+    """An hparam value as ``[type, value]``: type ``number``, ``string``, ``bool``, or ``other``
+    (null, list, struct: TensorBoard neither types nor shows them); non-finite numbers as
+    their names (JSON has none)."""
+    which = value.WhichOneof("kind")
+    if which == "number_value":
+        number = value.number_value
+        return ["number", number if math.isfinite(number) else repr(number)]
+    if which == "string_value":
+        return ["string", value.string_value]
+    if which == "bool_value":
+        return ["bool", value.bool_value]
+    return ["other", None]
+
+
+def record(
+    connection: apsw.Connection, run_id: int, tag: str, content: bytes, generation: int
+) -> None:
+    """Files the decoded summary of a newly defined hparams series (a tag's first metadata
+    wins, as in ``series``: an existing row stays)."""
+    kind = TAG_KINDS.get(tag)
+    if kind is None:
+        return
+    decoded = decode(content)
+    if decoded is None or decoded[0] != kind:
+        return
+    connection.execute(
+        "INSERT INTO hparams (run_id, kind, data, generation) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (run_id, kind) DO NOTHING",
+        (run_id, kind, decoded[1], generation),
+    )
+
+
+def purge_run(connection: apsw.Connection, run_id: int) -> None:
+    """Forgets a run's hparams rows (the run is deleted, or read again from the start)."""
+    connection.execute("DELETE FROM hparams WHERE run_id = ?", (run_id,))
+
+
+def backfill(connection: apsw.Connection) -> None:
+    """Fills the table from the series a store already has (the migration that adds it)."""
+    rows = connection.execute(
+        "SELECT run_id, tag, plugin_content, generation FROM series WHERE plugin_name = ?",
+        (PLUGIN_NAME,),
+    ).fetchall()
+    for run_id, tag, content, generation in rows:
+        assert isinstance(content, bytes)
+        record(connection, int(str(run_id)), str(tag), content, int(str(generation)))
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunChange:
+    """A run created, undeleted, deleted or restarted since a generation."""
+
+    id: int
+    name: str
+    deleted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HParamsRow:
+    run_id: int
+    kind: str
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesRow:
+    """What the hparams API reads of a series: where it is, and its last point."""
+
+    id: int
+    run_id: int
+    tag: str
+    #: A scalar series of the scalars plugin (a metric candidate).
+    scalar: bool
+    last_step: int | None
+    last_wall_time: float | None
+    last_value: float | None
+
+
+def changed_runs(connection: apsw.Connection, experiment_id: int, since: int) -> list[RunChange]:
+    """Runs whose row changed after generation ``since`` (all of them for ``since`` < 0)."""
+    return [
+        RunChange(int(i), unescape(str(n)), bool(d))
+        for i, n, d in connection.execute(
+            "SELECT id, name, deleted FROM runs WHERE experiment_id = ? AND generation > ?",
+            (experiment_id, since),
+        )
+    ]
+
+
+def hparams_rows(
+    connection: apsw.Connection, experiment_id: int, since: int, runs: tuple[int, ...] = ()
+) -> Iterator[HParamsRow]:
+    """hparams rows filed after generation ``since``, and every row of ``runs``."""
+    for run_id, kind, data in connection.execute(
+        "SELECT h.run_id, h.kind, h.data FROM hparams h JOIN runs r ON r.id = h.run_id "
+        "WHERE r.experiment_id = ? AND r.deleted = 0 AND h.generation > ?",
+        (experiment_id, since),
+    ):
+        yield HParamsRow(int(run_id), str(kind), str(data))
+    for run in runs:
+        for kind, data in connection.execute(
+            "SELECT kind, data FROM hparams WHERE run_id = ?", (run,)
+        ):
+            yield HParamsRow(run, str(kind), str(data))
+
+
+_SERIES_COLUMNS = (
+    "s.id, s.run_id, s.tag, s.data_class = 1 AND s.plugin_name = 'scalars', s.last_step, "
+    "s.last_wall_time, s.last_value"
+)
+
+
+def series_rows(
+    connection: apsw.Connection, experiment_id: int, since: int, runs: tuple[int, ...] = ()
+) -> Iterator[SeriesRow]:
+    """Series written after generation ``since`` (by the index on ``series.generation``), and
+    every series of ``runs``."""
+    for row in connection.execute(
+        f"SELECT {_SERIES_COLUMNS} FROM series s JOIN runs r ON r.id = s.run_id "
+        "WHERE s.generation > ? AND r.experiment_id = ? AND r.deleted = 0",
+        (since, experiment_id),
+    ):
+        yield _series_row(row)
+    for run in runs:
+        for row in connection.execute(
+            f"SELECT {_SERIES_COLUMNS} FROM series s WHERE s.run_id = ?", (run,)
+        ):
+            yield _series_row(row)
+
+
+def _series_row(row: tuple[Any, ...]) -> SeriesRow:
+    sid, run_id, tag, scalar, step, wall, value = row
+    return SeriesRow(
+        int(sid),
+        int(run_id),
+        str(tag),
+        bool(scalar),
+        None if step is None else int(step),
+        None if wall is None else float(wall),
+        None if value is None else float(value),
+    )
+
+
+def scalar_points(
+    connection: apsw.Connection, experiment_id: int, run: str, tag: str
+) -> list[tuple[float, int, float | None]]:
+    """(wall time, step, value) of every kept point of a scalar series of the scalars plugin
+    (empty if there is none); a NULL value is a NaN."""
+    return [
+        (float(w), int(s), None if v is None else float(v))
+        for w, s, v in connection.execute(
+            "SELECT p.wall_time, p.step, p.value FROM scalar_points p "
+            "JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
+            "WHERE r.experiment_id = ? AND r.name = ? AND r.deleted = 0 AND s.tag = ? "
+            "AND s.plugin_name = 'scalars' AND s.data_class = 1 ORDER BY p.step",
+            (experiment_id, escape(run), tag),
+        )
+    ]
