@@ -5,6 +5,7 @@ as a :class:`SettingsError` whose message names the flag and says what to give i
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 import stat
@@ -29,6 +30,9 @@ CRC_HELP = (
     "check every record's payload CRC (always, the default), or only of records that fail to "
     "decode (on-error, faster; what TensorBoard's Rust data server does)"
 )
+#: ``--hparams-idle-seconds``: a session of the hparams API without end info is RUNNING while
+#: its runs received data this recently (by their points' wall times), UNKNOWN after.
+DEFAULT_HPARAMS_IDLE_SECONDS = 600.0
 #: A bearer token shorter than this is refused (it could be guessed).
 MIN_TOKEN_LENGTH = 16
 
@@ -75,6 +79,7 @@ class ServeSettings:
     token: str | None = field(default=None, repr=False)
     #: Rebuild (beside, then swap in) each store that was built with other settings.
     rebuild: bool = False
+    hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS
 
 
 def serve_settings(
@@ -93,6 +98,7 @@ def serve_settings(
     samples_per_plugin: str = "",
     crc: str = CrcMode.ALWAYS.value,
     rebuild: bool = False,
+    hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS,
     environ: Mapping[str, str] | None = None,
 ) -> ServeSettings:
     """The validated settings of ``boardd serve``; SettingsError (LogdirError for a logdir that
@@ -102,6 +108,10 @@ def serve_settings(
     for flag, value in (("--poll-interval", poll_interval), ("--rescan-interval", rescan_interval)):
         if not value > 0:
             raise SettingsError(f"{flag} {value:g}: give a number of seconds above 0")
+    if not (hparams_idle_seconds >= 0 and math.isfinite(hparams_idle_seconds)):
+        raise SettingsError(
+            f"--hparams-idle-seconds {hparams_idle_seconds:g}: give a number of seconds, 0 or more"
+        )
     if not 0 <= port <= 65535:
         raise SettingsError(f"--port {port}: give 0 to 65535 (0 picks a free port)")
     if log_level not in LOG_LEVELS:
@@ -128,6 +138,7 @@ def serve_settings(
         crc_mode=parse_crc(crc),
         token=token,
         rebuild=rebuild,
+        hparams_idle_seconds=hparams_idle_seconds,
     )
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2, summary_v2
 from tensorboard.plugins.hparams import summary_v2 as hp
-from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
-from tensorboard.plugins.hparams import summary_v2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboardX import SummaryWriter
 from tensorboardX import summary as x_summary

@@ -43,7 +43,7 @@ from boardd.cache import (
     ResponseCache,
     TwoTierCache,
 )
-from boardd.config import ExperimentSpec
+from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS, ExperimentSpec
 from boardd.data.changes import ChangeHub
 from boardd.data.errors import DataError
 from boardd.data.kinds import KINDS
@@ -66,6 +66,7 @@ def create_app(
     disk_cache_bytes: int = DEFAULT_DISK_BYTES,
     generation: Mapping[str, Callable[[], int | None]] | None = None,
     sampling: Mapping[str, int | None] | None = None,
+    hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS,
 ) -> Starlette:
     """The boardd HTTP app over these experiments' stores.
 
@@ -83,6 +84,8 @@ def create_app(
     its writer (None otherwise); with it a cache hit needs no store access at all.
     ``sampling``: ``--samples-per-plugin``; TensorBoard's routes (:mod:`boardd.api.tensorboard`)
     return at most that many points per series, as TensorBoard does.
+    ``hparams_idle_seconds``: a session without end info is RUNNING while its runs received
+    data this recently (by their points' wall times), UNKNOWN after.
     """
     handles = {
         spec.name: ExperimentHandle(
@@ -107,6 +110,7 @@ def create_app(
             tiers=tiers,
             disk_opening=opening,
             sampling=dict(sampling or {}),
+            hparams_idle_seconds=hparams_idle_seconds,
         )
         try:
             yield {"boardd": state}

@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from boardd.api.errors import ApiError
 from boardd.cache import GZIP_MIN_BYTES, Encoded, ResponseCache, TwoTierCache, make_etag
-from boardd.config import ExperimentSpec
+from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS, ExperimentSpec
 from boardd.data import experiments
 from boardd.data.pool import ReadPool
 from boardd.data.values import finite_or_text
@@ -75,6 +75,9 @@ class AppState:
     #: ``--samples-per-plugin`` (plugin → points, None for all): TensorBoard's routes return
     #: at most that many points per series, as TensorBoard's do.
     sampling: Mapping[str, int | None] = field(default_factory=dict)
+    #: ``--hparams-idle-seconds``: a session without end info is RUNNING while its runs had
+    #: data this recently, then UNKNOWN.
+    hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS
 
 
 def state_of(request: Request) -> AppState:

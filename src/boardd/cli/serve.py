@@ -7,6 +7,7 @@ import argparse
 from boardd.cli.common import add_store_arguments, fail, settings_failed, setup_logging
 from boardd.config import (
     DEFAULT_HOST,
+    DEFAULT_HPARAMS_IDLE_SECONDS,
     DEFAULT_LOG_LEVEL,
     DEFAULT_POLL_INTERVAL,
     DEFAULT_PORT,
@@ -93,6 +94,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=f"full rescan of every logdir, the safety net (default {DEFAULT_RESCAN_INTERVAL:g})",
     )
     parser.add_argument(
+        "--hparams-idle-seconds",
+        type=float,
+        default=DEFAULT_HPARAMS_IDLE_SECONDS,
+        metavar="SECONDS",
+        help=(
+            "hparams: a session without end info is RUNNING while its runs received data "
+            f"this recently, then UNKNOWN (default {DEFAULT_HPARAMS_IDLE_SECONDS:g})"
+        ),
+    )
+    parser.add_argument(
         "--log-level",
         choices=LOG_LEVELS,
         default=DEFAULT_LOG_LEVEL,
@@ -123,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
             samples_per_plugin=args.samples_per_plugin,
             crc=args.crc,
             rebuild=args.rebuild,
+            hparams_idle_seconds=args.hparams_idle_seconds,
         )
     except SettingsError as exc:
         return settings_failed(NAME, exc)

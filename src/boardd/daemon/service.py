@@ -187,6 +187,7 @@ class Service:
                 for spec in self.settings.experiments
             },
             sampling=self.settings.sampling,
+            hparams_idle_seconds=self.settings.hparams_idle_seconds,
         )
         config = server_config(app, graceful=3.0)
         self._server = _Server(config, self)

@@ -32,6 +32,7 @@ import apsw
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS
 from boardd.data import experiments
 from boardd.data.errors import BadRequest
 from boardd.data.values import finite_or_text
@@ -40,7 +41,7 @@ from boardd.store import hparams as store
 
 #: A session without end info is RUNNING while its runs received data this recently (wall
 #: time of their last points), UNKNOWN after (``boardd serve --hparams-idle-seconds``).
-DEFAULT_IDLE_SECONDS = 600.0
+DEFAULT_IDLE_SECONDS = DEFAULT_HPARAMS_IDLE_SECONDS
 
 STATUS_NAMES = {v.number: v.name for v in api.Status.DESCRIPTOR.values}
 ALL_STATUSES = frozenset(STATUS_NAMES)
@@ -661,8 +662,10 @@ def session_groups_json(
     *,
     idle_seconds: float = DEFAULT_IDLE_SECONDS,
     now: float | None = None,
+    prefix: str = "",
 ) -> dict[str, Any]:
-    """ListSessionGroups as proto3 JSON (see :func:`list_session_groups`)."""
+    """ListSessionGroups as proto3 JSON (see :func:`list_session_groups`); ``prefix``: a path
+    put before the run names (session names, and group names taken from them)."""
     if request.start_index < 0 or request.slice_size < 0:
         raise BadRequest(
             f"startIndex {request.start_index}, sliceSize {request.slice_size}: give 0 or more"
@@ -722,7 +725,7 @@ def session_groups_json(
         chosen = order[request.start_index : request.start_index + request.slice_size]
         include = _hparams_to_include(request)
         out = [
-            _group_json(query, names[i], groups[names[i]], agg, include, include_metrics)
+            _group_json(query, names[i], groups[names[i]], agg, include, include_metrics, prefix)
             for i in chosen
         ]
     return {"sessionGroups": out, "totalSize": total}
@@ -765,6 +768,7 @@ def _group_json(
     agg: _Aggregation,
     include: set[str] | None,
     include_metrics: bool,
+    prefix: str,
 ) -> dict[str, Any]:
     sessions = query.structure.sessions
     first = sessions[members[0]]
@@ -782,13 +786,15 @@ def _group_json(
         group_values = (
             [] if rep is None else [(m, query.session_metric(m)[rep]) for m in metric_ids]
         )
+    if prefix and name == first.name:
+        name = posixpath.join(prefix, name)
     return {
         "name": name,
         "hparams": hparams,
         "metricValues": _metric_values(query, group_values),
         "sessions": [
             {
-                "name": s.name,
+                "name": posixpath.join(prefix, s.name) if prefix else s.name,
                 "startTimeSecs": s.start_time,
                 "endTimeSecs": 0.0 if s.end is None else s.end[1],
                 "status": STATUS_NAMES[query.status(k)],

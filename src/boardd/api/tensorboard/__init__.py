@@ -63,9 +63,11 @@ def data_routes() -> list[BaseRoute]:
         Route("/plugin/text/text", cached_first(text.text), methods=get),
         Route("/plugin/pr_curves/tags", cached_first(pr_curves.tags), methods=get),
         Route("/plugin/pr_curves/pr_curves", cached_first(pr_curves.pr_curves), methods=get),
-        # what TensorBoard's UI asks of hparams on every page (the hparams API is its own issue)
+        # the hparams dashboard (and the hparams columns of Time Series' runs table)
         Route("/plugin/hparams/experiment", hparams.experiment, methods=[*get, *post]),
         Route("/plugin/hparams/session_groups", hparams.session_groups, methods=[*get, *post]),
+        Route("/plugin/hparams/metric_evals", hparams.metric_evals, methods=[*get, *post]),
+        Route("/plugin/hparams/download_data", hparams.download_data, methods=[*get, *post]),
         # the Time Series dashboard
         Route("/plugin/timeseries/tags", cached_first(timeseries.tags), methods=get),
         Route("/plugin/timeseries/timeSeries", timeseries.time_series, methods=[*get, *post]),

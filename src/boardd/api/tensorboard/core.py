@@ -122,7 +122,7 @@ PLUGINS: list[tuple[str, dict[str, Any], frozenset[str] | None]] = [
     ("text", _plugin("text", "tf-text-dashboard"), frozenset({"text"})),
     ("pr_curves", _plugin("PR Curves", "tf-pr-curve-dashboard"), frozenset({"pr_curves"})),
     ("profile_redirect", _plugin("Profile", "tf-profile-redirect-dashboard"), None),
-    ("hparams", _plugin("hparams", "tf-hparams-dashboard"), None),
+    ("hparams", _plugin("hparams", "tf-hparams-dashboard"), frozenset({"hparams"})),
     ("mesh", _plugin("mesh", "mesh-dashboard"), None),
     ("wit_redirect", _plugin("What-If Tool", "tf-wit-redirect-dashboard"), None),
     ("projector", _plugin("projector", mechanism="IFRAME", disable_reload=True,

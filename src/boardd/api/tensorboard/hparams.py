@@ -1,31 +1,35 @@
-"""TensorBoard's hparams routes as far as a logdir WITHOUT hparams summaries: TensorBoard's UI
-asks for the experiment and its session groups on every page (the Time Series runs table shows
-hparams columns), and gets TensorBoard's empty answers. Logdirs with hparams summaries are the
-hparams API's (its own issue): until it lands they get a clear 501, never a wrong empty table."""
+"""TensorBoard's hparams routes (``/data/plugin/hparams/...``): experiment, session_groups,
+metric_evals and download_data, POST JSON or GET ``?request=``, in TensorBoard's answer shapes,
+over :mod:`boardd.data.hparams`. A logdir without hparams summaries gets TensorBoard's empty
+answers (its UI asks for them on every page).
+
+Session names are run names as the scope names them (``NAME/RUN`` when several logdirs are
+served at once); the answers come from the first addressed experiment with hparams data."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
+import time
+from collections.abc import Hashable
 from typing import Any
 
+import apsw
 from starlette.requests import Request
 from starlette.responses import Response
 
+from boardd.api.common import ExperimentHandle, state_of
 from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, answer, require_xsrf, tb_json
-from boardd.data import experiments
+from boardd.data import hparams as data_hparams
+from boardd.proto import hparams_api_pb2 as api
 
 PLUGIN = "hparams"
 
 #: TensorBoard's answers (proto3 JSON with defaults) when there is nothing to show.
-EMPTY_EXPERIMENT: dict[str, Any] = {
-    "name": "",
-    "description": "",
-    "user": "",
-    "timeCreatedSecs": 0.0,
-    "hparamInfos": [],
-    "metricInfos": [],
-}
+EMPTY_EXPERIMENT: dict[str, Any] = dict(data_hparams.EMPTY_EXPERIMENT)
 EMPTY_SESSION_GROUPS: dict[str, Any] = {"sessionGroups": [], "totalSize": 0}
 
 
@@ -46,25 +50,207 @@ async def _request_object(request: Request) -> str:
     return json.dumps(parsed, sort_keys=True)
 
 
-def _empty_or_refuse(reader: Reader, empty: dict[str, Any]) -> bytes:
-    for _, connection, exp_id in reader.experiments():
-        if PLUGIN in experiments.plugins(connection, exp_id):
-            raise ApiError(
-                501,
-                "this logdir has hparams summaries, which boardd does not serve yet (its "
-                "hparams API is the next piece of work): the other dashboards work",
-                code="not_implemented",
-            )
-    return tb_json(empty)
+def status_epoch(request: Request) -> int:
+    """A counter that moves on as often as a session's RUNNING may turn UNKNOWN without a
+    commit (a twentieth of the idle time): part of the cache key of answers with statuses."""
+    idle = state_of(request).hparams_idle_seconds
+    return int(time.time() // max(1.0, idle / 20))
+
+
+def _source(reader: Reader) -> tuple[ExperimentHandle, apsw.Connection, int] | None:
+    """The first addressed experiment whose store has hparams data."""
+    for handle, connection, exp_id in reader.experiments():
+        if data_hparams.has_hparams(connection, exp_id):
+            return handle, connection, exp_id
+    return None
+
+
+def _prefix(reader: Reader, handle: ExperimentHandle) -> str:
+    return handle.spec.name if reader.scope.prefixed else ""
 
 
 async def experiment(request: Request) -> Response:
-    """``/data/plugin/hparams/experiment`` (POST JSON or GET ``?request=``)."""
+    """``/data/plugin/hparams/experiment``."""
     form = await _request_object(request)
-    return await answer(request, lambda r: _empty_or_refuse(r, EMPTY_EXPERIMENT), form=form)
+    message = data_hparams.parse_request(form, api.GetExperimentRequest)
+
+    def build(reader: Reader) -> bytes:
+        source = _source(reader)
+        if source is None:
+            return tb_json(EMPTY_EXPERIMENT)
+        _, connection, exp_id = source
+        return tb_json(_experiment(connection, exp_id, message))
+
+    return await answer(request, build, form=form)
+
+
+def _experiment(
+    connection: apsw.Connection, exp_id: int, message: api.GetExperimentRequest
+) -> dict[str, Any]:
+    return data_hparams.experiment_json(
+        connection,
+        exp_id,
+        include_metrics=not message.HasField("include_metrics") or message.include_metrics,
+        hparams_limit=message.hparams_limit,
+    )
+
+
+def _groups(
+    reader: Reader, request: Request, message: api.ListSessionGroupsRequest
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the experiment, the session groups) of a ListSessionGroups request."""
+    source = _source(reader)
+    if source is None:
+        return dict(EMPTY_EXPERIMENT), dict(EMPTY_SESSION_GROUPS)
+    handle, connection, exp_id = source
+    found = data_hparams.session_groups_json(
+        connection,
+        exp_id,
+        message,
+        idle_seconds=state_of(request).hparams_idle_seconds,
+        prefix=_prefix(reader, handle),
+    )
+    include = not message.HasField("include_metrics") or message.include_metrics
+    exp = data_hparams.experiment_json(connection, exp_id, include_metrics=include)
+    return exp, found
 
 
 async def session_groups(request: Request) -> Response:
-    """``/data/plugin/hparams/session_groups`` (POST JSON or GET ``?request=``)."""
+    """``/data/plugin/hparams/session_groups``."""
     form = await _request_object(request)
-    return await answer(request, lambda r: _empty_or_refuse(r, EMPTY_SESSION_GROUPS), form=form)
+    message = data_hparams.parse_request(form, api.ListSessionGroupsRequest)
+    key: Hashable = (form, status_epoch(request))
+    return await answer(request, lambda r: tb_json(_groups(r, request, message)[1]), form=key)
+
+
+async def metric_evals(request: Request) -> Response:
+    """``/data/plugin/hparams/metric_evals``: ``[[wall_time, step, value], …]``."""
+    form = await _request_object(request)
+    message = data_hparams.parse_request(form, api.ListMetricEvalsRequest)
+
+    def build(reader: Reader) -> bytes:
+        source = _source(reader)
+        if source is None:
+            return tb_json([])
+        handle, connection, exp_id = source
+        prefix = _prefix(reader, handle)
+        if prefix:
+            head = prefix + "/"
+            if not message.session_name.startswith(head):
+                return tb_json([])
+            message.session_name = message.session_name[len(head) :]
+        return tb_json(data_hparams.metric_evals_json(connection, exp_id, message))
+
+    return await answer(request, build, form=form)
+
+
+#: download_data's formats and their media types (as TensorBoard answers them).
+FORMATS = {
+    "json": "application/json",
+    "csv": "text/csv; charset=utf-8",
+    "latex": "application/x-latex",
+}
+
+
+async def download_data(request: Request) -> Response:
+    """``/data/plugin/hparams/download_data?format=csv|json|latex&columnsVisibility=[…]``: the
+    session groups as a table, a column per hparam then per metric (TensorBoard's
+    download_data.py)."""
+    fmt = request.query_params.get("format", "")
+    if fmt not in FORMATS:
+        raise ApiError(400, f"format={fmt!r}: give one of csv, json, latex")
+    visibility_text = request.query_params.get("columnsVisibility")
+    visibility: list[bool] | None = None
+    if visibility_text is not None:
+        try:
+            parsed = json.loads(visibility_text)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, list):
+            raise ApiError(400, "columnsVisibility must be a JSON list of booleans")
+        visibility = [bool(v) for v in parsed]
+    form = await _request_object(request)
+    message = data_hparams.parse_request(form, api.ListSessionGroupsRequest)
+    key: Hashable = (form, status_epoch(request))
+
+    def build(reader: Reader) -> bytes:
+        exp, groups = _groups(reader, request, message)
+        return table(exp, groups, fmt, visibility)
+
+    return await answer(request, build, FORMATS[fmt], form=key)
+
+
+def table(
+    exp: dict[str, Any], groups: dict[str, Any], fmt: str, visibility: list[bool] | None
+) -> bytes:
+    """The session groups as TensorBoard's download_data builds them."""
+    hparam_infos = exp.get("hparamInfos", [])
+    metric_infos = exp.get("metricInfos", [])
+    header: list[Any] = [h.get("displayName") or h.get("name", "") for h in hparam_infos]
+    header += [m.get("displayName") or m.get("name", {}).get("tag", "") for m in metric_infos]
+
+    def visible(row: list[Any]) -> list[Any]:
+        if visibility is None:
+            return row
+        return [value for value, shown in zip(row, visibility, strict=False) if shown]
+
+    rows = []
+    for group in groups.get("sessionGroups", []):
+        row: list[Any] = [
+            _number(group["hparams"].get(h.get("name", ""), "")) for h in hparam_infos
+        ]
+        values = {
+            (v["name"]["group"], v["name"]["tag"]): _number(v["value"])
+            for v in group["metricValues"]
+        }
+        for m in metric_infos:
+            name = m.get("name", {})
+            row.append(values.get((name.get("group", ""), name.get("tag", ""))))
+        rows.append(visible(row))
+    header = visible(header)
+    if fmt == "json":
+        return tb_json({"header": header, "rows": [[_json_value(v) for v in r] for r in rows]})
+    if fmt == "latex":
+        body = "\\begin{table}[tbp]\n\\begin{tabular}{" + "l" * len(header) + "}\n"
+        body += " & ".join(map(_latex, header)) + " \\\\ \\hline\n"
+        body += "".join(" & ".join(map(_latex, row)) + " \\\\\n" for row in rows)
+        body += "\\hline\n\\end{tabular}\n\\end{table}\n"
+        return body.encode("utf-8")
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue().encode("utf-8")
+
+
+def _number(value: Any) -> Any:
+    """A value of our JSON back to Python (non-finite floats are spelled as strings there)."""
+    if value in ("NaN", "Infinity", "-Infinity"):
+        return float(value.replace("Infinity", "inf"))
+    return value
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def _latex(value: Any) -> str:
+    """A cell as TensorBoard's LaTeX table writes it."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool | int):
+        return f"${int(value)}$"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return r"$\mathrm{NaN}$"
+        if math.isinf(value):
+            sign = "-" if value < 0 else "+"
+            return f"${sign}\\infty$"
+        scientific = f"{value:.3g}"
+        if "e" in scientific:
+            coefficient, exponent = scientific.split("e")
+            return f"${coefficient}\\cdot 10^{{{int(exponent)}}}$"
+        return f"${scientific}$"
+    return str(value).replace("_", "\\_").replace("%", "\\%")
