@@ -37,6 +37,9 @@ ROUTES = {
     "/api/v1/stream",
     "/api/v1/data_loss",
     "/api/v1/blob/{key}",
+    "/api/v1/hparams/experiment",
+    "/api/v1/hparams/session_groups",
+    "/api/v1/hparams/metric_evals",
     *(f"/api/v1/{kind}/list" for kind in KINDS),
     *(f"/api/v1/{kind}" for kind in KINDS),
     # TensorBoard's UI (boardd.api.tensorboard.webui): fuzzed by test_ui_routes.
@@ -177,6 +180,9 @@ def test_every_route_is_fuzzed(api: TestClient) -> None:
             "/api/v1/runs",
             "/api/v1/data_loss",
             "/api/v1/stream",
+            "/api/v1/hparams/experiment",
+            "/api/v1/hparams/session_groups",
+            "/api/v1/hparams/metric_evals",
         ]
     ),
     query=queries,

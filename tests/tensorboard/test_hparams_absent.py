@@ -1,6 +1,5 @@
 """The hparams routes TensorBoard's UI asks for on every page: TensorBoard's own empty answers
-on a logdir without hparams summaries; a clear 501 (not a wrong, empty table) on one with them,
-until the hparams API lands."""
+on a logdir without hparams summaries; the sessions (never the empty answer) on one with them."""
 
 from __future__ import annotations
 
@@ -56,20 +55,23 @@ def test_bad_requests(keep_all: Pair) -> None:
     assert ours.status_code == 400 and "X-XSRF-Protected" in ours.text
 
 
-def test_hparams_summaries_get_a_clear_501(tmp_path: Path) -> None:
+def test_hparams_summaries_are_served_not_the_empty_answer(tmp_path: Path) -> None:
     logdir = tmp_path / "logs"
     with SummaryWriter(str(logdir / "trial")) as w:
-        w.add_hparams({"lr": 0.1, "opt": "adam"}, {"hparam/loss": 0.5})
+        w.add_hparams({"lr": 0.1, "opt": "adam"}, {"hparam/loss": 0.5}, name="run")
     db = tmp_path / "store.sqlite"
     ingest(logdir, db, experiment="logs")
     server = ThreadedServer(create_app([ExperimentSpec("logs", logdir, db)])).start()
     try:
-        for route, request in REQUESTS.items():
-            response = httpx.post(
-                f"{server.url}/data/plugin/hparams/{route}", json=request, headers=XSRF
-            )
-            assert response.status_code == 501, response.text
-            assert response.json()["error"]["code"] == "not_implemented"
+        url = f"{server.url}/data/plugin/hparams"
+        exp = httpx.post(f"{url}/experiment", json=REQUESTS["experiment"], headers=XSRF)
+        assert exp.status_code == 200, exp.text
+        assert [h["name"] for h in exp.json()["hparamInfos"]] == ["lr", "opt"]
+        groups = httpx.post(
+            f"{url}/session_groups", json=REQUESTS["session_groups"], headers=XSRF
+        ).json()
+        assert groups["totalSize"] == 1
+        assert groups["sessionGroups"][0]["hparams"] == {"lr": 0.1, "opt": "adam"}
         # The rest of the logdir is served.
         scalars = httpx.get(f"{server.url}/data/plugin/scalars/tags").json()
         assert scalars

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from boardd.api import data, server, tensorboard
+from boardd.api import data, hparams, server, tensorboard
 from boardd.api.auth import Guard
 from boardd.api.common import (
     AppState,
@@ -192,4 +192,7 @@ HANDLERS: dict[str, Handler] = {
     **{f"list_{kind}": data.list_series for kind in KINDS},
     **{f"read_{kind}": data.read_series for kind in KINDS},
     "read_blob": data.read_blob,
+    "hparams_experiment": hparams.experiment,
+    "hparams_session_groups": hparams.session_groups,
+    "hparams_metric_evals": hparams.metric_evals,
 }

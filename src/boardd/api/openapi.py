@@ -82,7 +82,17 @@ def _responses(route: RouteDef) -> dict[str, Any]:
     return out
 
 
-def _operation(route: RouteDef) -> dict[str, Any]:
+def _operation(route: RouteDef, method: str = "GET") -> dict[str, Any]:
+    if method != "GET":
+        # The same operation with its request message as the JSON body (the hparams routes).
+        return {
+            **_operation(route),
+            "operationId": f"{route.operation_id}_{method.lower()}",
+            "requestBody": {
+                "required": False,
+                "content": {JSON: {"schema": {"type": "object"}}},
+            },
+        }
     return {
         "operationId": route.operation_id,
         "summary": route.summary,
@@ -117,7 +127,9 @@ def build_spec(routes: Iterable[RouteDef]) -> dict[str, Any]:
             }
             for t in tags
         ],
-        "paths": {r.path: {method.lower(): _operation(r) for method in r.methods} for r in routes},
+        "paths": {
+            r.path: {method.lower(): _operation(r, method) for method in r.methods} for r in routes
+        },
         "components": {
             "securitySchemes": {
                 "bearer": {

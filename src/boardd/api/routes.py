@@ -257,6 +257,12 @@ BLOB_KEY = Param(
     "key", "a key from the blobs of /api/v1/blob_sequences", location="path", required=True
 )
 
+HPARAMS_REQUEST = Param(
+    "request",
+    "the request message as proto3 JSON (camelCase field names, enum names), as TensorBoard's "
+    "hparams routes take it; a POST may send it as its JSON body instead (default: {})",
+)
+
 # -- answers ------------------------------------------------------------------------------------
 
 JSON = "application/json"
@@ -451,6 +457,49 @@ ROUTES: tuple[RouteDef, ...] = (
         (400, 404, 503),
     ),
     *(route for kind in KINDS.values() for route in _kind_routes(kind)),
+    RouteDef(
+        "/api/v1/hparams/experiment",
+        "hparams_experiment",
+        "Hyperparameters: the experiment",
+        "TensorBoard's hparams Experiment (proto3 JSON): its hparams with their types and "
+        "domains, and its metrics. Declared by an `_hparams_/experiment` summary, else inferred "
+        "from the sessions as TensorBoard does. `request=`: a GetExperimentRequest "
+        "(`includeMetrics`, `hparamsLimit`).",
+        "hparams",
+        (EXPERIMENT, HPARAMS_REQUEST),
+        json_answer(ref("HParamsExperiment"), "the experiment", etag=True),
+        (400, 404, 503),
+        methods=("GET", "POST"),
+    ),
+    RouteDef(
+        "/api/v1/hparams/session_groups",
+        "hparams_session_groups",
+        "Hyperparameters: session groups",
+        "TensorBoard's ListSessionGroups (proto3 JSON): the sessions (a run with hparams "
+        "each) grouped by their hparam values, with their metrics (the last value of each), "
+        "filtered, sorted, aggregated and sliced as the ListSessionGroupsRequest in `request=` "
+        "says (`allowedStatuses` (none: all), `colParams`, `aggregationType`, "
+        "`aggregationMetric`, `startIndex`, `sliceSize`). An unknown column, a regexp that "
+        "does not compile or a filter that does not fit the column's type is a 400 saying so.",
+        "hparams",
+        (EXPERIMENT, HPARAMS_REQUEST),
+        json_answer(ref("HParamsSessionGroups"), "the session groups", etag=True),
+        (400, 404, 503),
+        methods=("GET", "POST"),
+    ),
+    RouteDef(
+        "/api/v1/hparams/metric_evals",
+        "hparams_metric_evals",
+        "Hyperparameters: a session's metric",
+        "Every kept point of one session's metric, `[[wall_time, step, value], …]` by step, "
+        "as TensorBoard's ListMetricEvals; `request=`: `{sessionName, metricName: {group, "
+        "tag}}` (no such session or metric: `[]`).",
+        "hparams",
+        (EXPERIMENT, HPARAMS_REQUEST),
+        json_answer(ref("HParamsMetricEvals"), "the points", etag=True),
+        (400, 404, 503),
+        methods=("GET", "POST"),
+    ),
     RouteDef(
         "/api/v1/blob/{key}",
         "read_blob",

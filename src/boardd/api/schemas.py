@@ -276,6 +276,130 @@ SCHEMAS: dict[str, Any] = {
             },
         },
     },
+    "HParamsExperiment": {
+        "type": "object",
+        "description": "TensorBoard's hparams Experiment message, proto3 JSON",
+        "required": ["hparamInfos", "metricInfos"],
+        "properties": {
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "user": {"type": "string"},
+            "timeCreatedSecs": {"type": "number"},
+            "hparamInfos": {"type": "array", "items": _schema("HParamInfo")},
+            "metricInfos": {"type": "array", "items": _schema("MetricInfo")},
+        },
+    },
+    "HParamInfo": {
+        "type": "object",
+        "required": ["name", "type"],
+        "properties": {
+            "name": {"type": "string"},
+            "displayName": {"type": "string"},
+            "description": {"type": "string"},
+            "type": {
+                "type": "string",
+                "enum": [
+                    "DATA_TYPE_UNSET",
+                    "DATA_TYPE_STRING",
+                    "DATA_TYPE_BOOL",
+                    "DATA_TYPE_FLOAT64",
+                ],
+            },
+            "domainDiscrete": {"type": "array"},
+            "domainInterval": {
+                "type": "object",
+                "properties": {"minValue": FLOAT_OR_TEXT, "maxValue": FLOAT_OR_TEXT},
+            },
+            "differs": {"type": "boolean"},
+        },
+    },
+    "MetricName": {
+        "type": "object",
+        "properties": {"group": {"type": "string"}, "tag": {"type": "string"}},
+    },
+    "MetricInfo": {
+        "type": "object",
+        "properties": {
+            "name": _schema("MetricName"),
+            "displayName": {"type": "string"},
+            "description": {"type": "string"},
+            "datasetType": {
+                "type": "string",
+                "enum": ["DATASET_UNKNOWN", "DATASET_TRAINING", "DATASET_VALIDATION"],
+            },
+        },
+    },
+    "MetricValue": {
+        "type": "object",
+        "required": ["name", "value", "trainingStep", "wallTimeSecs"],
+        "properties": {
+            "name": _schema("MetricName"),
+            "value": FLOAT_OR_TEXT,
+            "trainingStep": {"type": "integer"},
+            "wallTimeSecs": {"type": "number"},
+        },
+    },
+    "HParamsSessionGroups": {
+        "type": "object",
+        "description": "TensorBoard's ListSessionGroupsResponse, proto3 JSON",
+        "required": ["sessionGroups", "totalSize"],
+        "properties": {
+            "sessionGroups": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["name", "hparams", "metricValues", "sessions"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "hparams": {
+                            "type": "object",
+                            "additionalProperties": {"type": ["number", "string", "boolean"]},
+                        },
+                        "metricValues": {"type": "array", "items": _schema("MetricValue")},
+                        "sessions": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["name", "status", "metricValues"],
+                                "properties": {
+                                    "name": {"type": "string"},
+                                    "startTimeSecs": {"type": "number"},
+                                    "endTimeSecs": {"type": "number"},
+                                    "status": {
+                                        "type": "string",
+                                        "enum": [
+                                            "STATUS_UNKNOWN",
+                                            "STATUS_SUCCESS",
+                                            "STATUS_FAILURE",
+                                            "STATUS_RUNNING",
+                                        ],
+                                    },
+                                    "modelUri": {"type": "string"},
+                                    "metricValues": {
+                                        "type": "array",
+                                        "items": _schema("MetricValue"),
+                                    },
+                                    "monitorUrl": {"type": "string"},
+                                },
+                            },
+                        },
+                        "monitorUrl": {"type": "string"},
+                    },
+                },
+            },
+            "totalSize": {"type": "integer", "description": "groups after filtering"},
+        },
+    },
+    "HParamsMetricEvals": {
+        "type": "array",
+        "description": "[wall_time, step, value] per kept point, by step",
+        "items": {
+            "type": "array",
+            "prefixItems": [{"type": "number"}, {"type": "integer"}, FLOAT_OR_TEXT],
+            "minItems": 3,
+            "maxItems": 3,
+        },
+    },
     "DataLoss": {
         "type": "object",
         "required": ["run", "file", "offset", "length", "reason", "time"],

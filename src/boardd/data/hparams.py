@@ -848,9 +848,7 @@ def list_metric_evals(
     connection: apsw.Connection, exp_id: int, request: api.ListMetricEvalsRequest
 ) -> list[MetricEval]:
     """ListMetricEvals: the points of the metric's scalar series in the session's run (or its
-    sub-run ``group``), sorted by step; empty if there is none."""
-    if not request.session_name:
-        raise BadRequest("sessionName is required")
+    sub-run ``group``), sorted by step; empty if there is none (no such session or metric)."""
     run = _metric_run(request.session_name, request.metric_name.group)
     return [
         MetricEval(wall, step, math.nan if value is None else value)

@@ -1,0 +1,115 @@
+"""boardd's hparams API (``/api/v1/hparams/...``): TensorBoard's hparams messages as proto3 JSON,
+the request as ``?request=JSON`` on GET or the JSON body of a POST; thin encoders over
+:mod:`boardd.data.hparams`, answered through the response cache."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import apsw
+from starlette.requests import Request
+from starlette.responses import Response
+
+from boardd.api.common import (
+    cached_reply,
+    experiment_from,
+    experiment_id,
+    json_bytes,
+    respond_cached,
+    state_of,
+)
+from boardd.api.errors import ApiError
+from boardd.api.routes import Query, RouteDef
+from boardd.data import experiments
+from boardd.data import hparams as data_hparams
+from boardd.proto import hparams_api_pb2 as api
+
+#: At most this many bytes of request JSON.
+MAX_REQUEST_BYTES = 1 << 20
+
+
+async def _request_text(request: Request, query: Query) -> str:
+    """The request message's JSON: a POST's body, else ``request=`` (empty: ``{}``)."""
+    if request.method == "POST":
+        body = await request.body()
+        if len(body) > MAX_REQUEST_BYTES:
+            raise ApiError(400, f"the request body is over {MAX_REQUEST_BYTES} bytes")
+        try:
+            return body.decode("utf-8") or "{}"
+        except UnicodeDecodeError:
+            raise ApiError(400, "the request body must be UTF-8 JSON") from None
+    return query.text("request") or "{}"
+
+
+async def _answer(
+    request: Request,
+    query: Query,
+    name: str,
+    text: str,
+    build: Callable[[apsw.Connection, int], Any],
+    extra: Hashable = None,
+) -> Response:
+    handle = experiment_from(request)
+    if request.method == "GET" and extra is None:
+        hit, fast = cached_reply(request, handle)
+        if hit is not None:
+            return hit
+    else:
+        fast = None
+    exp_id = await experiment_id(handle)
+    generation = await handle.pool.run(experiments.generation)
+    key = ("hparams", name, handle.spec.name, text, extra)
+    version = (handle.pool.swaps, generation)
+    return await respond_cached(
+        request,
+        handle,
+        key,
+        version,
+        lambda c: json_bytes(build(c, exp_id)),
+        "application/json",
+        alias=fast,
+    )
+
+
+async def experiment(request: Request, query: Query, route: RouteDef) -> Response:
+    """``/api/v1/hparams/experiment``: the Experiment (GetExperimentRequest optional)."""
+    text = await _request_text(request, query)
+    message = data_hparams.parse_request(text, api.GetExperimentRequest)
+
+    def build(c: apsw.Connection, exp_id: int) -> Any:
+        return data_hparams.experiment_json(
+            c,
+            exp_id,
+            include_metrics=not message.HasField("include_metrics") or message.include_metrics,
+            hparams_limit=message.hparams_limit,
+        )
+
+    return await _answer(request, query, "experiment", text, build)
+
+
+async def session_groups(request: Request, query: Query, route: RouteDef) -> Response:
+    """``/api/v1/hparams/session_groups``: ListSessionGroupsResponse (no allowedStatuses: all)."""
+    text = await _request_text(request, query)
+    message = data_hparams.parse_request(text, api.ListSessionGroupsRequest)
+    if not message.allowed_statuses:
+        message.allowed_statuses.extend(sorted(data_hparams.ALL_STATUSES))
+    idle = state_of(request).hparams_idle_seconds
+    epoch = int(time.time() // max(1.0, idle / 20))
+
+    def build(c: apsw.Connection, exp_id: int) -> Any:
+        return data_hparams.session_groups_json(c, exp_id, message, idle_seconds=idle)
+
+    return await _answer(request, query, "session_groups", text, build, epoch)
+
+
+async def metric_evals(request: Request, query: Query, route: RouteDef) -> Response:
+    """``/api/v1/hparams/metric_evals``: ``[[wall_time, step, value], …]``."""
+    text = await _request_text(request, query)
+    message = data_hparams.parse_request(text, api.ListMetricEvalsRequest)
+
+    def build(c: apsw.Connection, exp_id: int) -> Any:
+        return data_hparams.metric_evals_json(c, exp_id, message)
+
+    return await _answer(request, query, "metric_evals", text, build)
