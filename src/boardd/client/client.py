@@ -273,7 +273,7 @@ class Client:
         """The experiment's hyperparameter table as a ``pandas.DataFrame``: a row per session
         with the columns ``session_group``, ``session``, each hparam, each metric (its tag, or
         ``group/tag``), ``status`` (``success``, ``failure``, ``running``, ``unknown``); a
-        missing value is None (NaN in a metric column). Needs pandas.
+        missing value is NaN in a numeric column, else None. Needs pandas.
 
         ``sort``: a column or a list of them, ``-`` before a name for descending (``"-accuracy"``);
         session groups are ordered by it (a group's metric is the average over its sessions),
