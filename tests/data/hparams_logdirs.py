@@ -33,6 +33,9 @@ class Writer:
             pb = summary_pb2.Summary.FromString(x_summary.scalar(tag, value).SerializeToString())
             self.summary(pb, step, WALL + step)
 
+    def flush(self) -> None:
+        self._w.flush()
+
     def close(self) -> None:
         self._w.close()
 
@@ -100,6 +103,11 @@ OFFICIAL_TRIALS: list[
         {"train": {"loss": {0: 0.8, 3: 0.7}}},  # no accuracy: a missing metric
     ),
 ]
+
+
+def start_pb(values: dict[str, object], trial: str, start: float = WALL) -> summary_pb2.Summary:
+    """A trial's session start summary, as ``hp.hparams`` writes it."""
+    return _pb(summary_v2.hparams_pb(values, trial_id=trial, start_time_secs=start))
 
 
 def write_official(root: Path, *, with_experiment: bool = True) -> Path:

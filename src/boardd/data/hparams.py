@@ -17,6 +17,7 @@ asked for only; :func:`list_session_groups` and friends give the protocol buffer
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import os
@@ -24,7 +25,7 @@ import posixpath
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -62,20 +63,7 @@ Value = float | str | bool
 # -- the store's sessions in memory ------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Run:
-    name: str
-    #: hparams rows by kind, decoded.
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: scalar series of the scalars plugin: tag → (value, step, wall time) of its last point.
-    scalars: dict[str, tuple[float, int, float]] = field(default_factory=dict)
-    #: The last wall time of any of its series, by series id.
-    walls: dict[int, float] = field(default_factory=dict)
-    #: series id → tag (what is known, to tell a new series from a written one).
-    tags: dict[int, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Session:
     name: str
     run_id: int
@@ -83,83 +71,214 @@ class _Session:
     start_time: float
     model_uri: str
     monitor_url: str
-    #: Its hparams as TensorBoard shows them (number, string, bool; non-finite numbers left
-    #: out), and every typed value for inference (type, value).
+    #: Its hparams as TensorBoard shows them (number, string, bool; not non-finite numbers).
     hparams: dict[str, Value]
-    typed: list[tuple[str, str, Any]]
+    #: The others: name → a non-finite number's name, or None (null, list, struct).
+    other: dict[str, str | None]
     end: tuple[int, float] | None
     #: Its run and the runs below it (the sub-runs of its metrics).
     runs: list[int] = field(default_factory=list)
+    #: metric group → the id of the run holding it (None: no such run); cleared when runs come.
+    metric_runs: dict[str, int | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True, eq=False)
+class _Run:
+    name: str
+    #: hparams rows by kind, decoded.
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: scalar series of the scalars plugin: tag → (value, step, wall time) of its last point.
+    scalars: dict[str, tuple[float, int, float]] = field(default_factory=dict)
+    #: The last wall time of each of its series, by series id.
+    walls: dict[int, float] = field(default_factory=dict)
+    #: The session it belongs to (itself, or the session whose run it is below), and its
+    #: path below that session's run (the metric group).
+    under: tuple[_Session, str] | None = None
+
+
+def _session_of(run_id: int, run: _Run) -> _Session | None:
+    start = run.rows.get("session_start")
+    if start is None:
+        return None
+    end = run.rows.get("session_end")
+    return _Session(
+        run.name,
+        run_id,
+        start["groupName"] or run.name,
+        float(start["startTimeSecs"]),
+        start["modelUri"],
+        start["monitorUrl"],
+        start["hparams"],
+        start["other"],
+        None if end is None else (int(end["status"]), float(end["endTimeSecs"])),
+    )
+
+
+@dataclass(slots=True)
+class _HParamStats:
+    """What TensorBoard infers an hparam's info from: the types and values it takes."""
+
+    numbers: int = 0
+    strings: set[str] = field(default_factory=set)
+    bools: set[bool] = field(default_factory=set)
+    low: float = math.inf
+    high: float = -math.inf
+    first: float | None = None
+    differs: bool = False
+    #: Non-finite numbers (typed as numbers, not shown), as their texts.
+    odd: set[str] = field(default_factory=set)
+
+    def number(self, value: float) -> None:
+        self.numbers += 1
+        if value < self.low:
+            self.low = value
+        if value > self.high:
+            self.high = value
+        if self.first is None:
+            self.first = value
+        elif value != self.first:
+            self.differs = True
 
 
 class _Structure:
-    """What changes only when runs, hparams rows or the set of series change."""
+    """The sessions, their groups and runs, and what the experiment is inferred from; brought
+    up to date incrementally (sessions, runs and tags that come), rebuilt when any go."""
 
     def __init__(self, runs: dict[int, _Run]) -> None:
         self.runs = runs
-        by_name = {r.name: i for i, r in runs.items()}
-        self.run_ids = by_name
-        self.sessions: list[_Session] = []
-        for run_id in sorted(runs, key=lambda i: runs[i].name):
-            run = runs[run_id]
-            start = run.rows.get("session_start")
-            if start is None:
-                continue
-            end = run.rows.get("session_end")
-            shown: dict[str, Value] = {}
-            typed: list[tuple[str, str, Any]] = []
-            for name, (kind, value) in start["hparams"].items():
-                typed.append((name, kind, value))
-                if kind == "number" and isinstance(value, float | int):
-                    shown[name] = float(value)
-                elif kind in ("string", "bool"):
-                    shown[name] = value
-            self.sessions.append(
-                _Session(
-                    run.name,
-                    run_id,
-                    start["groupName"] or run.name,
-                    float(start["startTimeSecs"]),
-                    start["modelUri"],
-                    start["monitorUrl"],
-                    shown,
-                    typed,
-                    None if end is None else (int(end["status"]), float(end["endTimeSecs"])),
-                )
-            )
-        names = {s.name: k for k, s in enumerate(self.sessions)}
-        #: Each run under a session: (run id, session index, group = its path below it).
-        self.under: list[tuple[int, int, str]] = []
+        self.run_ids: dict[str, int] = {}
+        self.sessions: dict[str, _Session] = {}
+        self.groups: dict[str, list[_Session]] = {}
+        self.stats: dict[str, _HParamStats] = {}
+        #: (tag, group) → how many runs under sessions have it (the inferred metrics).
+        self.metric_names: dict[tuple[str, str], int] = {}
+        #: run name → its declared experiment.
+        self.declared: dict[str, dict[str, Any]] = {}
+        self._cache: dict[str, Any] = {}
         for run_id, run in runs.items():
-            session = _longest_parent(names, run.name)
-            if session is None:
-                continue
-            k = names[session]
-            self.sessions[k].runs.append(run_id)
-            self.under.append((run_id, k, _relative_group(run.name, session)))
-        self.experiment = self._experiment()
-        self.metrics: list[tuple[str, str]] = [
-            (m["name"]["group"], m["name"]["tag"])
-            for m in self.experiment.get("metricInfos", [])
-            if "name" in m
-        ]
-        self.metric_index = {m: i for i, m in enumerate(self.metrics)}
-        self.hparam_types = _hparam_types(self.experiment, self.sessions)
-        #: The full grouping (every status allowed): group name → session indices.
-        self.groups = _group(self.sessions, range(len(self.sessions)))
-        self._metric_runs: dict[int, list[int | None]] = {}
+            run.under = None
+            self.run_ids[run.name] = run_id
+            exp = run.rows.get("experiment")
+            if exp is not None:
+                self.declared[run.name] = exp
+            session = _session_of(run_id, run)
+            if session is not None:
+                self._add_session(session)
+        for run_id, run in runs.items():
+            self._place(run_id, run)
 
-    def _experiment(self) -> dict[str, Any]:
-        for run_id in sorted(self.runs, key=lambda i: self.runs[i].name):
-            declared = self.runs[run_id].rows.get("experiment")
-            if declared is not None:
-                return declared
-        infos = _infer_hparam_infos(self.sessions)
+    # Changes.
+
+    def _add_session(self, session: _Session) -> None:
+        self.sessions[session.name] = session
+        members = self.groups.setdefault(session.group, [])
+        bisect.insort(members, session, key=lambda s: s.name)
+        stats = self.stats
+        for name, value in session.hparams.items():
+            st = stats.get(name)
+            if st is None:
+                st = stats[name] = _HParamStats()
+            if value is True or value is False:
+                st.bools.add(value)
+            elif isinstance(value, str):
+                st.strings.add(value)
+            else:
+                st.number(value)
+        for name, text in session.other.items():
+            st = stats.get(name)
+            if st is None:
+                st = stats[name] = _HParamStats()
+            if text is not None:
+                st.odd.add(text)
+                st.number(float(text))
+        self._cache.clear()
+
+    def _place(self, run_id: int, run: _Run) -> None:
+        """Files a run under its session (the longest session path that is its own or a
+        parent of it), with its scalar tags as metric names."""
+        path = run.name
+        sessions = self.sessions
+        while path not in sessions:
+            if not path:
+                return
+            path = posixpath.dirname(path)
+        session = sessions[path]
+        if run.name == path:
+            # TensorBoard's os.path.relpath(run, session): "." unless the run name ends in "."
+            group = "." if run.name.endswith(".") else ""
+        else:
+            group = run.name[len(path) + 1 :]
+        run.under = (session, group)
+        session.runs.append(run_id)
+        session.metric_runs.clear()
+        for tag in run.scalars:
+            self.tag_added(run, tag)
+
+    def tag_added(self, run: _Run, tag: str) -> None:
+        """A run's new scalar tag: a metric name if the run is under a session."""
+        if run.under is not None:
+            key = (tag, run.under[1])
+            count = self.metric_names.get(key, 0)
+            self.metric_names[key] = count + 1
+            if not count:
+                self._cache.clear()
+
+    def run_added(self, run_id: int, run: _Run) -> bool:
+        """Takes a new run in; False if the structure must be rebuilt instead."""
+        if run.rows.get("experiment") is not None:
+            self.declared[run.name] = run.rows["experiment"]
+            self._cache.clear()
+        self.run_ids[run.name] = run_id
+        session = _session_of(run_id, run)
+        if session is None:
+            self._place(run_id, run)
+            return True
+        # A new session: simple when no run is filed under a session at or below it yet.
+        head = run.name + "/"
+        for other in self.runs.values():
+            if other is not run and other.name.startswith(head) and other.under is not None:
+                return False
+        parent = posixpath.dirname(run.name)
+        while parent:
+            if parent in self.sessions:
+                return False  # a session inside another: its runs move
+            parent = posixpath.dirname(parent)
+        if "" in self.sessions:
+            return False
+        self._add_session(session)
+        for other_id, other in self.runs.items():
+            if other is run or other.name.startswith(head):
+                self._place(other_id, other)
+        return True
+
+    def rows_changed(self, run: _Run, kinds: set[str]) -> bool:
+        """A known run got hparams rows; False if the structure must be rebuilt instead."""
+        if "experiment" in kinds:
+            self.declared[run.name] = run.rows["experiment"]
+            self._cache.clear()
+        if "session_start" in kinds:
+            return False
+        if "session_end" in kinds:
+            session = self.sessions.get(run.name)
+            end = run.rows["session_end"]
+            if session is not None:
+                session.end = (int(end["status"]), float(end["endTimeSecs"]))
+        return True
+
+    # Derived, cached until the next change.
+
+    @property
+    def experiment(self) -> dict[str, Any]:
+        found: dict[str, Any] | None = self._cache.get("experiment")
+        if found is None:
+            found = self.declared[min(self.declared)] if self.declared else self._inferred()
+            self._cache["experiment"] = found
+        return found
+
+    def _inferred(self) -> dict[str, Any]:
+        infos = _hparam_infos(self.stats, self.sessions.values())
         if not infos:
             return dict(EMPTY_EXPERIMENT)
-        names: set[tuple[str, str]] = set()
-        for run_id, _, group in self.under:
-            names.update((tag, group) for tag in self.runs[run_id].scalars)
         metric_infos = [
             {
                 "name": {"group": group, "tag": tag},
@@ -167,18 +286,78 @@ class _Structure:
                 "description": "",
                 "datasetType": "DATASET_UNKNOWN",
             }
-            for tag, group in sorted(names)
+            for tag, group in sorted(self.metric_names)
         ]
         return {**EMPTY_EXPERIMENT, "hparamInfos": infos, "metricInfos": metric_infos}
 
-    def metric_runs(self, metric: int) -> list[int | None]:
-        """The run holding ``metric`` of each session (None: no such run)."""
-        found = self._metric_runs.get(metric)
+    @property
+    def metrics(self) -> list[tuple[str, str]]:
+        """The experiment's metrics, (group, tag)."""
+        found: list[tuple[str, str]] | None = self._cache.get("metrics")
         if found is None:
-            group, _ = self.metrics[metric]
-            found = [self.run_ids.get(_metric_run(s.name, group)) for s in self.sessions]
-            self._metric_runs[metric] = found
+            found = [
+                (m["name"].get("group", ""), m["name"].get("tag", ""))
+                for m in self.experiment.get("metricInfos", [])
+                if "name" in m
+            ]
+            self._cache["metrics"] = found
         return found
+
+    @property
+    def metric_index(self) -> dict[tuple[str, str], int]:
+        found: dict[tuple[str, str], int] | None = self._cache.get("metric_index")
+        if found is None:
+            found = self._cache["metric_index"] = {m: i for i, m in enumerate(self.metrics)}
+        return found
+
+    @property
+    def hparam_types(self) -> dict[str, str]:
+        """Each known hparam column's kind of values: number, string, bool or mixed."""
+        found: dict[str, str] | None = self._cache.get("types")
+        if found is None:
+            found = {}
+            for name, st in self.stats.items():
+                kinds = {
+                    k
+                    for k, n in (("number", st.numbers), ("string", st.strings), ("bool", st.bools))
+                    if n
+                }
+                found[name] = kinds.pop() if len(kinds) == 1 else "mixed"
+            declared = {
+                "DATA_TYPE_STRING": "string",
+                "DATA_TYPE_BOOL": "bool",
+                "DATA_TYPE_FLOAT64": "number",
+            }
+            for info in self.experiment.get("hparamInfos", []):
+                name = info.get("name", "")
+                if name not in found:
+                    found[name] = declared.get(info.get("type", ""), "mixed")
+            self._cache["types"] = found
+        return found
+
+    @property
+    def group_names(self) -> list[str]:
+        found: list[str] | None = self._cache.get("group_names")
+        if found is None:
+            found = self._cache["group_names"] = sorted(self.groups)
+        return found
+
+    @property
+    def ordered(self) -> list[_Session]:
+        """The sessions by name."""
+        found: list[_Session] | None = self._cache.get("ordered")
+        if found is None:
+            found = self._cache["ordered"] = sorted(self.sessions.values(), key=lambda s: s.name)
+        return found
+
+    def metric_run(self, session: _Session, group: str) -> int | None:
+        """The run holding a session's metrics of ``group``."""
+        try:
+            return session.metric_runs[group]
+        except KeyError:
+            found = self.run_ids.get(_metric_run(session.name, group))
+            session.metric_runs[group] = found
+            return found
 
 
 def _metric_run(session: str, group: str) -> str:
@@ -187,113 +366,50 @@ def _metric_run(session: str, group: str) -> str:
     return run[:-1] if run.endswith("/") else run
 
 
-def _longest_parent(names: dict[str, int], path: str) -> str | None:
-    while path not in names:
-        if not path:
-            return None
-        path = posixpath.dirname(path)
-    return path
-
-
-def _relative_group(run: str, session: str) -> str:
-    group = posixpath.relpath(run, session)
-    return "" if group == "." and not run.endswith(".") else group
-
-
-def _group(sessions: Sequence[_Session], indices: Iterable[int]) -> dict[str, list[int]]:
-    groups: dict[str, list[int]] = {}
-    for k in indices:
-        groups.setdefault(sessions[k].group, []).append(k)
-    return groups
-
-
-def _hparam_types(experiment: dict[str, Any], sessions: Sequence[_Session]) -> dict[str, str]:
-    """Each known hparam column's kind of values: number, string, bool or mixed."""
-    kinds: dict[str, set[str]] = {}
-    for s in sessions:
-        for name, value in s.hparams.items():
-            kinds.setdefault(name, set()).add(_kind(value))
-    out = {name: (found.pop() if len(found) == 1 else "mixed") for name, found in kinds.items()}
-    declared = {
-        "DATA_TYPE_STRING": "string",
-        "DATA_TYPE_BOOL": "bool",
-        "DATA_TYPE_FLOAT64": "number",
-    }
-    for info in experiment.get("hparamInfos", []):
-        name = info.get("name", "")
-        if name not in out:
-            out[name] = declared.get(info.get("type", ""), "mixed")
-    return out
-
-
-def _kind(value: Value) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    return "string" if isinstance(value, str) else "number"
-
-
-def _infer_hparam_infos(sessions: Sequence[_Session]) -> list[dict[str, Any]]:
-    """TensorBoard's HParamInfos from the sessions' values (backend_context's
-    _compute_hparam_infos): one type fitting all values (mixed ones are strings), discrete
-    domains for strings and bools, the interval of the values for numbers."""
-    values: dict[str, list[tuple[str, Any]]] = {}
-    for s in sessions:
-        for name, kind, value in s.typed:
-            values.setdefault(name, []).append((kind, value))
+def _hparam_infos(
+    stats: dict[str, _HParamStats], sessions: Iterable[_Session]
+) -> list[dict[str, Any]]:
+    """TensorBoard's HParamInfos from the values (backend_context._compute_hparam_infos): one
+    type fitting all values (several types: strings), a discrete domain for strings and bools,
+    the interval of the values for numbers."""
     out = []
-    for name, found in values.items():
-        dtype = ""
-        for kind, _ in found:
-            if kind == "other":
-                continue
-            if not dtype:
-                dtype = kind
-            elif dtype != kind:
-                dtype = "string"
-            if dtype == "string":
-                break
-        if not dtype:
+    for name, st in stats.items():
+        kinds = [
+            k for k, n in (("number", st.numbers), ("string", st.strings), ("bool", st.bools)) if n
+        ]
+        if not kinds:
             continue
         info: dict[str, Any] = {"name": name, "displayName": "", "description": ""}
-        if dtype == "string":
-            strings = sorted({_as_text(k, v) for k, v in found if k != "other"})
-            info.update(type="DATA_TYPE_STRING", domainDiscrete=strings)
-            info["differs"] = len(strings) > 1
-        elif dtype == "bool":
-            bools = sorted({bool(v) for _, v in found})
+        if len(kinds) > 1 or kinds == ["string"]:
+            texts = set(st.strings)
+            texts.update("true" if b else "false" for b in st.bools)
+            if st.numbers:  # every number's JSON text (rare: only for mixed values)
+                for session in sessions:
+                    value = session.hparams.get(name)
+                    if isinstance(value, float):
+                        texts.add(json.dumps(value))
+            info.update(type="DATA_TYPE_STRING", domainDiscrete=sorted(texts))
+            info["differs"] = len(texts) > 1
+        elif kinds == ["bool"]:
+            bools = sorted(st.bools)
             info.update(type="DATA_TYPE_BOOL", domainDiscrete=bools, differs=len(bools) > 1)
         else:
-            numbers = sorted(_number(v) for _, v in found)
             info.update(
                 type="DATA_TYPE_FLOAT64",
                 domainInterval={
-                    "minValue": finite_or_text(numbers[0]),
-                    "maxValue": finite_or_text(numbers[-1]),
+                    "minValue": finite_or_text(st.low),
+                    "maxValue": finite_or_text(st.high),
                 },
-                differs=len(set(numbers)) > 1,
+                differs=st.differs,
             )
         out.append(info)
     return out
-
-
-def _number(value: Any) -> float:
-    return float(value)  # "nan", "inf" (non-finite numbers are stored as their names) too
-
-
-def _as_text(kind: str, value: Any) -> str:
-    """A value as TensorBoard writes it in a string domain (its JSON, strings unquoted)."""
-    if kind == "string":
-        return str(value)
-    if kind == "bool":
-        return "true" if value else "false"
-    return json.dumps(_number(value))
 
 
 class _State:
     """One store's hparams data, as of ``generation``."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
         self.generation = -1
         self.runs: dict[int, _Run] = {}
         self.structure: _Structure | None = None
@@ -306,33 +422,57 @@ class _State:
         if current == self.generation:
             return
         since = self.generation
-        changed = False
+        rebuild = self.structure is None
+        new_runs: list[int] = []
         reload: list[int] = []
         for run in store.changed_runs(connection, exp_id, since):
-            changed = True
-            self.runs.pop(run.id, None)
+            if run.id in self.runs:
+                rebuild = True  # deleted, or read again from the start
+                del self.runs[run.id]
             if not run.deleted:
                 self.runs[run.id] = _Run(run.name)
+                new_runs.append(run.id)
                 if since >= 0:
                     reload.append(run.id)
+        fresh = set(new_runs)
+        changed_rows: dict[int, set[str]] = {}
         for row in store.hparams_rows(connection, exp_id, since, tuple(reload)):
             run_data = self.runs.get(row.run_id)
             if run_data is not None:
                 run_data.rows[row.kind] = json.loads(row.data)
-                changed = True
+                if row.run_id not in fresh:
+                    changed_rows.setdefault(row.run_id, set()).add(row.kind)
+        new_tags: list[tuple[_Run, str]] = []
         for s in store.series_rows(connection, exp_id, since, tuple(reload)):
             run_data = self.runs.get(s.run_id)
             if run_data is None:
                 continue
-            if s.id not in run_data.tags:
-                run_data.tags[s.id] = s.tag
-                changed = changed or s.scalar
             if s.last_wall_time is not None:
                 run_data.walls[s.id] = s.last_wall_time
             if s.scalar and s.last_step is not None and s.last_wall_time is not None:
                 value = math.nan if s.last_value is None else s.last_value
+                if s.tag not in run_data.scalars and s.run_id not in fresh:
+                    new_tags.append((run_data, s.tag))
                 run_data.scalars[s.tag] = (value, s.last_step, s.last_wall_time)
-        if changed or self.structure is None:
+        structure = self.structure
+        if structure is not None and not rebuild:
+            for run_id, kinds in changed_rows.items():
+                if not structure.rows_changed(self.runs[run_id], kinds):
+                    rebuild = True
+                    break
+        if len(new_runs) > 64:
+            rebuild = True  # a catch-up: one pass over everything costs less
+        if structure is not None and not rebuild:
+            # Sessions first: the other new runs may be filed under them.
+            new_runs.sort(key=lambda i: "session_start" not in self.runs[i].rows)
+            for run_id in new_runs:
+                if not structure.run_added(run_id, self.runs[run_id]):
+                    rebuild = True
+                    break
+        if structure is not None and not rebuild:
+            for run_data, tag in new_tags:
+                structure.tag_added(run_data, tag)
+        if rebuild or structure is None:
             self.structure = _Structure(self.runs)
         self.derived = {}
         self.generation = current
@@ -537,7 +677,7 @@ def _aggregation(request: api.ListSessionGroupsRequest, structure: _Structure) -
     return _Aggregation(kind, metric)
 
 
-#: A metric's value in a session: (value, step, wall time), None when missing.
+#: A metric's value in a session or group: (value, step, wall time), None when missing.
 _MV = tuple[float, int, float] | None
 
 
@@ -547,47 +687,40 @@ class _Query:
     def __init__(self, snap: _Snapshot, idle_seconds: float, now: float) -> None:
         self.state = snap.state
         self.structure = snap.structure
+        self.runs = snap.state.runs
         self.idle = idle_seconds
         self.now = now
 
-    # Session values.
+    def value(self, session: _Session, metric: int) -> _MV:
+        group, tag = self.structure.metrics[metric]
+        run_id = self.structure.metric_run(session, group)
+        return None if run_id is None else self.runs[run_id].scalars.get(tag)
 
-    def session_metric(self, metric: int) -> list[_MV]:
-        key = ("sm", metric)
-        found: list[_MV] | None = self.state.derived.get(key)
-        if found is None:
-            _, tag = self.structure.metrics[metric]
-            runs = self.state.runs
-            found = []
-            for run_id in self.structure.metric_runs(metric):
-                found.append(None if run_id is None else runs[run_id].scalars.get(tag))
-            self.state.derived[key] = found
-        return found
-
-    def status(self, k: int) -> int:
-        session = self.structure.sessions[k]
+    def status(self, session: _Session) -> int:
         if session.end is not None:
             return session.end[0]
-        runs = self.state.runs
+        runs = self.runs
         last = max((w for r in session.runs for w in runs[r].walls.values()), default=None)
         if last is not None and self.now - last < self.idle:
             return api.STATUS_RUNNING
         return api.STATUS_UNKNOWN
 
-    # Groups.
-
-    def groups(self, allowed: frozenset[int]) -> dict[str, list[int]]:
+    def groups(self, allowed: frozenset[int]) -> tuple[list[str], dict[str, list[_Session]]]:
+        """The group names in order, and each group's sessions (by name) of allowed status."""
+        structure = self.structure
         if allowed >= ALL_STATUSES:
-            return self.structure.groups
-        n = len(self.structure.sessions)
-        return _group(self.structure.sessions, (k for k in range(n) if self.status(k) in allowed))
+            return structure.group_names, structure.groups
+        kept: dict[str, list[_Session]] = {}
+        for session in structure.ordered:
+            if self.status(session) in allowed:
+                kept.setdefault(session.group, []).append(session)
+        return sorted(kept), kept
 
-    def representative(self, members: list[int], agg: _Aggregation) -> int | None:
+    def representative(self, members: list[_Session], agg: _Aggregation) -> _Session | None:
         """The session whose metrics a MEDIAN/MIN/MAX group shows (None: none has the
         aggregation metric)."""
         assert agg.metric is not None
-        column = self.session_metric(agg.metric)
-        measured = [(mv[0], k) for k in members if (mv := column[k]) is not None]
+        measured = [(mv[0], s) for s in members if (mv := self.value(s, agg.metric)) is not None]
         if not measured:
             return None
         if agg.type == api.AGGREGATION_MEDIAN:
@@ -596,40 +729,79 @@ class _Query:
         pick = min if agg.type == api.AGGREGATION_MIN else max
         return pick(measured, key=lambda m: m[0])[1]
 
-    def group_metric(self, metric: int, members: list[int], agg: _Aggregation) -> _MV:
-        column = self.session_metric(metric)
-        if agg.type == api.AGGREGATION_AVG:
-            if len(members) == 1:
-                return column[members[0]]
-            found = [mv for k in members if (mv := column[k]) is not None]
-            if not found:
-                return None
-            n = len(found)
-            total = 0.0
-            steps = 0
-            walls = 0.0
-            for value, step, wall in found:
-                total += value
-                steps += step
-                walls += wall
-            return (total / n, steps // n, walls / n)
-        rep = self.representative(members, agg)
-        return None if rep is None else column[rep]
+    def group_value(self, metric: int, members: list[_Session], agg: _Aggregation) -> _MV:
+        if agg.type != api.AGGREGATION_AVG:
+            rep = self.representative(members, agg)
+            return None if rep is None else self.value(rep, metric)
+        if len(members) == 1:
+            return self.value(members[0], metric)
+        found = [mv for s in members if (mv := self.value(s, metric)) is not None]
+        if not found:
+            return None
+        n = len(found)
+        if n == 1:
+            return found[0]
+        total = 0.0
+        steps = 0
+        walls = 0.0
+        for value, step, wall in found:
+            total += value
+            steps += step
+            walls += wall
+        return (total / n, steps // n, walls / n)
 
-    def column_values(
-        self, col: _Column, names: list[str], groups: dict[str, list[int]], agg: _Aggregation
+    def column(
+        self,
+        col: _Column,
+        names: list[str],
+        groups: dict[str, list[_Session]],
+        agg: _Aggregation,
     ) -> list[Any]:
-        """The column's value of each group (None: missing)."""
-        sessions = self.structure.sessions
+        """The column's value of each group (None: missing), cached for this generation."""
+        key = (
+            col.hparam,
+            col.metric,
+            agg,
+            id(groups) if groups is not self.structure.groups else 0,
+        )
+        found: list[Any] | None = self.state.derived.get(key)
+        if found is not None:
+            return found
         if col.hparam is not None:
             name = col.hparam
-            return [sessions[groups[g][0]].hparams.get(name) for g in names]
-        assert col.metric is not None
-        out = []
-        for g in names:
-            mv = self.group_metric(col.metric, groups[g], agg)
-            out.append(None if mv is None else mv[0])
-        return out
+            found = [groups[g][0].hparams.get(name) for g in names]
+        else:
+            metric = col.metric
+            assert metric is not None
+            group, tag = self.structure.metrics[metric]
+            runs = self.runs
+            metric_run = self.structure.metric_run
+            found = []
+            append = found.append
+            avg = agg.type == api.AGGREGATION_AVG
+            for g in names:
+                members = groups[g]
+                if not avg:
+                    mv = self.group_value(metric, members, agg)
+                    append(None if mv is None else mv[0])
+                    continue
+                total = 0.0
+                n = 0
+                for session in members:
+                    try:
+                        run_id = session.metric_runs[group]
+                    except KeyError:
+                        run_id = metric_run(session, group)
+                    if run_id is None:
+                        continue
+                    got = runs[run_id].scalars.get(tag)
+                    if got is not None:
+                        total += got[0]
+                        n += 1
+                append(None if not n else total if n == 1 else total / n)
+        if groups is self.structure.groups:
+            self.state.derived[key] = found
+        return found
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:
@@ -682,8 +854,7 @@ def session_groups_json(
         columns = _columns(request, structure)
         agg = _aggregation(request, structure)
         query = _Query(snap, idle_seconds, time.time() if now is None else now)
-        groups = query.groups(frozenset(request.allowed_statuses))
-        names = sorted(groups)
+        names, groups = query.groups(frozenset(request.allowed_statuses))
         # Filters: every column's, on the group's values.
         keep = [True] * len(names)
         values_of: dict[int, list[Any]] = {}
@@ -694,7 +865,7 @@ def session_groups_json(
                 and col.order == api.ORDER_UNSPECIFIED
             ):
                 continue
-            values = query.column_values(col, names, groups, agg)
+            values = query.column(col, names, groups, agg)
             values_of[k] = values
             if col.accept is None and not col.exclude_missing:
                 continue
@@ -746,10 +917,11 @@ def _hparams_to_include(request: api.ListSessionGroupsRequest) -> set[str] | Non
 
 def _metric_values(query: _Query, values: Iterable[tuple[int, _MV]]) -> list[dict[str, Any]]:
     out = []
+    metrics = query.structure.metrics
     for metric, mv in values:
         if mv is None:
             continue
-        group, tag = query.structure.metrics[metric]
+        group, tag = metrics[metric]
         out.append(
             {
                 "name": {"group": group, "tag": tag},
@@ -764,28 +936,20 @@ def _metric_values(query: _Query, values: Iterable[tuple[int, _MV]]) -> list[dic
 def _group_json(
     query: _Query,
     name: str,
-    members: list[int],
+    members: list[_Session],
     agg: _Aggregation,
     include: set[str] | None,
     include_metrics: bool,
     prefix: str,
 ) -> dict[str, Any]:
-    sessions = query.structure.sessions
-    first = sessions[members[0]]
-    n_metrics = len(query.structure.metrics) if include_metrics else 0
-    metric_ids = range(n_metrics)
-    hparams = {
-        k: finite_or_text(v) if isinstance(v, float) else v
-        for k, v in first.hparams.items()
-        if include is None or k in include
-    }
+    first = members[0]
+    metric_ids = range(len(query.structure.metrics) if include_metrics else 0)
+    hparams = {k: v for k, v in first.hparams.items() if include is None or k in include}
     if agg.type == api.AGGREGATION_AVG:
-        group_values = [(m, query.group_metric(m, members, agg)) for m in metric_ids]
+        group_values = [(m, query.group_value(m, members, agg)) for m in metric_ids]
     else:
-        rep = query.representative(members, agg) if n_metrics else None
-        group_values = (
-            [] if rep is None else [(m, query.session_metric(m)[rep]) for m in metric_ids]
-        )
+        rep = query.representative(members, agg) if include_metrics else None
+        group_values = [] if rep is None else [(m, query.value(rep, m)) for m in metric_ids]
     if prefix and name == first.name:
         name = posixpath.join(prefix, name)
     return {
@@ -797,15 +961,12 @@ def _group_json(
                 "name": posixpath.join(prefix, s.name) if prefix else s.name,
                 "startTimeSecs": s.start_time,
                 "endTimeSecs": 0.0 if s.end is None else s.end[1],
-                "status": STATUS_NAMES[query.status(k)],
+                "status": STATUS_NAMES[query.status(s)],
                 "modelUri": s.model_uri,
-                "metricValues": _metric_values(
-                    query, ((m, query.session_metric(m)[k]) for m in metric_ids)
-                ),
+                "metricValues": _metric_values(query, ((m, query.value(s, m)) for m in metric_ids)),
                 "monitorUrl": s.monitor_url,
             }
-            for k in members
-            for s in (sessions[k],)
+            for s in members
         ],
         "monitorUrl": first.monitor_url,
     }

@@ -5,8 +5,9 @@ TensorBoard's hparams summaries (``_hparams_/experiment``, ``_hparams_/session_s
 ``_hparams_/session_end_info``) carry their data in the summary metadata
 (``HParamsPluginData``), and TensorBoard keeps the first metadata of each tag: so does the
 ``series`` table, and the writer decodes it into one ``hparams`` row per (run, kind) in the
-same transaction. A row holds the message as JSON (proto3 field names) with the hparam values
-as plain JSON values, so that no answer decodes a protocol buffer. Metric values need no table
+same transaction. A row holds the message as JSON (proto3 field names; a session's hparams as
+plain JSON values, those JSON cannot show, non-finite numbers and lists, apart under
+``other``), so that no answer decodes a protocol buffer. Metric values need no table
 of their own: ``series`` keeps each series' last step, wall time and value, updated by the
 commit that writes its points.
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import apsw
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
 from boardd.proto import hparams_plugin_data_pb2
@@ -48,35 +49,33 @@ def decode(content: bytes) -> tuple[str, str] | None:
         return "experiment", json.dumps(body, allow_nan=False)
     if which == "session_start_info":
         start = data.session_start_info
+        shown: dict[str, Any] = {}
+        other: dict[str, Any] = {}
+        for name, value in start.hparams.items():
+            kind = value.WhichOneof("kind")
+            if kind == "number_value" and math.isfinite(value.number_value):
+                shown[name] = value.number_value
+            elif kind in ("string_value", "bool_value"):
+                shown[name] = getattr(value, kind)
+            elif kind == "number_value":
+                other[name] = repr(value.number_value)  # "nan", "inf", "-inf"
+            else:
+                other[name] = None  # null, list, struct: neither typed nor shown
         info: dict[str, Any] = {
-            "hparams": {k: _value(v) for k, v in start.hparams.items()},
+            "hparams": shown,
+            "other": other,
             "modelUri": start.model_uri,
             "monitorUrl": start.monitor_url,
             "groupName": start.group_name,
             "startTimeSecs": start.start_time_secs,
         }
-        return "session_start", json.dumps(info)
+        return "session_start", json.dumps(info, allow_nan=False)
     if which == "session_end_info":
         end = data.session_end_info
         return "session_end", json.dumps(
             {"status": int(end.status), "endTimeSecs": end.end_time_secs}
         )
     return None
-
-
-def _value(value: struct_pb2.Value) -> list[Any]:
-    """An hparam value as ``[type, value]``: type ``number``, ``string``, ``bool``, or ``other``
-    (null, list, struct: TensorBoard neither types nor shows them); non-finite numbers as
-    their names (JSON has none)."""
-    which = value.WhichOneof("kind")
-    if which == "number_value":
-        number = value.number_value
-        return ["number", number if math.isfinite(number) else repr(number)]
-    if which == "string_value":
-        return ["string", value.string_value]
-    if which == "bool_value":
-        return ["bool", value.bool_value]
-    return ["other", None]
 
 
 def record(

@@ -1,0 +1,229 @@
+"""The ``hparams`` table: filled by the writer in the commit that ingests an hparams summary,
+right after a restart and a ``--rebuild``, and backfilled by the migration that adds it; and
+the hparams engine's in-memory state, brought up to date commit by commit, answering as one
+read from scratch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from boardd.data import experiments
+from boardd.data import hparams as H
+from boardd.data.pool import open_store
+from boardd.proto import hparams_api_pb2 as api
+from boardd.store.connection import open_reader, open_writer
+from boardd.store.schema import SCHEMA_VERSION, migrate
+from tests.conftest import LiveStore, ingest
+from tests.data.hparams_logdirs import (
+    WALL,
+    Writer,
+    session_end_pb,
+    start_pb,
+    write_official,
+    write_tensorboardx,
+)
+
+
+def table(db: Path) -> dict[tuple[str, str], Any]:
+    """(run, kind) → decoded row, as the store has them."""
+    connection = open_reader(db)
+    try:
+        return {
+            (str(run), str(kind)): json.loads(str(data))
+            for run, kind, data in connection.execute(
+                "SELECT r.name, h.kind, h.data FROM hparams h JOIN runs r ON r.id = h.run_id"
+            )
+        }
+    finally:
+        connection.close()
+
+
+def test_ingest_files_each_summary_once(tmp_path: Path) -> None:
+    db = tmp_path / "store.sqlite"
+    ingest(write_official(tmp_path), db)
+    rows = table(db)
+    assert rows[(".", "experiment")]["hparamInfos"][0]["name"] == "lr"
+    assert rows[("t0", "session_start")]["hparams"] == {
+        "lr": 0.1,
+        "opt": "adam",
+        "layers": 2.0,
+        "dropout": True,
+    }
+    assert rows[("t0", "session_start")]["groupName"] == "g-a"
+    assert rows[("t2", "session_end")] == {"status": 2, "endTimeSecs": WALL + 102}
+    assert ("t3", "session_end") not in rows
+    assert len(rows) == 1 + 5 + 4
+
+
+def test_tensorboardx_sub_runs_each_have_their_rows(tmp_path: Path) -> None:
+    db = tmp_path / "store.sqlite"
+    ingest(write_tensorboardx(tmp_path), db)
+    kinds = {kind for (run, kind) in table(db) if run == "exp/1700000002.5"}
+    assert kinds == {"experiment", "session_start", "session_end"}
+
+
+def test_restart_and_rebuild_keep_the_table(tmp_path: Path) -> None:
+    logdir = write_official(tmp_path)
+    db = tmp_path / "store.sqlite"
+    ingest(logdir, db)
+    before = table(db)
+    # A restart that finds more: a new trial; the known rows stay as they were, once each.
+    w = Writer(logdir / "t9")
+    w.summary(start_pb({"lr": 0.3, "opt": "sgd"}, "g-z"))
+    w.close()
+    ingest(logdir, db)
+    after = table(db)
+    assert after == {**before, ("t9", "session_start"): after[("t9", "session_start")]}
+    # A rebuild makes the same table from the files.
+    ingest(logdir, db, rebuild=True)
+    assert table(db) == after
+
+
+def test_migration_backfills_a_store_from_before_the_table(tmp_path: Path) -> None:
+    db = tmp_path / "store.sqlite"
+    ingest(write_official(tmp_path), db)
+    expected = table(db)
+    connection = open_writer(db)
+    with connection:
+        connection.execute("DROP TABLE hparams")
+        connection.pragma("user_version", SCHEMA_VERSION - 1)
+    assert migrate(connection) == SCHEMA_VERSION - 1
+    connection.close()
+    assert table(db) == expected
+
+
+def test_a_run_read_again_from_the_start_has_its_rows_again(tmp_path: Path) -> None:
+    live = LiveStore("exp", tmp_path / "logs", tmp_path / "store.sqlite")
+    try:
+        w = Writer(live.logdir / "t0")
+        w.summary(start_pb({"lr": 0.1}, "g"))
+        w.close()
+        live.commit()
+        assert table(live.db)[("t0", "session_start")]["hparams"] == {"lr": 0.1}
+        # The file is replaced by another (same name, other bytes): the run is read again.
+        first = next((live.logdir / "t0").iterdir())
+        w = Writer(tmp_path / "elsewhere")
+        w.summary(start_pb({"lr": 0.2}, "g"))
+        w.close()
+        next((tmp_path / "elsewhere").iterdir()).replace(first)
+        live.commit()
+        live.commit()
+        assert table(live.db)[("t0", "session_start")]["hparams"] == {"lr": 0.2}
+    finally:
+        live.close()
+
+
+# -- the engine's state, commit by commit ------------------------------------------------------
+
+REQUEST = {
+    "allowedStatuses": ["STATUS_FAILURE", "STATUS_RUNNING", "STATUS_SUCCESS", "STATUS_UNKNOWN"],
+    "colParams": [{"metric": {"group": "", "tag": "acc"}, "order": "ORDER_DESC"}],
+    "sliceSize": 100,
+}
+
+
+def answers(db: Path) -> tuple[Any, Any]:
+    """(the answer of the state kept across commits, the answer of a state read from scratch)."""
+    connection = open_store(db)
+    try:
+        row = experiments.experiment(connection)
+        assert row is not None
+        message = H.parse_request(json.dumps(REQUEST), api.ListSessionGroupsRequest)
+        kept = (
+            H.experiment_json(connection, row.id),
+            H.session_groups_json(connection, row.id, message, now=WALL),
+        )
+        H._STATES.clear()
+        fresh = (
+            H.experiment_json(connection, row.id),
+            H.session_groups_json(connection, row.id, message, now=WALL),
+        )
+        return kept, fresh
+    finally:
+        connection.close()
+
+
+def keep_state(db: Path) -> None:
+    """Reads once so that the next answers() starts from this generation's state."""
+    connection = open_store(db)
+    try:
+        row = experiments.experiment(connection)
+        assert row is not None
+        H.experiment_json(connection, row.id)
+    finally:
+        connection.close()
+
+
+def groups_of(answer: Any) -> list[tuple[str, list[Any]]]:
+    return [
+        (g["name"], [m["value"] for m in g["metricValues"]]) for g in answer[1]["sessionGroups"]
+    ]
+
+
+def test_state_kept_across_commits_answers_as_one_read_afresh(tmp_path: Path) -> None:
+    live = LiveStore("exp", tmp_path / "logs", tmp_path / "store.sqlite")
+    writers: list[Writer] = []
+
+    def writer(run: str) -> Writer:
+        w = Writer(live.logdir / run)
+        writers.append(w)
+        return w
+
+    def step() -> tuple[Any, Any]:
+        for w in writers:
+            w.flush()
+        live.commit()
+        kept, fresh = answers(live.db)
+        assert kept == fresh
+        keep_state(live.db)
+        return kept
+
+    try:
+        a = writer("a")
+        a.summary(start_pb({"lr": 0.1, "opt": "adam"}, "a"))
+        a.scalars("acc", {0: 0.5})
+        b = writer("b")
+        b.summary(start_pb({"lr": 0.2, "opt": "sgd"}, "b"))
+        b.scalars("acc", {0: 0.7})
+        first = step()
+        assert [n for n, _ in groups_of(first)] == ["b", "a"]
+        # Values only: a new point.
+        a.scalars("acc", {1: 0.9})
+        assert [n for n, _ in groups_of(step())] == ["a", "b"]
+        # A new session, and a new run under a session (a metric sub-run): new tags.
+        c = writer("c")
+        c.summary(start_pb({"lr": 0.3, "opt": "rmsprop", "bn": True}, "c"))
+        c.scalars("acc", {0: 0.8})
+        writer("a/eval").scalars("loss", {0: 0.4})
+        third = step()
+        assert [n for n, _ in groups_of(third)] == ["a", "c", "b"]
+        inferred = [m["name"] for m in third[0]["metricInfos"]]
+        assert inferred == [{"group": "", "tag": "acc"}, {"group": "eval", "tag": "loss"}]
+        assert [h["name"] for h in third[0]["hparamInfos"]] == ["lr", "opt", "bn"]
+        # An end: the status changes.
+        b.summary(session_end_pb(api.STATUS_FAILURE, WALL + 5), 5)
+        fourth = step()
+        b_group = next(g for g in fourth[1]["sessionGroups"] if g["name"] == "b")
+        assert b_group["sessions"][0]["status"] == "STATUS_FAILURE"
+        # A run goes: rebuilt.
+        c.close()
+        writers.remove(c)
+        for path in (live.logdir / "c").iterdir():
+            path.unlink()
+        (live.logdir / "c").rmdir()
+        assert [n for n, _ in groups_of(step())] == ["a", "b"]
+    finally:
+        for w in writers:
+            w.close()
+        live.close()
+
+
+@pytest.fixture(autouse=True)
+def _forget_states() -> Any:
+    H._STATES.clear()
+    yield
+    H._STATES.clear()
