@@ -102,8 +102,8 @@ def test_sort_filters_and_statuses(server: str) -> None:
 
 
 def test_tensorboardx_trials(server: str) -> None:
-    with Client(server, experiment="tbx") as client:
-        frame = client.hparams(sort="lr")
+    with Client(server, experiment="official") as client:
+        frame = client.hparams(experiment="tbx", sort="lr")
     assert list(frame.columns)[2:] == [
         "augment", "batch", "lr", "opt", "hparam/accuracy", "hparam/loss", "status"
     ]  # fmt: skip

@@ -266,6 +266,7 @@ class Client:
     def hparams(
         self,
         *,
+        experiment: str | None = None,
         sort: str | Sequence[str] | None = None,
         filters: Mapping[str, Filter] | None = None,
         statuses: Iterable[str] | None = None,
@@ -280,6 +281,7 @@ class Client:
         missing values last, the sessions of a group together. ``filters``: column → a regular
         expression (partial match, string hparams), ``(min, max)`` (numbers; None for an open
         end) or a list of the values kept. ``statuses``: the statuses kept (default all).
+        ``experiment``: this one instead of the client's.
         Asks ``/api/v1/hparams/experiment`` for the columns, then
         ``/api/v1/hparams/session_groups`` (page by page). An unknown column or status raises
         ValueError; the server's errors raise :class:`BoarddError`."""
@@ -289,15 +291,16 @@ class Client:
             raise ImportError(
                 "Client.hparams needs pandas, which is not installed: pip install pandas"
             ) from exc
-        experiment = hparams_api_pb2.Experiment()
-        json_format.Parse(self._post("/api/v1/hparams/experiment", {}), experiment)
-        columns = Columns.of(experiment)
+        name = experiment if experiment is not None else self.experiment
+        found = hparams_api_pb2.Experiment()
+        json_format.Parse(self._post("/api/v1/hparams/experiment", {}, name), found)
+        columns = Columns.of(found)
         request = build_request(columns, sort=sort, filters=filters, statuses=statuses)
         groups: list[hparams_api_pb2.SessionGroup] = []
         while True:
             body = json_format.MessageToDict(request)
             answer = hparams_api_pb2.ListSessionGroupsResponse()
-            text = self._post("/api/v1/hparams/session_groups", body)
+            text = self._post("/api/v1/hparams/session_groups", body, name)
             json_format.Parse(text, answer, ignore_unknown_fields=True)
             groups.extend(answer.session_groups)
             if not answer.session_groups or len(groups) >= answer.total_size:
@@ -513,12 +516,12 @@ class Client:
             for run, by_tag in answer.items()
         }
 
-    def _post(self, path: str, body: Mapping[str, Any]) -> bytes:
-        """POSTs ``body`` as JSON (with the client's experiment); the answer's bytes."""
+    def _post(self, path: str, body: Mapping[str, Any], experiment: str | None) -> bytes:
+        """POSTs ``body`` as JSON (for ``experiment``: None, the server's first); the answer's
+        bytes."""
+        params = {} if experiment is None else {"experiment": experiment}
         try:
-            response = self._http.post(
-                path.lstrip("/"), params=self._experiment(), content=json.dumps(body)
-            )
+            response = self._http.post(path.lstrip("/"), params=params, content=json.dumps(body))
         except httpx.TransportError as exc:
             raise self._unreachable(exc) from exc
         except httpx.DecodingError as exc:
