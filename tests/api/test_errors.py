@@ -43,6 +43,13 @@ EXAMPLES: dict[str, list[str]] = {
     "/api/v1/data_loss": ["/api/v1/data_loss", f"/api/v1/data_loss?experiment={EXPERIMENT}&run=a"],
     "/api/v1/stream": ["/api/v1/stream", f"/api/v1/stream?experiment={EXPERIMENT}"],
     "/api/v1/blob/{key}": [],  # filled in from the store (a real key), see blob_key()
+    "/api/v1/hparams/experiment": ["/api/v1/hparams/experiment"],
+    "/api/v1/hparams/session_groups": [
+        "/api/v1/hparams/session_groups?request=%7B%22sliceSize%22%3A5%7D"
+    ],
+    "/api/v1/hparams/metric_evals": [
+        "/api/v1/hparams/metric_evals?request=%7B%22sessionName%22%3A%22train%22%7D"
+    ],
     **by_path(
         [
             "/api/v1/scalars/list?plugin=scalars",
@@ -65,6 +72,9 @@ STORE_ROUTES = {
     "/api/v1/data_loss",
     *VALUE_ROUTES,
     *(f"{route}/list" for route in VALUE_ROUTES),
+    "/api/v1/hparams/experiment",
+    "/api/v1/hparams/session_groups",
+    "/api/v1/hparams/metric_evals",
 }
 #: Routes streaming an answer that does not end: only their headers are read.
 STREAMING = {"/api/v1/stream"}
@@ -76,6 +86,16 @@ BAD_PARAMETERS: dict[str, list[str]] = {
     "/api/v1/data_loss": ["/api/v1/data_loss?tag=x"],
     "/api/v1/stream": ["/api/v1/stream?since=yesterday", "/api/v1/stream?since=exp:x"],
     "/api/v1/blob/{key}": ["/api/v1/blob/{key}?experiment=exp"],
+    "/api/v1/hparams/experiment": [
+        "/api/v1/hparams/experiment?request=%7B",
+        "/api/v1/hparams/experiment?request=%7B%22hparamsLimit%22%3A-1%7D",
+    ],
+    "/api/v1/hparams/session_groups": [
+        "/api/v1/hparams/session_groups?request=%5B%5D",
+        "/api/v1/hparams/session_groups?request=%7B%22colParams%22%3A%5B%7B%22hparam%22%3A%22x%22%7D%5D%7D",
+        "/api/v1/hparams/session_groups?request=%7B%22startIndex%22%3A-1%7D",
+    ],
+    "/api/v1/hparams/metric_evals": ["/api/v1/hparams/metric_evals?request=%7B%22x%22%3A1%7D"],
     **by_path(
         [
             "/api/v1/scalars/list",
@@ -269,12 +289,16 @@ def test_unknown_paths(api: TestClient) -> None:
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
 def test_wrong_method_on_every_route(api: TestClient, blob_key: str, method: str) -> None:
     for route in EXAMPLES:
+        # The hparams routes also take their request message as a POST body.
+        allowed = {"GET", "HEAD"} | ({"POST"} if route.startswith("/api/v1/hparams/") else set())
+        if method in allowed:
+            continue
         for url in examples(route, blob_key):
             response = request(api, method, url)
             error = assert_error(response, 405)
             assert error["code"] == "method_not_allowed", (method, url)
             # RFC 9110: a 405 names the methods the resource takes.
-            assert set(response.headers["allow"].split(", ")) == {"GET", "HEAD"}, url
+            assert set(response.headers["allow"].split(", ")) == allowed, url
     # HEAD is GET without a body.
     for route in EXAMPLES:
         if route not in STREAMING:

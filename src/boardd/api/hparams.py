@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 from starlette.requests import Request
@@ -23,8 +23,11 @@ from boardd.api.common import (
 from boardd.api.errors import ApiError
 from boardd.api.routes import Query, RouteDef
 from boardd.data import experiments
-from boardd.data import hparams as data_hparams
-from boardd.proto import hparams_api_pb2 as api
+
+if TYPE_CHECKING:
+    pass
+
+# The engine (and protocol buffers) are imported by the handlers: not on the start path.
 
 #: At most this many bytes of request JSON.
 MAX_REQUEST_BYTES = 1 << 20
@@ -75,6 +78,9 @@ async def _answer(
 
 async def experiment(request: Request, query: Query, route: RouteDef) -> Response:
     """``/api/v1/hparams/experiment``: the Experiment (GetExperimentRequest optional)."""
+    from boardd.data import hparams as data_hparams
+    from boardd.proto import hparams_api_pb2 as api
+
     text = await _request_text(request, query)
     message = data_hparams.parse_request(text, api.GetExperimentRequest)
 
@@ -91,6 +97,9 @@ async def experiment(request: Request, query: Query, route: RouteDef) -> Respons
 
 async def session_groups(request: Request, query: Query, route: RouteDef) -> Response:
     """``/api/v1/hparams/session_groups``: ListSessionGroupsResponse (no allowedStatuses: all)."""
+    from boardd.data import hparams as data_hparams
+    from boardd.proto import hparams_api_pb2 as api
+
     text = await _request_text(request, query)
     message = data_hparams.parse_request(text, api.ListSessionGroupsRequest)
     if not message.allowed_statuses:
@@ -106,6 +115,9 @@ async def session_groups(request: Request, query: Query, route: RouteDef) -> Res
 
 async def metric_evals(request: Request, query: Query, route: RouteDef) -> Response:
     """``/api/v1/hparams/metric_evals``: ``[[wall_time, step, value], …]``."""
+    from boardd.data import hparams as data_hparams
+    from boardd.proto import hparams_api_pb2 as api
+
     text = await _request_text(request, query)
     message = data_hparams.parse_request(text, api.ListMetricEvalsRequest)
 

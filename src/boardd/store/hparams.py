@@ -21,10 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import apsw
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError
 
-from boardd.proto import hparams_plugin_data_pb2
 from boardd.store.names import escape, unescape
 
 PLUGIN_NAME = "hparams"
@@ -39,6 +36,12 @@ TAG_KINDS = {
 def decode(content: bytes) -> tuple[str, str] | None:
     """(kind, JSON text) of an hparams summary's metadata content; None if it is not one
     (a content that does not parse, or another message than the tag's)."""
+    # Imported here: only a writer meeting hparams summaries needs protocol buffers.
+    from google.protobuf import json_format
+    from google.protobuf.message import DecodeError
+
+    from boardd.proto import hparams_plugin_data_pb2
+
     try:
         data = hparams_plugin_data_pb2.HParamsPluginData.FromString(content)
     except DecodeError:
@@ -161,7 +164,8 @@ def hparams_rows(
 ) -> Iterator[HParamsRow]:
     """hparams rows filed after generation ``since``, and every row of ``runs``."""
     for run_id, kind, data in connection.execute(
-        "SELECT h.run_id, h.kind, h.data FROM hparams h JOIN runs r ON r.id = h.run_id "
+        # CROSS JOIN: the generation's index first (what changed), not every run's rows.
+        "SELECT h.run_id, h.kind, h.data FROM hparams h CROSS JOIN runs r ON r.id = h.run_id "
         "WHERE r.experiment_id = ? AND r.deleted = 0 AND h.generation > ?",
         (experiment_id, since),
     ):
@@ -185,7 +189,7 @@ def series_rows(
     """Series written after generation ``since`` (by the index on ``series.generation``), and
     every series of ``runs``."""
     for row in connection.execute(
-        f"SELECT {_SERIES_COLUMNS} FROM series s JOIN runs r ON r.id = s.run_id "
+        f"SELECT {_SERIES_COLUMNS} FROM series s CROSS JOIN runs r ON r.id = s.run_id "
         "WHERE s.generation > ? AND r.experiment_id = ? AND r.deleted = 0",
         (since, experiment_id),
     ):

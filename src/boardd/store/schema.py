@@ -6,10 +6,16 @@ from collections.abc import Callable
 
 import apsw
 
-from boardd.store import hparams
-
 #: Marks a SQLite file as a boardd store ("bDsT"); checked on every open.
 APPLICATION_ID = 0x62447354
+
+
+def _backfill_hparams(connection: apsw.Connection) -> None:
+    # Imported here: it decodes protocol buffers, which a reader of the store never needs.
+    from boardd.store import hparams
+
+    hparams.backfill(connection)
+
 
 #: Each entry upgrades the schema from version ``i`` to ``i + 1``; all run in one transaction.
 #: An entry is SQL, or SQL and a function that fills what SQL alone cannot.
@@ -183,7 +189,7 @@ MIGRATIONS: tuple[str | tuple[str, Callable[[apsw.Connection], None]], ...] = (
     # reads them by run and by generation, never decoding a protocol buffer per answer.
     (
         """
-        CREATE TABLE hparams (
+        CREATE TABLE IF NOT EXISTS hparams (
             run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
             -- experiment, session_start or session_end
             kind TEXT NOT NULL,
@@ -193,9 +199,9 @@ MIGRATIONS: tuple[str | tuple[str, Callable[[apsw.Connection], None]], ...] = (
             generation INTEGER NOT NULL,
             PRIMARY KEY (run_id, kind)
         );
-        CREATE INDEX hparams_by_generation ON hparams (generation);
+        CREATE INDEX IF NOT EXISTS hparams_by_generation ON hparams (generation);
         """,
-        hparams.backfill,
+        _backfill_hparams,
     ),
 )
 

@@ -14,7 +14,7 @@ import json
 import math
 import time
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 from starlette.requests import Request
@@ -23,13 +23,23 @@ from starlette.responses import Response
 from boardd.api.common import ExperimentHandle, state_of
 from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, answer, tb_json
-from boardd.data import hparams as data_hparams
-from boardd.proto import hparams_api_pb2 as api
+
+if TYPE_CHECKING:
+    from boardd.proto import hparams_api_pb2 as api
+
+# The engine (and protocol buffers) are imported by the handlers: not on the start path.
 
 PLUGIN = "hparams"
 
 #: TensorBoard's answers (proto3 JSON with defaults) when there is nothing to show.
-EMPTY_EXPERIMENT: dict[str, Any] = dict(data_hparams.EMPTY_EXPERIMENT)
+EMPTY_EXPERIMENT: dict[str, Any] = {
+    "name": "",
+    "description": "",
+    "user": "",
+    "timeCreatedSecs": 0.0,
+    "hparamInfos": [],
+    "metricInfos": [],
+}
 EMPTY_SESSION_GROUPS: dict[str, Any] = {"sessionGroups": [], "totalSize": 0}
 
 
@@ -60,6 +70,8 @@ def status_epoch(request: Request) -> int:
 
 def _source(reader: Reader) -> tuple[ExperimentHandle, apsw.Connection, int] | None:
     """The first addressed experiment whose store has hparams data."""
+    from boardd.data import hparams as data_hparams
+
     for handle, connection, exp_id in reader.experiments():
         if data_hparams.has_hparams(connection, exp_id):
             return handle, connection, exp_id
@@ -72,6 +84,9 @@ def _prefix(reader: Reader, handle: ExperimentHandle) -> str:
 
 async def experiment(request: Request) -> Response:
     """``/data/plugin/hparams/experiment``."""
+    from boardd.data import hparams as data_hparams
+    from boardd.proto import hparams_api_pb2 as api
+
     form = await _request_object(request)
     message = data_hparams.parse_request(form, api.GetExperimentRequest)
 
@@ -88,6 +103,8 @@ async def experiment(request: Request) -> Response:
 def _experiment(
     connection: apsw.Connection, exp_id: int, message: api.GetExperimentRequest
 ) -> dict[str, Any]:
+    from boardd.data import hparams as data_hparams
+
     return data_hparams.experiment_json(
         connection,
         exp_id,
@@ -97,9 +114,15 @@ def _experiment(
 
 
 def _groups(
-    reader: Reader, request: Request, message: api.ListSessionGroupsRequest
+    reader: Reader,
+    request: Request,
+    message: api.ListSessionGroupsRequest,
+    *,
+    with_experiment: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the experiment, the session groups) of a ListSessionGroups request."""
+    """(the experiment if asked for, the session groups) of a ListSessionGroups request."""
+    from boardd.data import hparams as data_hparams
+
     source = _source(reader)
     if source is None:
         return dict(EMPTY_EXPERIMENT), dict(EMPTY_SESSION_GROUPS)
@@ -111,6 +134,8 @@ def _groups(
         idle_seconds=state_of(request).hparams_idle_seconds,
         prefix=_prefix(reader, handle),
     )
+    if not with_experiment:
+        return {}, found
     include = not message.HasField("include_metrics") or message.include_metrics
     exp = data_hparams.experiment_json(connection, exp_id, include_metrics=include)
     return exp, found
@@ -118,6 +143,9 @@ def _groups(
 
 async def session_groups(request: Request) -> Response:
     """``/data/plugin/hparams/session_groups``."""
+    from boardd.data import hparams as data_hparams
+    from boardd.proto import hparams_api_pb2 as api
+
     form = await _request_object(request)
     message = data_hparams.parse_request(form, api.ListSessionGroupsRequest)
     key: Hashable = (form, status_epoch(request))
@@ -126,6 +154,9 @@ async def session_groups(request: Request) -> Response:
 
 async def metric_evals(request: Request) -> Response:
     """``/data/plugin/hparams/metric_evals``: ``[[wall_time, step, value], …]``."""
+    from boardd.data import hparams as data_hparams
+    from boardd.proto import hparams_api_pb2 as api
+
     form = await _request_object(request)
     message = data_hparams.parse_request(form, api.ListMetricEvalsRequest)
 
@@ -157,6 +188,9 @@ async def download_data(request: Request) -> Response:
     """``/data/plugin/hparams/download_data?format=csv|json|latex&columnsVisibility=[…]``: the
     session groups as a table, a column per hparam then per metric (TensorBoard's
     download_data.py)."""
+    from boardd.data import hparams as data_hparams
+    from boardd.proto import hparams_api_pb2 as api
+
     fmt = request.query_params.get("format", "")
     if fmt not in FORMATS:
         raise ApiError(400, f"format={fmt!r}: give one of csv, json, latex")
@@ -175,7 +209,7 @@ async def download_data(request: Request) -> Response:
     key: Hashable = (form, status_epoch(request))
 
     def build(reader: Reader) -> bytes:
-        exp, groups = _groups(reader, request, message)
+        exp, groups = _groups(reader, request, message, with_experiment=True)
         return table(exp, groups, fmt, visibility)
 
     return await answer(request, build, FORMATS[fmt], form=key)
