@@ -15,9 +15,11 @@ from typing import Any
 
 import httpx
 import numpy as np
+from google.protobuf import json_format
 
 from boardd import __version__
 from boardd.client.decode import concat, floats, tensor_datum
+from boardd.client.hparams import Columns, Filter, build_request, session_rows
 from boardd.client.sse import Block, SseParser, StreamEvent, event_of
 from boardd.client.types import (
     BlobSequenceDatum,
@@ -28,6 +30,7 @@ from boardd.client.types import (
     TensorDatum,
     TimeSeries,
 )
+from boardd.proto import hparams_api_pb2
 
 Params = Mapping[str, str | int | Sequence[str] | None]
 
@@ -260,6 +263,51 @@ class Client:
             }
         )
 
+    def hparams(
+        self,
+        *,
+        experiment: str | None = None,
+        sort: str | Sequence[str] | None = None,
+        filters: Mapping[str, Filter] | None = None,
+        statuses: Iterable[str] | None = None,
+    ) -> Any:
+        """The experiment's hyperparameter table as a ``pandas.DataFrame``: a row per session
+        with the columns ``session_group``, ``session``, each hparam, each metric (its tag, or
+        ``group/tag``), ``status`` (``success``, ``failure``, ``running``, ``unknown``); a
+        missing value is NaN in a numeric column, else None. Needs pandas.
+
+        ``sort``: a column or a list of them, ``-`` before a name for descending (``"-accuracy"``);
+        session groups are ordered by it (a group's metric is the average over its sessions),
+        missing values last, the sessions of a group together. ``filters``: column → a regular
+        expression (partial match, string hparams), ``(min, max)`` (numbers; None for an open
+        end) or a list of the values kept. ``statuses``: the statuses kept (default all).
+        ``experiment``: this one instead of the client's.
+        Asks ``/api/v1/hparams/experiment`` for the columns, then
+        ``/api/v1/hparams/session_groups`` (page by page). An unknown column or status raises
+        ValueError; the server's errors raise :class:`BoarddError`."""
+        try:
+            pandas = importlib.import_module("pandas")
+        except ImportError as exc:
+            raise ImportError(
+                "Client.hparams needs pandas, which is not installed: pip install pandas"
+            ) from exc
+        name = experiment if experiment is not None else self.experiment
+        found = hparams_api_pb2.Experiment()
+        json_format.Parse(self._post("/api/v1/hparams/experiment", {}, name), found)
+        columns = Columns.of(found)
+        request = build_request(columns, sort=sort, filters=filters, statuses=statuses)
+        groups: list[hparams_api_pb2.SessionGroup] = []
+        while True:
+            body = json_format.MessageToDict(request)
+            answer = hparams_api_pb2.ListSessionGroupsResponse()
+            text = self._post("/api/v1/hparams/session_groups", body, name)
+            json_format.Parse(text, answer, ignore_unknown_fields=True)
+            groups.extend(answer.session_groups)
+            if not answer.session_groups or len(groups) >= answer.total_size:
+                break
+            request.start_index = len(groups)
+        return pandas.DataFrame(session_rows(columns, groups), columns=columns.names)
+
     def tensors(
         self,
         plugin: str,
@@ -467,6 +515,20 @@ class Client:
             }
             for run, by_tag in answer.items()
         }
+
+    def _post(self, path: str, body: Mapping[str, Any], experiment: str | None) -> bytes:
+        """POSTs ``body`` as JSON (for ``experiment``: None, the server's first); the answer's
+        bytes."""
+        params = {} if experiment is None else {"experiment": experiment}
+        try:
+            response = self._http.post(path.lstrip("/"), params=params, content=json.dumps(body))
+        except httpx.TransportError as exc:
+            raise self._unreachable(exc) from exc
+        except httpx.DecodingError as exc:
+            raise BoarddError(0, "http_error", f"undecodable answer: {exc}") from exc
+        if response.status_code != 200:
+            raise _error_of(response.status_code, response.content)
+        return response.content
 
     def _json(self, path: str, params: Params | None = None) -> Any:
         return json.loads(self._get(path, params or {}))

@@ -1,0 +1,225 @@
+"""``boardd hparams LOGDIR``: the logdir's hyperparameter table (a row per session) in the
+terminal or as CSV, read straight from its store (no server needed)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from boardd.cli.common import fail, settings_failed
+from boardd.config import SettingsError, check_logdir
+from boardd.exitcodes import ExitCode
+
+NAME = "hparams"
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declares the command and its flags."""
+    parser = sub.add_parser(
+        NAME,
+        help="print a logdir's hyperparameter table: a row per session",
+        description=(
+            "Prints the sessions of LOGDIR's hparams experiment (TensorBoard's hparams "
+            "summaries, tensorboardX / PyTorch add_hparams): session group, session, each "
+            "hparam, each metric (its tag, or group/tag), status. Reads LOGDIR's store; when "
+            "no daemon keeps that store current, first brings it up to date (as boardd ingest, "
+            "progress on stderr)."
+        ),
+        epilog=(
+            "Examples: boardd hparams runs/ --sort=-validation/accuracy,learning_rate "
+            "--filter 'optimizer=^adam$' --filter 'learning_rate=0.001..0.1'; "
+            "boardd hparams runs/ --csv > trials.csv"
+        ),
+    )
+    parser.add_argument("logdir", metavar="LOGDIR", help="the TensorBoard logdir")
+    parser.add_argument(
+        "--db",
+        metavar="PATH",
+        help="the store file (default: the logdir's own, as boardd serve and ingest use)",
+    )
+    parser.add_argument(
+        "--sort",
+        metavar="COL[,COL]",
+        default=None,
+        help=(
+            "sort by these columns, the first the most significant; '-' before a name sorts "
+            "descending; missing values last (groups of repeated trials sort by their average)"
+        ),
+    )
+    parser.add_argument(
+        "--filter",
+        metavar="COL=REGEX|COL=MIN..MAX",
+        action="append",
+        default=[],
+        help=(
+            "keep sessions whose COL matches REGEX (partial match; string hparams) or lies in "
+            "[MIN, MAX] (numbers; MIN or MAX may be left out); repeat for several columns"
+        ),
+    )
+    parser.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``boardd hparams``; returns the exit code."""
+    from boardd.client.hparams import Filter, parse_filter, parse_sort
+
+    logdir = Path(args.logdir)
+    try:
+        check_logdir(logdir)
+    except SettingsError as exc:
+        return settings_failed(NAME, exc)
+    filters: dict[str, Filter] = {}
+    try:
+        for text in args.filter:
+            column, spec = parse_filter(text)
+            filters[column] = spec
+        sort = parse_sort(args.sort.split(",") if args.sort else None)
+    except ValueError as exc:
+        return fail(NAME, exc, ExitCode.USAGE)
+    db = _catch_up(logdir, args.db)
+    if isinstance(db, int):
+        return db
+    try:
+        header, rows = _table(db, [("-" if d else "") + c for c, d in sort], filters)
+    except _Failed as exc:
+        return fail(NAME, exc.message, exc.code)
+    out = sys.stdout
+    if args.csv:
+        _write_csv(out, header, rows)
+    else:
+        _write_table(out, header, rows)
+    return ExitCode.OK
+
+
+class _Failed(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def _catch_up(logdir: Path, db: str | None) -> Path | int:
+    """Brings the store up to date unless a daemon holds its writer lease (it keeps the store
+    current itself); the store's path, or an exit code."""
+    from boardd.ingest.oneshot import ingest_logdir
+    from boardd.store.errors import FingerprintMismatchError, LeaseHeldError, StoreError
+    from boardd.store.location import default_store_path
+
+    path = Path(db) if db else default_store_path(logdir)
+    progress = None
+    if sys.stderr.isatty():
+        from boardd.ingest.progress import ProgressLine
+
+        progress = ProgressLine(sys.stderr)
+    try:
+        return ingest_logdir(logdir, path, progress=progress).db
+    except LeaseHeldError:
+        return path  # a daemon keeps it current
+    except FingerprintMismatchError as exc:
+        # Built by a daemon with other settings: what it holds is still the logdir's table.
+        print(f"boardd {NAME}: not brought up to date ({exc})", file=sys.stderr)
+        return path
+    except KeyboardInterrupt:
+        return fail(NAME, "interrupted", ExitCode.INTERRUPTED)
+    except StoreError as exc:
+        return fail(NAME, exc, ExitCode.BAD_STORE)
+    finally:
+        if progress is not None:
+            progress.clear()
+
+
+def _table(
+    db: Path, sort: Sequence[str], filters: dict[str, Any]
+) -> tuple[list[str], list[dict[str, Any]]]:
+    from boardd.client.hparams import Columns, build_request, session_rows
+    from boardd.data import experiments
+    from boardd.data import hparams as data_hparams
+    from boardd.data.errors import DataError
+    from boardd.store.connection import open_reader
+    from boardd.store.errors import StoreError
+
+    try:
+        connection = open_reader(db)
+    except StoreError as exc:
+        raise _Failed(str(exc), ExitCode.BAD_STORE) from exc
+    try:
+        row = experiments.experiment(connection)
+        if row is None or not data_hparams.has_hparams(connection, row.id):
+            raise _Failed(
+                "no hparams in this logdir (no hparams summaries: TensorBoard's hparams API, "
+                "or add_hparams of tensorboardX / PyTorch)",
+                ExitCode.ERROR,
+            )
+        columns = Columns.of(data_hparams.experiment(connection, row.id))
+        try:
+            request = build_request(columns, sort=sort or None, filters=filters)
+        except ValueError as exc:
+            raise _Failed(str(exc), ExitCode.USAGE) from exc
+        groups = []
+        while True:
+            try:
+                answer = data_hparams.list_session_groups(connection, row.id, request)
+            except DataError as exc:
+                raise _Failed(str(exc), ExitCode.USAGE) from exc
+            groups.extend(answer.session_groups)
+            if not answer.session_groups or len(groups) >= answer.total_size:
+                break
+            request.start_index = len(groups)
+        return columns.names, session_rows(columns, groups)
+    finally:
+        connection.close()
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _write_csv(out: TextIO, header: list[str], rows: list[dict[str, Any]]) -> None:
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(
+            [
+                "" if row[c] is None else repr(row[c]) if isinstance(row[c], float) else row[c]
+                for c in header
+            ]
+        )
+
+
+def _write_table(out: TextIO, header: list[str], rows: list[dict[str, Any]]) -> None:
+    """Aligned columns (numbers to the right), a missing value as ``-``."""
+    cells = [[_text(row[c]) or "-" for c in header] for row in rows]
+    numeric = [
+        all(
+            (isinstance(row[c], int | float) and not isinstance(row[c], bool)) or row[c] is None
+            for row in rows
+        )
+        for c in header
+    ]
+    widths = [max([len(h), *(len(line[i]) for line in cells)]) for i, h in enumerate(header)]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        ).rstrip()
+
+    out.write(line(header) + "\n")
+    out.write("  ".join("-" * w for w in widths) + "\n")
+    for values in cells:
+        out.write(line(values) + "\n")
+    out.write(f"({len(rows)} session{'s' if len(rows) != 1 else ''})\n")

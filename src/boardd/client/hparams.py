@@ -1,0 +1,191 @@
+"""Hyperparameter tables: a row per session from the hparams API's messages, and the
+ListSessionGroups request that a sort, filters and statuses given by column name stand for.
+Shared by :meth:`boardd.client.Client.hparams` (over HTTP) and ``boardd hparams`` (on a store).
+
+The columns, in order: ``session_group``, ``session``, each hparam (the experiment's order),
+each metric (named by its tag, or ``group/tag`` when its group is not empty), ``status``
+(``success``, ``failure``, ``running`` or ``unknown``). A metric a session has not logged, or
+an hparam it does not set, is None.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import struct_pb2
+
+from boardd.proto import hparams_api_pb2 as api
+
+#: The columns every table has besides its hparams and metrics.
+GROUP, SESSION, STATUS = "session_group", "session", "status"
+#: Status names as the table spells them (the API's enum names without ``STATUS_``).
+STATUS_NAMES = {
+    api.STATUS_UNKNOWN: "unknown",
+    api.STATUS_SUCCESS: "success",
+    api.STATUS_FAILURE: "failure",
+    api.STATUS_RUNNING: "running",
+}
+#: A filter by column: a regular expression (partial match, string hparams), an interval
+#: ``(min, max)`` (numbers; None for an open end), or a list of the values allowed.
+Filter = str | tuple[float | None, float | None] | Sequence[str | float | bool]
+
+
+def metric_label(name: api.MetricName) -> str:
+    """A metric's column name: its tag, or ``group/tag``."""
+    return f"{name.group}/{name.tag}" if name.group else name.tag
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The hparam and metric columns of an experiment."""
+
+    hparams: list[str]
+    metrics: dict[str, api.MetricName]
+
+    @classmethod
+    def of(cls, experiment: api.Experiment) -> Columns:
+        return cls(
+            [info.name for info in experiment.hparam_infos],
+            {metric_label(info.name): info.name for info in experiment.metric_infos},
+        )
+
+    @property
+    def names(self) -> list[str]:
+        """Every column of the table, in order."""
+        return [GROUP, SESSION, *self.hparams, *self.metrics, STATUS]
+
+    def col_params(self, column: str) -> api.ColParams:
+        """The ColParams naming ``column`` (ValueError for a column that is neither)."""
+        if column in self.metrics:
+            return api.ColParams(metric=self.metrics[column])
+        if column in self.hparams:
+            return api.ColParams(hparam=column)
+        known = ", ".join([*self.hparams, *self.metrics]) or "none"
+        raise ValueError(f"no hparam or metric column {column!r} (the columns: {known})")
+
+
+def parse_sort(sort: str | Sequence[str] | None) -> list[tuple[str, bool]]:
+    """``"lr"``, ``"-accuracy"`` or a list of them (``-``: descending) → (column, descending)."""
+    if sort is None:
+        return []
+    words = [sort] if isinstance(sort, str) else list(sort)
+    out: list[tuple[str, bool]] = []
+    for word in words:
+        descending = word.startswith("-")
+        name = word[1:] if descending else word
+        if not name:
+            raise ValueError(f"sort by {word!r}: name a column")
+        out.append((name, descending))
+    return out
+
+
+def parse_filter(text: str) -> tuple[str, Filter]:
+    """The command line's ``COL=REGEX`` or ``COL=MIN..MAX`` (numbers, either may be left out)
+    → (column, filter). ValueError says what is wrong."""
+    column, sep, spec = text.partition("=")
+    if not sep or not column:
+        raise ValueError(f"filter {text!r}: write COL=REGEX or COL=MIN..MAX")
+    lo, dots, hi = spec.partition("..")
+    if dots and _is_number_or_empty(lo) and _is_number_or_empty(hi):
+        if not lo.strip() and not hi.strip():
+            raise ValueError(f"filter {text!r}: give MIN, MAX or both around '..'")
+        low = float(lo) if lo.strip() else None
+        high = float(hi) if hi.strip() else None
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"filter {text!r}: MIN {low:g} is above MAX {high:g}")
+        return column, (low, high)
+    try:
+        re.compile(spec)
+    except re.error as exc:
+        raise ValueError(f"filter {text!r}: {spec!r} is no regular expression ({exc})") from exc
+    return column, spec
+
+
+def _is_number_or_empty(text: str) -> bool:
+    if not text.strip():
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _value(value: str | float | bool) -> struct_pb2.Value:
+    out = struct_pb2.Value()
+    if isinstance(value, bool):
+        out.bool_value = value
+    elif isinstance(value, int | float):
+        out.number_value = float(value)
+    else:
+        out.string_value = str(value)
+    return out
+
+
+def build_request(
+    columns: Columns,
+    *,
+    sort: str | Sequence[str] | None = None,
+    filters: Mapping[str, Filter] | None = None,
+    statuses: Iterable[str] | None = None,
+) -> api.ListSessionGroupsRequest:
+    """The ListSessionGroupsRequest for a sort (columns, ``-`` for descending; missing values
+    last), filters by column and the statuses kept (names of :data:`STATUS_NAMES`; None: all).
+    ValueError names an unknown column or status."""
+    request = api.ListSessionGroupsRequest()
+    if statuses is None:
+        request.allowed_statuses.extend(STATUS_NAMES)
+    else:
+        by_name = {v: k for k, v in STATUS_NAMES.items()}
+        for status in [statuses] if isinstance(statuses, str) else statuses:
+            key = status.lower().removeprefix("status_")
+            if key not in by_name:
+                raise ValueError(f"status {status!r}: one of {', '.join(by_name)}")
+            request.allowed_statuses.append(by_name[key])
+    params: dict[str, api.ColParams] = {}
+    for column, descending in parse_sort(sort):
+        col = params.setdefault(column, columns.col_params(column))
+        col.order = api.ORDER_DESC if descending else api.ORDER_ASC
+    for column, spec in (filters or {}).items():
+        col = params.setdefault(column, columns.col_params(column))
+        if isinstance(spec, str):
+            col.filter_regexp = spec
+        elif isinstance(spec, tuple) and len(spec) == 2:
+            low, high = spec
+            col.filter_interval.min_value = -math.inf if low is None else float(low)
+            col.filter_interval.max_value = math.inf if high is None else float(high)
+        else:
+            col.filter_discrete.values.extend(_value(v) for v in spec)
+    # The sort columns first, in the order given (their order is the sort's significance).
+    request.col_params.extend(params.values())
+    request.aggregation_type = api.AGGREGATION_AVG
+    request.slice_size = 1_000
+    return request
+
+
+def _python(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind in ("number_value", "string_value", "bool_value"):
+        return getattr(value, kind)
+    return None
+
+
+def session_rows(columns: Columns, groups: Iterable[api.SessionGroup]) -> list[dict[str, Any]]:
+    """A row per session of ``groups`` (in their order): column → value."""
+    rows: list[dict[str, Any]] = []
+    for group in groups:
+        hparams = {name: _python(group.hparams[name]) for name in group.hparams}
+        for session in group.sessions:
+            row: dict[str, Any] = {GROUP: group.name, SESSION: session.name}
+            for name in columns.hparams:
+                row[name] = hparams.get(name)
+            values = {metric_label(mv.name): mv.value for mv in session.metric_values}
+            for label in columns.metrics:
+                row[label] = values.get(label)
+            row[STATUS] = STATUS_NAMES.get(session.status, "unknown")
+            rows.append(row)
+    return rows
