@@ -36,6 +36,7 @@ from boardd.api.routes import ROUTES, Query, RouteDef
 from boardd.api.routing import IndexedRouter
 from boardd.api.stream import HEARTBEAT_SECONDS, LiveStreams
 from boardd.api.tensorboard import webui
+from boardd.api.tensorboard.common import CachedAnswers
 from boardd.cache import (
     DEFAULT_DISK_BYTES,
     DEFAULT_MAX_BYTES,
@@ -125,7 +126,11 @@ def create_app(
     handlers: dict[str, Handler] = {**HANDLERS, "stream": stream}
     app = Starlette(
         lifespan=lifespan,
-        middleware=[Middleware(Guard, token=token)],
+        middleware=[
+            Middleware(Guard, token=token),
+            # After the guard: a cached TensorBoard answer is sent before routing.
+            Middleware(CachedAnswers, paths=tensorboard.cached_paths()),
+        ],
         exception_handlers={
             ApiError: handle_api_error,
             DataError: handle_data_error,
@@ -156,6 +161,30 @@ def _route(route: RouteDef, handler: Handler) -> Route:
     return Route(route.path, endpoint, methods=list(route.methods), name=route.operation_id)
 
 
+#: Seconds after start-up before the disk tier opens unless something waits for it sooner: the
+#: first answers need only the memory tier, and need the CPU (opening imports diskcache).
+DISK_OPEN_DELAY = 1.0
+
+
+class _DiskOpening(threading.Thread):
+    """Opens the disk tier after :data:`DISK_OPEN_DELAY` seconds, or at once when something
+    waits for it (:meth:`join`: what uses the disk tier, and the shutdown)."""
+
+    def __init__(self, open_tier: Callable[[], None], delay: float) -> None:
+        super().__init__(name="boardd-disk-open", daemon=True)
+        self._open_tier = open_tier
+        self._delay = delay
+        self._now = threading.Event()
+
+    def run(self) -> None:
+        self._now.wait(self._delay)
+        self._open_tier()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._now.set()
+        super().join(timeout)
+
+
 def _open_disk_tier(
     tiers: TwoTierCache, directory: Path | None, max_bytes: int
 ) -> threading.Thread | None:
@@ -172,7 +201,7 @@ def _open_disk_tier(
                 "disk cache %s cannot be opened (%s): caching in memory only", directory, exc
             )
 
-    thread = threading.Thread(target=open_tier, name="boardd-disk-open", daemon=True)
+    thread = _DiskOpening(open_tier, DISK_OPEN_DELAY)
     thread.start()
     return thread
 
