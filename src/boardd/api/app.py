@@ -117,6 +117,7 @@ def create_app(
             for handle in handles.values():
                 handle.pool.close()
             if opening is not None:
+                opening.cancel()
                 await run_in_threadpool(opening.join)
             await run_in_threadpool(tiers.close)
 
@@ -175,10 +176,17 @@ class _DiskOpening(threading.Thread):
         self._open_tier = open_tier
         self._delay = delay
         self._now = threading.Event()
+        self._cancelled = False
 
     def run(self) -> None:
         self._now.wait(self._delay)
-        self._open_tier()
+        if not self._cancelled:
+            self._open_tier()
+
+    def cancel(self) -> None:
+        """Do not open it if it has not begun to (the app stops)."""
+        self._cancelled = True
+        self._now.set()
 
     def join(self, timeout: float | None = None) -> None:
         self._now.set()
@@ -187,7 +195,7 @@ class _DiskOpening(threading.Thread):
 
 def _open_disk_tier(
     tiers: TwoTierCache, directory: Path | None, max_bytes: int
-) -> threading.Thread | None:
+) -> _DiskOpening | None:
     """Starts opening the disk tier into ``tiers`` (it stays without one if it cannot be
     opened: memory only); returns the thread doing it, or None (no disk tier asked for)."""
     if directory is None:
