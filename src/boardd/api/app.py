@@ -117,7 +117,6 @@ def create_app(
             for handle in handles.values():
                 handle.pool.close()
             if opening is not None:
-                opening.cancel()
                 await run_in_threadpool(opening.join)
             await run_in_threadpool(tiers.close)
 
@@ -162,40 +161,9 @@ def _route(route: RouteDef, handler: Handler) -> Route:
     return Route(route.path, endpoint, methods=list(route.methods), name=route.operation_id)
 
 
-#: Seconds after start-up before the disk tier opens unless something waits for it sooner: the
-#: first answers need only the memory tier, and need the CPU (opening imports diskcache).
-DISK_OPEN_DELAY = 1.0
-
-
-class _DiskOpening(threading.Thread):
-    """Opens the disk tier after :data:`DISK_OPEN_DELAY` seconds, or at once when something
-    waits for it (:meth:`join`: what uses the disk tier, and the shutdown)."""
-
-    def __init__(self, open_tier: Callable[[], None], delay: float) -> None:
-        super().__init__(name="boardd-disk-open", daemon=True)
-        self._open_tier = open_tier
-        self._delay = delay
-        self._now = threading.Event()
-        self._cancelled = False
-
-    def run(self) -> None:
-        self._now.wait(self._delay)
-        if not self._cancelled:
-            self._open_tier()
-
-    def cancel(self) -> None:
-        """Do not open it if it has not begun to (the app stops)."""
-        self._cancelled = True
-        self._now.set()
-
-    def join(self, timeout: float | None = None) -> None:
-        self._now.set()
-        super().join(timeout)
-
-
 def _open_disk_tier(
     tiers: TwoTierCache, directory: Path | None, max_bytes: int
-) -> _DiskOpening | None:
+) -> threading.Thread | None:
     """Starts opening the disk tier into ``tiers`` (it stays without one if it cannot be
     opened: memory only); returns the thread doing it, or None (no disk tier asked for)."""
     if directory is None:
@@ -209,7 +177,7 @@ def _open_disk_tier(
                 "disk cache %s cannot be opened (%s): caching in memory only", directory, exc
             )
 
-    thread = _DiskOpening(open_tier, DISK_OPEN_DELAY)
+    thread = threading.Thread(target=open_tier, name="boardd-disk-open", daemon=True)
     thread.start()
     return thread
 
