@@ -1,8 +1,7 @@
 """``boardd serve``: the whole daemon in one process — ingest threads, watcher, HTTP server.
 
 Life cycle: bind the port (so a port in use fails fast, before any store is touched), open the
-stores while the HTTP server starts (READY=1 and the port file once they are open and the
-server listens), catch up and go live; SIGTERM or
+stores (READY=1 once they are open and the port is bound), catch up and go live; SIGTERM or
 SIGINT stops taking work, commits the current batch, releases the leases, checkpoints the WAL
 and exits 0; SIGHUP rescans every logdir now. systemd's watchdog is fed from the ingest loops,
 so a hung ingest is noticed.
@@ -116,16 +115,9 @@ def open_url(base: str, token: str | None) -> str:
 class _Server(Server):
     """uvicorn's server with boardd's own signal handling (SIGHUP rescans; no re-raise)."""
 
-    def __init__(self, config: uvicorn.Config, service: Service, sock: socket.socket) -> None:
+    def __init__(self, config: uvicorn.Config, service: Service) -> None:
         super().__init__(config)
         self._service = service
-        self._sock = sock
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        if self.started and not self.should_exit:
-            # Listening: announced (port file, READY=1) once the stores are open too.
-            self._service.listening(self._sock)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -177,8 +169,6 @@ class Service:
         ]
         self._server: _Server | None = None
         self._stopping = threading.Event()
-        #: Orders the port file's writing (once ready) and its removal (at shutdown).
-        self._announce_lock = threading.Lock()
 
     def run(self, sock: socket.socket) -> bool:
         """Serves until SIGTERM/SIGINT; returns after a clean shutdown.
@@ -186,10 +176,6 @@ class Service:
         Returns False if the HTTP server never started (its startup failed): the process must
         then exit non-zero so that systemd's Restart=on-failure applies.
         """
-        # The stores open in the runners' threads while the app is built and the server starts
-        # (see listening()); the store a restart serves is answered from as soon as it listens.
-        for runner in self.runners:
-            runner.start()
         app = create_app(
             self.settings.experiments,
             status={r.spec.name: _status_of(r) for r in self.runners},
@@ -203,7 +189,17 @@ class Service:
             sampling=self.settings.sampling,
         )
         config = server_config(app, graceful=3.0)
-        self._server = _Server(config, self, sock)
+        self._server = _Server(config, self)
+        for runner in self.runners:
+            runner.start()
+        for runner in self.runners:
+            runner.opened.wait()
+        self._write_port_file(sock)
+        self.notifier.ready(self._status_line())
+        status_thread = threading.Thread(
+            target=self._report_status, name="boardd-status", daemon=True
+        )
+        status_thread.start()
         try:
             asyncio.run(self._server.serve(sockets=[sock]))
         finally:
@@ -212,24 +208,6 @@ class Service:
             log.error("the HTTP server failed to start; see the messages above")
             return False
         return True
-
-    def listening(self, sock: socket.socket) -> None:
-        """Called once the HTTP server listens: the port file and READY=1 follow as soon as
-        every store is open (in a thread: the server answers meanwhile), then the status line
-        is kept current."""
-        threading.Thread(
-            target=self._announce, args=(sock,), name="boardd-status", daemon=True
-        ).start()
-
-    def _announce(self, sock: socket.socket) -> None:
-        for runner in self.runners:
-            runner.opened.wait()
-        with self._announce_lock:
-            if self._stopping.is_set():
-                return
-            self._write_port_file(sock)
-        self.notifier.ready(self._status_line())
-        self._report_status()
 
     def handle_stop(self, signum: int, frame: FrameType | None) -> None:
         """SIGTERM/SIGINT: a second one while stopping forces the HTTP server down."""
@@ -250,8 +228,7 @@ class Service:
 
     def shutdown(self) -> None:
         """Stops the runners (final commit, lease release, checkpoint); idempotent."""
-        with self._announce_lock:
-            self._stopping.set()
+        self._stopping.set()
         self.notifier.stopping()
         for runner in self.runners:
             runner.stop()
