@@ -19,6 +19,11 @@ LATER = (
     "watchdog",
     "diskcache",
     "boardd.ingest.pool",
+    # TensorBoard's UI is located in its package, never imported (importing it takes seconds);
+    # text descriptions are rendered by the first route that needs them.
+    "tensorboard",
+    "markdown",
+    "bleach",
 )
 
 

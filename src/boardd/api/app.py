@@ -36,6 +36,7 @@ from boardd.api.routes import ROUTES, Query, RouteDef
 from boardd.api.routing import IndexedRouter
 from boardd.api.stream import HEARTBEAT_SECONDS, LiveStreams
 from boardd.api.tensorboard import webui
+from boardd.api.tensorboard.common import CachedAnswers
 from boardd.cache import (
     DEFAULT_DISK_BYTES,
     DEFAULT_MAX_BYTES,
@@ -129,7 +130,11 @@ def create_app(
     handlers: dict[str, Handler] = {**HANDLERS, "stream": stream}
     app = Starlette(
         lifespan=lifespan,
-        middleware=[Middleware(Guard, token=token)],
+        middleware=[
+            Middleware(Guard, token=token),
+            # After the guard: a cached TensorBoard answer is sent before routing.
+            Middleware(CachedAnswers, paths=tensorboard.cached_paths()),
+        ],
         exception_handlers={
             ApiError: handle_api_error,
             DataError: handle_data_error,

@@ -194,15 +194,62 @@ def cached_reply(
 
 def reply(request: Request, cache: ResponseCache, key: Hashable, entry: Encoded) -> Response:
     """The response for a cached entry: 304 on a matching ETag, gzip when accepted."""
-    if entry.etag in _etags(request.headers.get("if-none-match", "")):
-        return Response(status_code=304, headers={"etag": entry.etag})
-    headers = {"etag": entry.etag, "cache-control": "no-cache", "vary": "accept-encoding"}
-    if len(entry.body) >= GZIP_MIN_BYTES and "gzip" in request.headers.get("accept-encoding", ""):
-        compressed = entry.gzipped()
+    status, headers, body = _cached_answer(
+        request.headers.get("if-none-match", ""),
+        request.headers.get("accept-encoding", ""),
+        cache,
+        key,
+        entry,
+    )
+    response = Response(body, status_code=status)
+    response.raw_headers = headers
+    return response
+
+
+#: An ASGI response's start and body messages.
+RawAnswer = tuple[dict[str, Any], dict[str, Any]]
+
+
+def raw_reply(
+    headers: list[tuple[bytes, bytes]], cache: ResponseCache, key: Hashable, entry: Encoded
+) -> RawAnswer:
+    """:func:`reply` as ASGI messages, from a request's raw headers (for an answer sent
+    without Starlette's request and response objects)."""
+    if_none_match = accept_encoding = None
+    for name, value in headers:
+        if name == b"if-none-match":
+            if if_none_match is None:
+                if_none_match = value.decode("latin-1")
+        elif name == b"accept-encoding" and accept_encoding is None:
+            accept_encoding = value.decode("latin-1")
+    status, raw, body = _cached_answer(
+        if_none_match or "", accept_encoding or "", cache, key, entry
+    )
+    return (
+        {"type": "http.response.start", "status": status, "headers": raw},
+        {"type": "http.response.body", "body": body},
+    )
+
+
+def _cached_answer(
+    if_none_match: str, accept_encoding: str, cache: ResponseCache, key: Hashable, entry: Encoded
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """Status, headers (as Starlette would send them) and body of a cached entry's answer."""
+    etag = entry.etag.encode("latin-1")
+    if if_none_match and entry.etag in _etags(if_none_match):
+        return 304, [(b"etag", etag)], b""
+    headers = [(b"etag", etag), (b"cache-control", b"no-cache"), (b"vary", b"accept-encoding")]
+    body = entry.body
+    if len(body) >= GZIP_MIN_BYTES and "gzip" in accept_encoding:
+        body = entry.gzipped()
         cache.resize(key, entry)
-        headers["content-encoding"] = "gzip"
-        return Response(compressed, media_type=entry.media_type, headers=headers)
-    return Response(entry.body, media_type=entry.media_type, headers=headers)
+        headers.append((b"content-encoding", b"gzip"))
+    media_type = entry.media_type
+    if media_type.startswith("text/") and "charset=" not in media_type.lower():
+        media_type += "; charset=utf-8"  # as Starlette's Response adds it
+    headers.append((b"content-length", str(len(body)).encode("latin-1")))
+    headers.append((b"content-type", media_type.encode("latin-1")))
+    return 200, headers, body
 
 
 def _through_disk(

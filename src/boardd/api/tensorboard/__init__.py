@@ -21,7 +21,7 @@ from boardd.api.tensorboard import (
     text,
     timeseries,
 )
-from boardd.api.tensorboard.common import EXPERIMENT_PARAM, cached_first
+from boardd.api.tensorboard.common import CACHED_FIRST, EXPERIMENT_PARAM, cached_first
 
 #: The mount points of the data routes.
 PREFIXES = ("", "/tensorboard")
@@ -83,3 +83,11 @@ def routes() -> list[BaseRoute]:
         out.append(Mount(f"{prefix}/data", app=inner))
         out.append(Mount(f"{prefix}/experiment/{{{EXPERIMENT_PARAM}}}/data", app=inner))
     return out
+
+
+def cached_paths() -> frozenset[str]:
+    """The data routes (under a ``data`` mount) that look in the cache first: their hits are
+    answered before routing (:class:`~boardd.api.tensorboard.common.CachedAnswers`)."""
+    return frozenset(
+        r.path for r in data_routes() if isinstance(r, Route) and r.endpoint in CACHED_FIRST
+    )
