@@ -109,6 +109,9 @@ class PassResult:
     commits: int = 0
     files_changed: list[str] = field(default_factory=list)
     runs_deleted: list[str] = field(default_factory=list)
+    #: CPU seconds (this thread's) spent finding what to read: the walk and the life-cycle
+    #: checks, not creating records nor reading: about what a pass with nothing new costs.
+    scan_cpu_seconds: float = 0.0
 
 
 @dataclass(slots=True)
@@ -198,6 +201,10 @@ class Ingestor:
         self._known: _Known | None = None
         #: The runs (and problems) :meth:`pending_bytes` found, for the next pass to take.
         self._found: tuple[dict[str, list[SourceFile]], list[DiscoveryProblem]] | None = None
+        #: CPU seconds :meth:`pending_bytes` spent walking the logdir (for scan_cpu_seconds).
+        self._found_cpu = 0.0
+        #: CPU seconds the current pass spent creating records (not part of its scan).
+        self._create_cpu = 0.0
 
     @property
     def problems(self) -> list[Problem]:
@@ -211,8 +218,10 @@ class Ingestor:
         (a catch-up sizes itself, then reads: one walk of 10,000 runs, not two)."""
         total = 0
         known = self._load_known()
+        cpu = time.thread_time()
         found = self.source.runs()
         self._found = found, self.source.problems()
+        self._found_cpu = time.thread_time() - cpu
         for run, files in found.items():
             run_id = known.runs.get(run)
             records = known.files.get(run_id, {}) if run_id is not None else {}
@@ -229,8 +238,11 @@ class Ingestor:
         """
         result = PassResult()
         self._reported = set()
+        cpu = time.thread_time()
+        self._create_cpu = 0.0
         if self._found is not None:
             (found, problems), self._found = self._found, None
+            cpu -= self._found_cpu
         else:
             found, problems = self.source.runs(), self.source.problems()
         for problem in problems:
@@ -242,6 +254,7 @@ class Ingestor:
             works = self._prepare_pass(found, result)
         finally:
             self._known = None
+        result.scan_cpu_seconds = max(0.0, time.thread_time() - cpu - self._create_cpu)
         total = sum(w.left() for w in works)
         runs = {w.run_id for w in works}
         workers = self._workers_for(total, len(works), len(runs))
@@ -303,6 +316,7 @@ class Ingestor:
         ]
         if not new_runs and not new_files:
             return
+        cpu = time.thread_time()
 
         def create() -> None:
             for run in new_runs:
@@ -326,6 +340,7 @@ class Ingestor:
                 known.files.setdefault(run_id, {})[file.key] = record
 
         self._with_transaction(result, create)
+        self._create_cpu += time.thread_time() - cpu
 
     def ingest_files(
         self,
