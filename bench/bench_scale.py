@@ -183,9 +183,11 @@ class Boardd:
         raise RuntimeError(f"boardd did not complete in {timeout:.0f} s:\n{self.log()[-3000:]}")
 
     def cpu_seconds(self) -> float:
+        """User + system time of the daemon and of its children that ended (the decode
+        worker of a catch-up over many files)."""
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         ticks = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / ticks
+        return sum(int(f) for f in fields[11:15]) / ticks
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

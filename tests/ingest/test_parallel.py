@@ -217,3 +217,40 @@ def test_big_tasks_never_wait_on_untaken_answers(logdir: Path) -> None:
         assert [pool.wait()[0] for _ in range(8)] == list(range(8))
     finally:
         pool.close()
+
+
+def test_many_small_files_are_decoded_by_a_worker_several_to_a_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 10,000 runs of one small file: per file, decoding costs about what committing does, so
+    # a pass over many files uses a (spawned: the daemon has threads) worker however few bytes
+    # it reads, and sends it many files per task. The store is what a sequential ingest makes.
+    root = tmp_path / "logs"
+    for r in range(40):
+        with SummaryWriter(str(root / f"run{r:02d}")) as w:
+            for step in range(20 + r):
+                w.add_scalar("loss", float(step) / (r + 1), step)
+    sent: list[object] = []
+    submit = WorkerPool.submit
+
+    def recording(self: WorkerPool, worker: int, task: object, tag: object) -> None:
+        sent.append(task)
+        submit(self, worker, task, tag)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(WorkerPool, "submit", recording)
+    dbs = {}
+    for name, workers in (("seq", 1), ("par", None)):
+        dbs[name] = tmp_path / name / "store.sqlite"
+        with WriteSession(dbs[name], root) as session:
+            ingestor = Ingestor(session.writer, root, workers=workers, parallel_min_files=10)
+            if workers is None:
+                ingestor.many_files_workers = 2  # whatever this machine's CPUs
+                ingestor.fork = False
+            ingestor.run_pass()
+            ingestor.close()
+    assert sent and all(isinstance(t, list) for t in sent)
+    assert max(len(t) for t in sent) > 1
+    seq, par = _dump(dbs["seq"]), _dump(dbs["par"])
+    assert seq["scalars"]
+    for key in seq:
+        assert seq[key] == par[key], key

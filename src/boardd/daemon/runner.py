@@ -586,12 +586,17 @@ class ExperimentRunner:
         watcher.stop()
 
     def _timed_pass(self, progress: Progress) -> PassResult:
-        """A full pass; one that read nothing sets the safety rescan's interval by its CPU."""
+        """A full pass; sets the safety rescan's interval by what a pass with nothing new
+        costs: this one's CPU if it read nothing, else the part it spent finding what to read
+        (so that the first rescan after a catch-up is spaced already)."""
         assert self._ingestor is not None
         cpu = time.thread_time()
         result = self._ingestor.run_pass(progress=progress)
-        if result.bytes_read == 0 and not self._ingestor.stop_requested():
-            self._idle_pass_cpu = time.thread_time() - cpu
+        if not self._ingestor.stop_requested():
+            if result.bytes_read == 0:
+                self._idle_pass_cpu = time.thread_time() - cpu
+            else:
+                self._idle_pass_cpu = result.scan_cpu_seconds
             configured = self.settings.rescan_interval
             self.rescan_interval = min(
                 max(configured, self._idle_pass_cpu / RESCAN_CPU_SHARE),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -77,6 +79,10 @@ class ReadPool:
                     if self._identity is not None:
                         self.swaps += 1
                     self._identity = identity
+            # The connection goes with its thread: anyio retires a worker thread idle for 10 s
+            # and starts new ones for the next burst of requests, and each kept the connection
+            # of a thread gone, with its page cache and statements (a soak's RSS crept up).
+            weakref.finalize(threading.current_thread(), self._close_one, connection)
         return connection
 
     @property
@@ -97,6 +103,14 @@ class ReadPool:
         except OSError:
             return None
         return (st.st_dev, st.st_ino)
+
+    def _close_one(self, connection: apsw.Connection) -> None:
+        """Closes the connection of a thread that ended (any thread may run this)."""
+        with self._lock:
+            if connection in self._all:
+                self._all.remove(connection)
+        with contextlib.suppress(apsw.Error):
+            connection.close()
 
     def _forget(self, connection: apsw.Connection) -> None:
         with self._lock:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from boardd.ingest.batching import Pending, coalesce
-from boardd.ingest.parallel import ReadyRuns, can_fork, default_workers
+from boardd.ingest.parallel import ReadyRuns, can_fork, default_workers, many_files_workers
 from boardd.ingest.progress import Progress
 from boardd.ingest.sources import (
     ByteSource,
@@ -65,11 +65,18 @@ DEFAULT_BATCH_BYTES = 8 * 2**20
 
 #: A catch-up of at least this many bytes over several runs is decoded in worker processes.
 DEFAULT_PARALLEL_MIN_BYTES = 64 * 2**20
+#: A pass over at least this many files with something to read (of several runs) is decoded
+#: in worker processes too, however few bytes: per file, decoding costs about what committing
+#: does (bench/bench_scale.py: 10,000 runs × 1 small file).
+DEFAULT_PARALLEL_MIN_FILES = 1000
 #: How much of a file one worker task decodes before handing the batches back.
 SEGMENT_BYTES = 8 * 2**20
 #: While workers run, this process decodes in smaller batches: it also holds what they send.
 #: (bench_ingest (a): the tree's PSS drops from ~145 to ~125 MiB, time within noise.)
 HERE_BATCH_BYTES = 4 * 2**20
+#: Small files are sent to a worker several to a task, up to this many bytes and files.
+GROUP_BYTES = 2**20
+GROUP_FILES = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +109,9 @@ class PassResult:
     commits: int = 0
     files_changed: list[str] = field(default_factory=list)
     runs_deleted: list[str] = field(default_factory=list)
+    #: CPU seconds (this thread's) spent finding what to read: the walk and the life-cycle
+    #: checks, not creating records nor reading: about what a pass with nothing new costs.
+    scan_cpu_seconds: float = 0.0
 
 
 @dataclass(slots=True)
@@ -155,6 +165,7 @@ class Ingestor:
         batch_bytes: int = DEFAULT_BATCH_BYTES,
         workers: int | None = None,
         parallel_min_bytes: int = DEFAULT_PARALLEL_MIN_BYTES,
+        parallel_min_files: int = DEFAULT_PARALLEL_MIN_FILES,
         segment_bytes: int = SEGMENT_BYTES,
         fork: bool = True,
     ) -> None:
@@ -167,7 +178,10 @@ class Ingestor:
         self.commit_seconds = commit_seconds
         self.batch_bytes = batch_bytes
         self.workers = default_workers() if workers is None else workers
+        #: Decoders for a pass over many small files: worth a spawned worker from 2 CPUs up.
+        self.many_files_workers = many_files_workers() if workers is None else workers
         self.parallel_min_bytes = parallel_min_bytes
+        self.parallel_min_files = parallel_min_files
         self.segment_bytes = segment_bytes
         #: Whether decode workers may be forked (when :func:`can_fork`), not spawned.
         self.fork = fork
@@ -187,6 +201,10 @@ class Ingestor:
         self._known: _Known | None = None
         #: The runs (and problems) :meth:`pending_bytes` found, for the next pass to take.
         self._found: tuple[dict[str, list[SourceFile]], list[DiscoveryProblem]] | None = None
+        #: CPU seconds :meth:`pending_bytes` spent walking the logdir (for scan_cpu_seconds).
+        self._found_cpu = 0.0
+        #: CPU seconds the current pass spent creating records (not part of its scan).
+        self._create_cpu = 0.0
 
     @property
     def problems(self) -> list[Problem]:
@@ -200,8 +218,10 @@ class Ingestor:
         (a catch-up sizes itself, then reads: one walk of 10,000 runs, not two)."""
         total = 0
         known = self._load_known()
+        cpu = time.thread_time()
         found = self.source.runs()
         self._found = found, self.source.problems()
+        self._found_cpu = time.thread_time() - cpu
         for run, files in found.items():
             run_id = known.runs.get(run)
             records = known.files.get(run_id, {}) if run_id is not None else {}
@@ -218,8 +238,11 @@ class Ingestor:
         """
         result = PassResult()
         self._reported = set()
+        cpu = time.thread_time()
+        self._create_cpu = 0.0
         if self._found is not None:
             (found, problems), self._found = self._found, None
+            cpu -= self._found_cpu
         else:
             found, problems = self.source.runs(), self.source.problems()
         for problem in problems:
@@ -231,10 +254,12 @@ class Ingestor:
             works = self._prepare_pass(found, result)
         finally:
             self._known = None
+        result.scan_cpu_seconds = max(0.0, time.thread_time() - cpu - self._create_cpu)
         total = sum(w.left() for w in works)
         runs = {w.run_id for w in works}
-        if self.workers > 1 and total >= self.parallel_min_bytes and len(runs) > 1:
-            self._read_parallel(works, result, progress, total)
+        workers = self._workers_for(total, len(works), len(runs))
+        if workers > 1:
+            self._read_parallel(works, result, progress, total, workers)
         else:
             for work in works:
                 if self.stop_requested():
@@ -243,6 +268,16 @@ class Ingestor:
         self._flush(result)
         self._end_full_pass()
         return result
+
+    def _workers_for(self, total: int, files: int, runs: int) -> int:
+        """How many processes decode this pass (1: this one alone)."""
+        if runs < 2:
+            return 1
+        if total >= self.parallel_min_bytes and self.workers > 1:
+            return self.workers
+        if files >= self.parallel_min_files:
+            return self.many_files_workers
+        return 1
 
     def _prepare_pass(
         self, found: dict[str, list[SourceFile]], result: PassResult
@@ -281,6 +316,7 @@ class Ingestor:
         ]
         if not new_runs and not new_files:
             return
+        cpu = time.thread_time()
 
         def create() -> None:
             for run in new_runs:
@@ -304,6 +340,7 @@ class Ingestor:
                 known.files.setdefault(run_id, {})[file.key] = record
 
         self._with_transaction(result, create)
+        self._create_cpu += time.thread_time() - cpu
 
     def ingest_files(
         self,
@@ -597,6 +634,7 @@ class Ingestor:
         result: PassResult,
         progress: Progress | None,
         total: int,
+        workers: int,
     ) -> None:
         # One task in flight per run keeps a run's files and segments in order, and lets the
         # run's tag metadata (established by its first values) pass from one task to the next.
@@ -618,9 +656,9 @@ class Ingestor:
         from boardd.ingest.pool import WorkerError, WorkerPool
 
         # This process decodes too, whenever it has nothing to commit.
-        pool = WorkerPool(min(self.workers - 1, len(queues)), fork=self.fork and can_fork())
+        pool = WorkerPool(min(workers - 1, len(queues)), fork=self.fork and can_fork())
         try:
-            self._drive_pool(pool, queues, offsets, ready, result, progress, total)
+            self._drive_pool(pool, queues, offsets, ready, bytes_left, result, progress, total)
         except WorkerError as exc:
             # A worker died (killed, out of memory): finish the rest in this process, from
             # exactly where the committed-or-queued batches stopped.
@@ -641,6 +679,7 @@ class Ingestor:
         queues: dict[int, collections.deque[_FileWork]],
         offsets: dict[int, int],
         ready: ReadyRuns,
+        bytes_left: Callable[[int], int],
         result: PassResult,
         progress: Progress | None,
         total: int,
@@ -649,33 +688,54 @@ class Ingestor:
             if self.stop_requested():
                 ready.clear()  # take no new work; finish (and commit) what is in flight
             while ready and (worker := pool.vacant()) is not None:
-                run_id = ready.take_largest()
-                work = queues[run_id][0]
-                task = (
-                    work.file,
-                    offsets[run_id],
-                    dict(self._decoder(run_id).tags),
-                    self.crc_mode,
-                    self.segment_bytes,
-                    self.batch_bytes,
-                )
-                pool.submit(worker, task, run_id)
+                # Small files go several to a task (a run each, so a run still has one task
+                # in flight): a task per 2 KB file costs more to send and take than to decode.
+                run_ids = [ready.take_largest()]
+                size = bytes_left(run_ids[0])
+                while (
+                    ready
+                    and len(run_ids) < GROUP_FILES
+                    and size + (more := bytes_left(ready.peek_largest())) <= GROUP_BYTES
+                ):
+                    run_ids.append(ready.take_largest())
+                    size += more
+                tasks = [
+                    self._task(run_id, queues[run_id][0], offsets[run_id]) for run_id in run_ids
+                ]
+                if len(tasks) == 1:
+                    pool.submit(worker, tasks[0], run_ids)
+                else:
+                    pool.submit(worker, tasks, run_ids)
             answer = pool.poll()
             if answer is None and ready:
                 # Nothing to commit: decode a segment here too, rather than wait; the least
                 # work there is, to be back soon for what the workers send.
                 run_id = ready.take_smallest()
-                answer = run_id, self._decode_here(queues[run_id][0], offsets[run_id])
+                answer = [run_id], self._decode_here(queues[run_id][0], offsets[run_id])
             elif answer is None:
                 if not pool.pending:
                     return
                 answer = pool.wait()
-            run_id, segment = answer
-            self._take_answer(run_id, segment, queues, offsets, ready, result)
-            # Dropped now: the next segment decoded here must not find this one in memory.
-            del answer, segment
-            if progress is not None:
-                progress(result.bytes_read, total)
+            taken, segments = answer
+            for run_id, segment in zip(
+                taken, segments if isinstance(segments, list) else [segments], strict=True
+            ):
+                self._take_answer(run_id, segment, queues, offsets, ready, result)
+                if progress is not None:
+                    progress(result.bytes_read, total)
+            # Dropped now: the next segment decoded here must not find these in memory.
+            del answer, segments, segment
+
+    def _task(self, run_id: int, work: _FileWork, offset: int) -> tuple[object, ...]:
+        """The arguments of :func:`~boardd.ingest.segment.decode_segment` for a worker."""
+        return (
+            work.file,
+            offset,
+            dict(self._decoder(run_id).tags),
+            self.crc_mode,
+            self.segment_bytes,
+            self.batch_bytes,
+        )
 
     def _take_answer(
         self,

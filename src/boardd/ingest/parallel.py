@@ -35,6 +35,20 @@ def default_workers(*, fork: bool | None = None) -> int:
     return 1 if cpus <= 2 else min(cpus // 2, 4)
 
 
+def many_files_workers() -> int:
+    """Processes that decode a pass over many small files, this one included.
+
+    There decoding costs about what committing does, file by file, and this process cannot keep
+    up with both: one spawned worker pays from two CPUs up, its start (~0.2 s of CPU) being
+    small beside the pass (bench/bench_scale.py). Forked workers as :func:`default_workers`.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(default_workers(), min(cpus, 2))
+
+
 class ReadyRuns:
     """Runs with work to hand out, by bytes left to read: workers take the largest first (the
     longest tasks start early, so none is left alone at the end), this process the smallest.
@@ -56,6 +70,10 @@ class ReadyRuns:
     def take_largest(self) -> int:
         """The run with the most bytes left (for a worker)."""
         return self._order.pop()[1]
+
+    def peek_largest(self) -> int:
+        """The run :meth:`take_largest` would take, left in place."""
+        return self._order[-1][1]
 
     def take_smallest(self) -> int:
         """The run with the fewest bytes left (for this process)."""

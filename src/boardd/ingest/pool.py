@@ -202,8 +202,9 @@ class WorkerPool:
         worker = min(range(len(self._tasks)), key=lambda i: len(self._tasks[i]))
         return worker if len(self._tasks[worker]) < self.depth else None
 
-    def submit(self, worker: int, task: tuple[Any, ...], tag: Any) -> None:
-        """Sends ``task`` (decode_segment's arguments) to a worker; ``tag`` comes back."""
+    def submit(self, worker: int, task: tuple[Any, ...] | list[Any], tag: Any) -> None:
+        """Sends ``task`` (decode_segment's arguments, or a list of them: the answer is then a
+        list of segments) to a worker; ``tag`` comes back."""
         stdin = self._procs[worker].stdin
         assert stdin is not None
         try:
@@ -212,7 +213,7 @@ class WorkerPool:
             raise WorkerError(f"decode worker {worker} is gone: {exc}") from exc
         self._tasks[worker].append(tag)
 
-    def wait(self) -> tuple[Any, Segment]:
+    def wait(self) -> tuple[Any, Segment | list[Segment]]:
         """Blocks until a worker answers; returns its task's tag and result. A worker answers
         its tasks in the order they were submitted."""
         if not self.pending:
@@ -222,7 +223,7 @@ class WorkerPool:
             if answer is not None:
                 return answer
 
-    def poll(self) -> tuple[Any, Segment] | None:
+    def poll(self) -> tuple[Any, Segment | list[Segment]] | None:
         """An answer that is already in, if any (see :meth:`wait`)."""
         while self.pending:
             try:
@@ -234,7 +235,9 @@ class WorkerPool:
                 return answer
         return None
 
-    def _answer(self, worker: int, payload: bytes | None) -> tuple[Any, Segment] | None:
+    def _answer(
+        self, worker: int, payload: bytes | None
+    ) -> tuple[Any, Segment | list[Segment]] | None:
         if payload is None:
             if self._tasks[worker]:
                 raise WorkerError(f"decode worker {worker} died")
@@ -243,7 +246,10 @@ class WorkerPool:
             result = pickle.loads(payload)
         except (pickle.UnpicklingError, EOFError) as exc:
             raise WorkerError(f"decode worker {worker} answered nonsense") from exc
-        if not isinstance(result, Segment) or not self._tasks[worker]:
+        whole = isinstance(result, Segment) or (
+            isinstance(result, list) and all(isinstance(r, Segment) for r in result)
+        )
+        if not whole or not self._tasks[worker]:
             raise WorkerError(f"decode worker {worker} answered {type(result)}")
         return self._tasks[worker].popleft(), result
 

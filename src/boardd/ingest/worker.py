@@ -49,10 +49,14 @@ def serve(tasks: IO[bytes], results: IO[bytes]) -> None:
             task = pickle.loads(read_frame(tasks))
         except EOFError:
             return
-        answer = pickle.dumps(decode_segment(*task), protocol=pickle.HIGHEST_PROTOCOL)
+        # A task is one segment's arguments, or a list of them (small files: one answer each).
+        decoded = (
+            [decode_segment(*t) for t in task] if isinstance(task, list) else decode_segment(*task)
+        )
+        answer = pickle.dumps(decoded, protocol=pickle.HIGHEST_PROTOCOL)
         write_frame(results, answer)
         # Freed before the next task is decoded, not when the next answer replaces it.
-        del answer, task
+        del answer, decoded, task
 
 
 def main() -> int:

@@ -494,7 +494,9 @@ class _Framer:
 
     def _scratch(self, size: int) -> bytearray:
         if len(self.scratch) < size:
-            self.scratch = bytearray(max(size, 2 * _CRC_SLICE))
+            # Grown by doubling up to twice a slice: a framer per small file must not zero
+            # 512 KiB it never uses (10,000 small files: a fifth of a cold catch-up's CPU).
+            self.scratch = bytearray(max(size, min(2 * size, 2 * _CRC_SLICE)))
         return self.scratch
 
     def _payload_ok(self, head: int, length: int) -> bool:
