@@ -40,6 +40,7 @@ const index = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>boardd</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="${css}">
 <script type="module" src="${js}"></script>
 </head>
