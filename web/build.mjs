@@ -50,6 +50,21 @@ const index = `<!doctype html>
 </html>
 `;
 fs.writeFileSync(path.join(tmp, "index.html"), index);
+
+// The licence texts of the npm packages bundled (uPlot's MIT licence asks for its notice).
+const packages = new Set();
+for (const input of Object.keys(result.metafile.inputs)) {
+  const found = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input);
+  if (found) packages.add(found[1]);
+}
+const notices = [...packages].sort().map((name) => {
+  const dir = path.join(here, "node_modules", name);
+  const file = fs.readdirSync(dir).find((f) => /^(licen[cs]e|copying)/i.test(f));
+  const { version } = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+  const text = file ? fs.readFileSync(path.join(dir, file), "utf8") : "(no licence file)";
+  return `${name} ${version}\n\n${text.trim()}\n`;
+});
+fs.writeFileSync(path.join(tmp, "THIRD_PARTY_LICENSES.txt"), notices.join("\n---\n\n"));
 fs.rmSync(out, { recursive: true, force: true });
 fs.renameSync(tmp, out);
 console.log(`dashboard built: ${path.relative(process.cwd(), out) || "."} (${js}, ${css})`);

@@ -40,6 +40,8 @@ class Card {
   private readonly plotBox: HTMLElement;
   private plot: uPlot | null = null;
   private shape = "";
+  /** The user zoomed in (uPlot's drag): live redraws keep that range until a double-click. */
+  private zoomed = false;
   visible = false;
   dirty = true;
   loaded = false;
@@ -100,12 +102,22 @@ class Card {
           scales: { x: { time: view.x === "wall" } },
           axes: [{ label: view.x === "relative" ? "relative (s)" : undefined }, {}],
           series: opts,
+          hooks: {
+            setSelect: [
+              (u) => {
+                if (u.select.width > 0) this.zoomed = true;
+              },
+            ],
+          },
         },
         data,
         this.plotBox,
       );
+      this.plotBox.ondblclick = () => {
+        this.zoomed = false;
+      };
     } else {
-      this.plot.setData(data);
+      this.plot.setData(data, !this.zoomed);
     }
     const root = this.root;
     root.dataset.points = String(points);
