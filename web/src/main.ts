@@ -149,6 +149,7 @@ class Dashboard {
   private readonly pendingDelta = new Map<string, { run: string; tag: string; from: number }>();
   private deltaTimer: ReturnType<typeof setTimeout> | null = null;
   private frame = 0;
+  private stream: Stream | null = null;
   private readonly observer: IntersectionObserver;
   private readonly main = el("main", { id: "cards" });
   private readonly runList = el("ul", { id: "run-list" });
@@ -308,8 +309,9 @@ class Dashboard {
   }
 
   async start(): Promise<void> {
-    // The stream first: what is committed while the state is fetched is not missed.
-    new Stream({
+    // The stream first: what is committed while the state is fetched is not missed (once:
+    // start() runs again when the first listing fails).
+    this.stream ??= new Stream({
       series: (e) => this.onSeries(e),
       run: (e) => {
         if (e.change === "created") this.addRun(e.run);
@@ -325,7 +327,15 @@ class Dashboard {
     const tags = new Set<string>();
     for (const perRun of Object.values(listing)) for (const tag of Object.keys(perRun)) tags.add(tag);
     for (const tag of [...tags].sort()) this.card(tag);
-    await Promise.all([...tags].map((tag) => this.load(tag)));
+    for (const tag of tags) this.loadRetrying(tag);
+  }
+
+  /** Loads a tag's points, again every 2 s while the daemon does not answer. */
+  private loadRetrying(tag: string): void {
+    this.load(tag).catch((err) => {
+      console.warn(`loading ${tag} failed; retrying`, err);
+      setTimeout(() => this.loadRetrying(tag), 2000);
+    });
   }
 
   private async load(tag: string): Promise<void> {
@@ -349,7 +359,7 @@ class Dashboard {
     const isNew = !this.cards.has(e.tag);
     const card = this.card(e.tag);
     if (isNew) {
-      void this.load(e.tag);
+      this.loadRetrying(e.tag);
       return;
     }
     const byRun = this.data.get(e.tag)!;
@@ -375,7 +385,11 @@ class Dashboard {
         this.deltaTimer = null;
         const batch = [...this.pendingDelta.values()];
         this.pendingDelta.clear();
-        for (const d of batch) void this.fetchDelta(d.run, d.tag, d.from);
+        for (const d of batch) {
+          // A failed delta (the daemon restarting) is not lost: the resumed stream sends the
+          // series' state again, and with it a new delta from the last step held.
+          this.fetchDelta(d.run, d.tag, d.from).catch((err) => console.warn("delta fetch failed", err));
+        }
       }, DELTA_DELAY_MS);
     }
   }
@@ -394,4 +408,12 @@ class Dashboard {
   }
 }
 
-void new Dashboard().start();
+const dashboard = new Dashboard();
+function begin(): void {
+  // The first listing, again every 2 s while the daemon does not answer (starting, restarting).
+  dashboard.start().catch((err) => {
+    console.warn("loading the runs and tags failed; retrying", err);
+    setTimeout(begin, 2000);
+  });
+}
+begin();
