@@ -65,6 +65,7 @@ class Card {
     let lastStep: number | null = null;
     const lastValue: Record<string, number | null> = {};
     const drawn: string[] = [];
+    const dots: string[] = [];
     const width = Math.max(200, this.plotBox.clientWidth || 400);
     for (const run of runs) {
       const s = series.get(run);
@@ -76,13 +77,16 @@ class Card {
       const xs = keep.map((i) => x[i]);
       const raw = keep.map((i) => finiteOrNull(s.value[i]));
       const color = runColor(run);
+      // A line needs two points: a series of one is drawn as a dot.
+      const marker = { show: keep.length === 1, size: 6 };
+      if (keep.length === 1) dots.push(run);
       if (smoothed) {
         tables.push([xs, raw, keep.map((i) => finiteOrNull(smoothed[i]))]);
         opts.push({ label: run, stroke: color + "40", width: 1, spanGaps: true, points: { show: false } });
-        opts.push({ label: `${run} (smoothed)`, stroke: color, width: 1.5, spanGaps: true, points: { show: false } });
+        opts.push({ label: `${run} (smoothed)`, stroke: color, width: 1.5, spanGaps: true, points: marker });
       } else {
         tables.push([xs, raw]);
-        opts.push({ label: run, stroke: color, width: 1.5, spanGaps: true, points: { show: false } });
+        opts.push({ label: run, stroke: color, width: 1.5, spanGaps: true, points: marker });
       }
       points += keep.length;
       const last = s.step[s.length - 1];
@@ -90,7 +94,7 @@ class Card {
       lastValue[run] = finiteOrNull((smoothed ?? s.value)[s.length - 1]);
     }
     const data: uPlot.AlignedData = tables.length ? uPlot.join(tables) : [[]];
-    const shape = `${view.x}|${smoothing > 0}|${drawn.join("\u0000")}`;
+    const shape = `${view.x}|${smoothing > 0}|${drawn.join("\u0000")}|${dots.join("\u0000")}`;
     if (this.plot === null || shape !== this.shape) {
       this.plot?.destroy();
       this.shape = shape;
