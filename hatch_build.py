@@ -58,8 +58,9 @@ def _build(web: Path) -> None:
     if npm is None or shutil.which("node") is None:
         raise RuntimeError(
             "boardd's dashboard (web/) must be built, and that needs Node.js (>= 20.19) and npm, "
-            "which were not found on PATH: install them (Debian: apt-get install nodejs npm) "
-            "and run the install again, or build the bundle yourself first: "
+            "which were not found on PATH: install them (a distribution's nodejs and npm "
+            "packages if recent enough) and run the install again, or build the bundle "
+            "yourself first: "
             "npm --prefix web ci && npm --prefix web run build"
         )
     lock = web / "node_modules" / ".package-lock.json"
