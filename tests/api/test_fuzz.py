@@ -42,8 +42,10 @@ ROUTES = {
     "/api/v1/hparams/metric_evals",
     *(f"/api/v1/{kind}/list" for kind in KINDS),
     *(f"/api/v1/{kind}" for kind in KINDS),
-    # TensorBoard's UI (boardd.api.tensorboard.webui): fuzzed by test_ui_routes.
+    # boardd's dashboard (boardd.api.dashboard) and TensorBoard's UI
+    # (boardd.api.tensorboard.webui): fuzzed by test_ui_routes.
     "/",
+    "/assets/{name}",
     "/tensorboard",
     "/tensorboard/",
     "/tensorboard/{path:path}",
@@ -194,9 +196,13 @@ def test_server_routes(api: TestClient, path: str, query: list[tuple[str, str]],
 
 @FUZZ
 @given(
-    prefix=st.sampled_from(["/", "/tensorboard", "/tensorboard/", "/font-roboto/", "/tf-imports/"]),
+    prefix=st.sampled_from(
+        ["/", "/assets/", "/tensorboard", "/tensorboard/", "/font-roboto/", "/tf-imports/"]
+    ),
     rest=st.one_of(
-        st.sampled_from(["", "index.html", "index.js", "icon_bundle.svg", "vs/editor/x.js"]),
+        st.sampled_from(
+            ["", "index.html", "index.js", "icon_bundle.svg", "vs/editor/x.js", "main-X.js"]
+        ),
         st.lists(segment, max_size=3).map(lambda parts: "/".join(quote(p, safe="") for p in parts)),
     ),
     query=queries,

@@ -75,7 +75,7 @@ def group(page: Watched, tag: str) -> Locator:
 
 def test_ui_loads_without_errors(serve: ServeFactory, logdir: Path, page: Watched) -> None:
     base = ready(serve(logdir))
-    page.page.goto(f"{base}/")
+    page.page.goto(f"{base}/tensorboard/")  # / is boardd's own dashboard
     assert page.page.url.startswith(f"{base}/tensorboard/")
     run_row(page)
     page.page.wait_for_load_state("networkidle")
@@ -158,7 +158,9 @@ def test_login_url_opens_the_ui(
     page.errors.clear()
     page.responses.clear()
 
-    page.page.goto(found.group(1))
+    page.page.goto(found.group(1))  # the login URL sets the cookie, then opens / (the dashboard)
+    assert page.page.url == f"{base}/"
+    page.page.goto(f"{base}/tensorboard/")
     assert page.page.url.startswith(f"{base}/tensorboard/")
     run_row(page)
     page.page.wait_for_load_state("networkidle")

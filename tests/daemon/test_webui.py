@@ -78,11 +78,14 @@ def _client(daemon: Daemon, **kwargs: object) -> httpx.Client:
 def test_ui_from_the_installed_package(serve: ServeFactory, logdir: Path) -> None:
     daemon = serve(logdir)
     base = f"http://127.0.0.1:{daemon.port}"
-    assert f"listening on {base}/: open {base}/ (TensorBoard's UI; " in daemon.stderr()
+    assert (
+        f"listening on {base}/: open {base}/ (boardd's dashboard; TensorBoard's UI: "
+        f"{base}/tensorboard/; " in daemon.stderr()
+    )
     with _client(daemon) as client, webfiles() as zf:
+        # / is boardd's own dashboard (tests/api/test_dashboard.py); TensorBoard's at /tensorboard/.
         home = client.get("/")
-        assert home.status_code == 307
-        assert home.headers["location"] == "/tensorboard/"
+        assert home.status_code == 200 and home.headers["content-type"].startswith("text/html")
         assert client.get("/tensorboard").headers["location"] == "/tensorboard/"
 
         # index.html: TensorBoard's, after TensorBoard's preamble (its data is relative to it).
@@ -267,14 +270,19 @@ def test_without_tensorboard_home_says_how_to_get_the_ui(
 
     daemon = serve(logdir, env=env)
     base = f"http://127.0.0.1:{daemon.port}"
-    assert f'open {base}/ (pip install "boardd[tensorboard]" for TensorBoard' in daemon.stderr()
+    assert (
+        f"open {base}/ (boardd's dashboard; "
+        f'pip install "boardd[tensorboard]" for TensorBoard' in daemon.stderr()
+    )
     with _client(daemon) as client:
-        home = client.get("/")
+        # / is boardd's own dashboard; /tensorboard/ says how to install TensorBoard's UI.
+        assert client.get("/").status_code == 200
+        assert client.get("/tensorboard").headers["location"] == "/tensorboard/"
+        home = client.get("/tensorboard/")
         assert home.status_code == 200
         assert home.headers["content-type"].startswith("text/html")
         assert 'pip install "boardd[tensorboard]"' in home.text
-        assert 'href="api/v1/health"' in home.text
-        assert client.get("/tensorboard/").status_code == 404
+        assert 'href="../api/v1/health"' in home.text
         assert client.get("/api/v1/health").status_code == 200
         # TensorBoard's data routes need no tensorboard package.
         assert client.get("/tensorboard/data/runs").json() == ["train"]
@@ -285,7 +293,9 @@ def test_login_url_and_cookie(serve: ServeFactory, logdir: Path, tmp_path: Path)
     token_file.write_text(TOKEN + "\n")
     daemon = serve(logdir, "--token-file", token_file)
     base = f"http://127.0.0.1:{daemon.port}"
-    found = re.search(rf"open ({re.escape(base)}/login\?token=\S+) \(TensorBoard", daemon.stderr())
+    found = re.search(
+        rf"open ({re.escape(base)}/login\?token=\S+) \(boardd's dashboard", daemon.stderr()
+    )
     assert found, daemon.stderr()
     login_url = found.group(1)
     assert login_url == f"{base}/login?token={TOKEN}"
@@ -302,7 +312,7 @@ def test_login_url_and_cookie(serve: ServeFactory, logdir: Path, tmp_path: Path)
     with _client(daemon, headers={"authorization": f"Bearer {TOKEN}"}) as bearer:
         assert bearer.get("/api/v1/health").status_code == 200
         assert bearer.get("/tensorboard/").status_code == 200
-        assert bearer.get("/").headers["location"] == "/tensorboard/"
+        assert bearer.get("/").status_code == 200  # boardd's dashboard
 
     # A wrong or missing token at /login: 401 in boardd's shape, and no cookie.
     with _client(daemon) as client:
@@ -329,7 +339,8 @@ def test_login_url_and_cookie(serve: ServeFactory, logdir: Path, tmp_path: Path)
         assert "samesite=strict" in cookie.lower().replace(" ", "")
         assert browser.get("/api/v1/health").status_code == 200
         page = browser.get("/", follow_redirects=True)
-        assert page.status_code == 200 and str(page.url) == f"{base}/tensorboard/"
+        assert page.status_code == 200 and str(page.url) == f"{base}/"  # boardd's dashboard
+        assert browser.get("/tensorboard/").status_code == 200
         assert browser.get("/tensorboard/data/runs").json() == ["train"]
 
     # A cookie of another value (or the raw token as cookie) is refused.

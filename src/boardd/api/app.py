@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from boardd.api import data, hparams, server, tensorboard
+from boardd.api import dashboard, data, hparams, server, tensorboard
 from boardd.api.auth import Guard
 from boardd.api.common import (
     AppState,
@@ -149,6 +149,8 @@ def create_app(
             *tensorboard.routes(),
             # After TensorBoard's data routes: /tensorboard/data/... are theirs.
             *webui.routes(webui.webfiles_path()),
+            # boardd's own dashboard: / and /assets/... (api/dashboard.py).
+            *dashboard.routes(),
         ],
         lifespan=lifespan,
     )

@@ -245,12 +245,12 @@ class Service:
             log.info("%s: logdir %s, store %s", spec.name, spec.logdir, spec.db)
         base = url_of(self.settings.host, port)
         ui = (
-            "TensorBoard's UI"
+            f"TensorBoard's UI: {base}/tensorboard/"
             if webui.webfiles_path() is not None
             else 'pip install "boardd[tensorboard]" for TensorBoard\'s UI'
         )
         log.info(
-            "listening on %s/: open %s (%s; the data API: %s/api/v1/)",
+            "listening on %s/: open %s (boardd's dashboard; %s; the data API: %s/api/v1/)",
             base,
             open_url(base, self.settings.token),
             ui,

@@ -8,7 +8,8 @@ every file of the zip; the page asks for its data relative to itself, under
 for ``/font-roboto/...`` and ``/tf-imports/...`` from the root of the site, so those two
 folders of the zip are served there too.
 
-Without the ``tensorboard`` package, ``/`` is a short page saying how to get the UI.
+Without the ``tensorboard`` package, ``/tensorboard/`` is a short page saying how to get the
+UI. ``/`` is boardd's own dashboard (:mod:`boardd.api.dashboard`).
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ NO_UI_PAGE = """<!doctype html>
 <code>tensorboard</code> package. Install it with</p>
 <pre>pip install "boardd[tensorboard]"</pre>
 <p>and restart <code>boardd serve</code>; this page then opens TensorBoard.</p>
-<p>The data API is served meanwhile: <a href="api/v1/health">api/v1/health</a>
-(the daemon's state), <a href="api/v1/openapi.json">api/v1/openapi.json</a> (every route).</p>
+<p>boardd's own dashboard is at <a href="../">/</a>, and the data API is served:
+<a href="../api/v1/health">api/v1/health</a> (the daemon's state),
+<a href="../api/v1/openapi.json">api/v1/openapi.json</a> (every route).</p>
 </body></html>
 """
 
@@ -270,14 +272,19 @@ def _accepts_gzip(header: str) -> bool:
 
 
 def routes(zip_path: Path | None) -> list[BaseRoute]:
-    """The UI's routes: ``/`` and ``/tensorboard/...`` from ``zip_path`` (a ``webfiles.zip``,
-    see :func:`webfiles_path`); without one, ``/`` is a page saying how to install it."""
+    """The UI's routes: ``/tensorboard/...`` from ``zip_path`` (a ``webfiles.zip``, see
+    :func:`webfiles_path`); without one, ``/tensorboard/`` is a page saying how to install it.
+    ``/`` is boardd's own dashboard (:mod:`boardd.api.dashboard`)."""
     if zip_path is None:
 
         async def no_ui(request: Request) -> Response:
             return HTMLResponse(NO_UI_PAGE, headers={"cache-control": "no-cache"})
 
-        return [Route("/", no_ui, methods=["GET", "HEAD"])]
+        async def to_page(request: Request) -> Response:
+            return RedirectResponse(f"{request.scope.get('root_path', '')}{PREFIX}/", 307)
+
+        get = ["GET", "HEAD"]
+        return [Route(PREFIX, to_page, methods=get), Route(f"{PREFIX}/", no_ui, methods=get)]
 
     files = Webfiles(zip_path)
 
@@ -298,7 +305,6 @@ def routes(zip_path: Path | None) -> list[BaseRoute]:
 
     get = ["GET", "HEAD"]
     return [
-        Route("/", home, methods=get),
         Route(PREFIX, home, methods=get),
         Route(f"{PREFIX}/", index, methods=get),
         Route(f"{PREFIX}/{{path:path}}", in_prefix, methods=get),

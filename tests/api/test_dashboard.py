@@ -1,0 +1,137 @@
+"""boardd's dashboard at ``/`` (boardd.api.dashboard): the built bundle's index and assets,
+their caching headers and gzip, the page without a bundle, and the token guard (header or
+login cookie). The bundle is the one the install built (hatch_build.py); a test that needs a
+particular one writes a small bundle of its own."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from boardd.api import dashboard
+from boardd.api.app import create_app
+from boardd.api.auth import Guard, cookie_name, cookie_value
+from boardd.api.errors import ApiError, handle_api_error
+from boardd.config import ExperimentSpec
+from boardd.dashboard import STATIC
+from boardd.store.session import WriteSession
+
+TOKEN = "dashboard-token-0123456789"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ExperimentSpec:
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    db = tmp_path / "store.sqlite"
+    WriteSession(db, logdir).close()
+    return ExperimentSpec("exp", logdir, db)
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    """A bundle shaped as web/build.mjs writes one."""
+    folder = tmp_path / "static"
+    (folder / "assets").mkdir(parents=True)
+    (folder / "index.html").write_text(
+        '<!doctype html><link rel="stylesheet" href="assets/main-AAAA.css">'
+        '<script type="module" src="assets/main-BBBB.js"></script>'
+    )
+    (folder / "assets" / "main-BBBB.js").write_text("console.log('x');\n" * 200)
+    (folder / "assets" / "main-AAAA.css").write_text("body{margin:0}")
+    return folder
+
+
+def _app(folder: Path, token: str | None = None) -> Guard:
+    app = Starlette(
+        routes=dashboard.routes(folder), exception_handlers={ApiError: handle_api_error}
+    )
+    return Guard(app, token)
+
+
+def test_the_installed_bundle_is_served_at_the_root(store: ExperimentSpec) -> None:
+    """The bundle the install built: / names its assets, which are served."""
+    assert (STATIC / "index.html").is_file(), "the install did not build the dashboard"
+    with TestClient(create_app([store])) as client:
+        index = client.get("/")
+        assert index.status_code == 200
+        assert index.headers["content-type"].startswith("text/html")
+        assert index.headers["cache-control"] == "no-cache"
+        assert "script-src 'self'" in index.headers["content-security-policy"]
+        names = re.findall(r'(?:src|href)="(assets/[^"]+)"', index.text)
+        assert {Path(n).suffix for n in names} == {".js", ".css"}
+        for name in names:
+            asset = client.get(f"/{name}")
+            assert asset.status_code == 200, name
+            assert asset.content == (STATIC / name).read_bytes()
+            assert asset.headers["cache-control"] == dashboard.ASSET_CACHE_CONTROL
+        # TensorBoard's UI stays at /tensorboard/ (installed by the test extra).
+        assert client.get("/tensorboard/").status_code == 200
+
+
+def test_index_and_assets_headers(bundle: Path) -> None:
+    with TestClient(_app(bundle)) as client:
+        index = client.get("/", headers={"accept-encoding": "identity"})
+        assert index.status_code == 200
+        assert index.text == (bundle / "index.html").read_text()
+        assert index.headers["cache-control"] == "no-cache"
+        assert index.headers["x-content-type-options"] == "nosniff"
+        again = client.get("/", headers={"if-none-match": index.headers["etag"]})
+        assert again.status_code == 304 and again.content == b""
+
+        js = client.get("/assets/main-BBBB.js", headers={"accept-encoding": "identity"})
+        assert js.status_code == 200
+        assert js.headers["content-type"].startswith("text/javascript")
+        assert js.headers["cache-control"] == "public, max-age=31536000, immutable"
+        assert "content-encoding" not in js.headers
+        assert js.headers["vary"] == "accept-encoding"
+        css = client.get("/assets/main-AAAA.css")
+        assert css.headers["content-type"].startswith("text/css")
+        assert css.text == "body{margin:0}"  # under 1 KiB: not compressed
+        assert "content-encoding" not in css.headers
+
+        missing = client.get("/assets/nope.js")
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+
+def test_gzip(bundle: Path) -> None:
+    with TestClient(_app(bundle)) as client:
+        packed = client.get("/assets/main-BBBB.js", headers={"accept-encoding": "gzip"})
+        assert packed.headers["content-encoding"] == "gzip"
+        assert packed.content == (bundle / "assets" / "main-BBBB.js").read_bytes()
+        raw = client.stream("GET", "/assets/main-BBBB.js", headers={"accept-encoding": "gzip"})
+        with raw as r:
+            body = b"".join(r.iter_raw())
+        assert gzip.decompress(body) == (bundle / "assets" / "main-BBBB.js").read_bytes()
+        assert len(body) < 200
+        refused = client.get("/assets/main-BBBB.js", headers={"accept-encoding": "gzip;q=0"})
+        assert "content-encoding" not in refused.headers
+
+
+def test_without_a_bundle_the_page_says_how_to_build_it(tmp_path: Path) -> None:
+    with TestClient(_app(tmp_path / "missing")) as client:
+        page = client.get("/")
+        assert page.status_code == 200
+        assert "npm --prefix web ci" in page.text
+        assert client.get("/assets/main.js").status_code == 404
+
+
+def test_token_header_or_login_cookie(bundle: Path) -> None:
+    with TestClient(_app(bundle, TOKEN), base_url="http://127.0.0.1:6007") as client:
+        for path in ["/", "/assets/main-BBBB.js"]:
+            assert client.get(path).status_code == 401, path
+        bearer = {"authorization": f"Bearer {TOKEN}"}
+        assert client.get("/", headers=bearer).status_code == 200
+        # The login URL sets the cookie and opens the dashboard.
+        login = client.get(f"/login?token={TOKEN}", follow_redirects=False)
+        assert login.status_code == 303 and login.headers["location"] == "/"
+        assert client.cookies.get(cookie_name({"server": ("127.0.0.1", 6007)})) == cookie_value(
+            TOKEN
+        )
+        assert client.get("/").status_code == 200
+        assert client.get("/assets/main-BBBB.js").status_code == 200

@@ -1,0 +1,111 @@
+// The data API (/api/v1, relative to the page so a path prefix works) and its live stream.
+
+import type { ScalarColumns } from "./series";
+
+export type ScalarsAnswer = Record<string, Record<string, ScalarColumns>>;
+export type ListAnswer = Record<string, Record<string, { max_step: number }>>;
+export interface Run {
+  name: string;
+  start_time: number | null;
+}
+
+async function getJson<T>(path: string, params: [string, string][] = []): Promise<T> {
+  const query = new URLSearchParams(params).toString();
+  const response = await fetch(`api/v1/${path}${query ? `?${query}` : ""}`, {
+    credentials: "same-origin",
+  });
+  if (!response.ok) throw new Error(`GET ${path}: HTTP ${response.status}`);
+  return (await response.json()) as T;
+}
+
+export const listRuns = (): Promise<Run[]> => getJson<Run[]>("runs");
+
+export const listScalars = (): Promise<ListAnswer> =>
+  getJson<ListAnswer>("scalars/list", [["plugin", "scalars"]]);
+
+/** Every run's points of `tag` (at most `downsample` per series), or only `runs`' from
+ * `stepMin` on (a live delta). */
+export function readScalars(
+  tag: string,
+  opts: { runs?: string[]; stepMin?: number; downsample?: number } = {},
+): Promise<ScalarsAnswer> {
+  const params: [string, string][] = [
+    ["plugin", "scalars"],
+    ["tag", tag],
+    ["format", "columns"],
+  ];
+  for (const run of opts.runs ?? []) params.push(["run", run]);
+  if (opts.stepMin !== undefined) params.push(["step_min", String(opts.stepMin)]);
+  if (opts.downsample !== undefined) params.push(["downsample", String(opts.downsample)]);
+  return getJson<ScalarsAnswer>("scalars", params);
+}
+
+export interface SeriesEvent {
+  run: string;
+  tag: string;
+  plugin: string;
+  data_class: string;
+  step: number;
+  wall_time: number;
+  value?: number | string;
+}
+export interface RunEvent {
+  run: string;
+  change: "created" | "deleted";
+}
+
+export interface StreamHandlers {
+  series(event: SeriesEvent): void;
+  run(event: RunEvent): void;
+  reset(): void;
+  state(connected: boolean): void;
+}
+
+/** /api/v1/stream, kept open: EventSource resumes by itself with Last-Event-ID after a
+ * dropped connection; when it gives up (an HTTP error while the daemon restarts), a new one
+ * starts after a second from the last event id (`since=`), so nothing is missed. */
+export class Stream {
+  private source: EventSource | null = null;
+  private lastId = "";
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private closed = false;
+
+  constructor(private readonly handlers: StreamHandlers) {
+    this.open();
+  }
+
+  private open(): void {
+    const url = this.lastId ? `api/v1/stream?since=${encodeURIComponent(this.lastId)}` : "api/v1/stream";
+    const source = new EventSource(url, { withCredentials: true });
+    this.source = source;
+    const track = (e: MessageEvent): void => {
+      if (e.lastEventId) this.lastId = e.lastEventId;
+    };
+    source.addEventListener("open", () => this.handlers.state(true));
+    source.addEventListener("series", (e) => {
+      track(e);
+      this.handlers.series(JSON.parse(e.data) as SeriesEvent);
+    });
+    source.addEventListener("run", (e) => {
+      track(e);
+      this.handlers.run(JSON.parse(e.data) as RunEvent);
+    });
+    source.addEventListener("reset", (e) => {
+      track(e);
+      this.handlers.reset();
+    });
+    source.addEventListener("error", () => {
+      this.handlers.state(false);
+      if (source.readyState === EventSource.CLOSED && !this.closed) {
+        source.close();
+        this.timer = setTimeout(() => this.open(), 1000);
+      }
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.source?.close();
+  }
+}

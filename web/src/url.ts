@@ -1,0 +1,67 @@
+// The view's state in the page's URL (query string), so a view can be bookmarked and shared:
+// runs (a regex filter and the runs deselected), tags (a regex filter), smoothing, x axis.
+// Defaults are left out of the URL.
+
+export type XAxis = "step" | "relative" | "wall";
+export const X_AXES: readonly XAxis[] = ["step", "relative", "wall"];
+
+export interface ViewState {
+  runFilter: string;
+  hidden: string[];
+  tagFilter: string;
+  smoothing: number;
+  x: XAxis;
+}
+
+export const DEFAULT_SMOOTHING = 0.6;
+
+export function defaults(): ViewState {
+  return { runFilter: "", hidden: [], tagFilter: "", smoothing: DEFAULT_SMOOTHING, x: "step" };
+}
+
+/** The state a query string (`location.search`) describes; what it lacks or garbles is the
+ * default. */
+export function parseState(search: string): ViewState {
+  const q = new URLSearchParams(search);
+  const state = defaults();
+  state.runFilter = q.get("runs") ?? "";
+  state.hidden = q.getAll("hide");
+  state.tagFilter = q.get("tags") ?? "";
+  const smoothing = q.get("smoothing");
+  if (smoothing !== null && smoothing.trim() !== "") {
+    const value = Number(smoothing);
+    if (Number.isFinite(value)) state.smoothing = clampSmoothing(value);
+  }
+  const x = q.get("x");
+  if (x !== null && (X_AXES as readonly string[]).includes(x)) state.x = x as XAxis;
+  return state;
+}
+
+/** The query string (with its "?", or "" for the defaults) of a state. */
+export function formatState(state: ViewState): string {
+  const q = new URLSearchParams();
+  if (state.runFilter) q.set("runs", state.runFilter);
+  for (const run of [...state.hidden].sort()) q.append("hide", run);
+  if (state.tagFilter) q.set("tags", state.tagFilter);
+  if (state.smoothing !== DEFAULT_SMOOTHING) q.set("smoothing", String(state.smoothing));
+  if (state.x !== "step") q.set("x", state.x);
+  const text = q.toString();
+  return text ? `?${text}` : "";
+}
+
+/** Smoothing weights run from 0 (none) to 0.999 (TensorBoard's slider). */
+export function clampSmoothing(value: number): number {
+  return Math.min(0.999, Math.max(0, value));
+}
+
+/** A user's regex, case-insensitive; a pattern that does not compile matches as plain text. */
+export function matcher(pattern: string): (name: string) => boolean {
+  if (!pattern) return () => true;
+  try {
+    const re = new RegExp(pattern, "i");
+    return (name) => re.test(name);
+  } catch {
+    const lower = pattern.toLowerCase();
+    return (name) => name.toLowerCase().includes(lower);
+  }
+}
