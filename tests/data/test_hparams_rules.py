@@ -22,7 +22,7 @@ import pytest
 
 from boardd.data import experiments
 from boardd.data import hparams as H
-from boardd.data.errors import BadRequest
+from boardd.data.errors import BadRequest, NotFound
 from boardd.data.pool import open_store
 from boardd.proto import hparams_api_pb2 as api
 from tests.conftest import ingest
@@ -444,7 +444,8 @@ def test_metric_evals_lists_the_series(official: Any) -> None:
     assert [(e.wall_time, e.step) for e in evals] == [(WALL, 0), (WALL + 12, 12)]
     assert evals[1].value == pytest.approx(0.8)
     request.session_name = "t9"
-    assert H.list_metric_evals(connection, exp_id, request) == []
+    with pytest.raises(NotFound, match=r"No scalar data for run='t9/validation', tag='loss'"):
+        H.list_metric_evals(connection, exp_id, request)
 
 
 def test_messages_match_the_json(official: Any) -> None:

@@ -126,6 +126,9 @@ REQUEST = {
 }
 
 
+#: The groups whose encoded JSON the last answers() found kept from the generation before.
+KEPT_FRAGMENTS: list[str] = []
+
 #: Whether the last answers() patched the columns of the generation before (one per state).
 PATCHED: list[bool] = []
 
@@ -142,11 +145,17 @@ def answers(db: Path) -> tuple[Any, Any]:
             H.session_groups_json(connection, row.id, message, now=WALL),
         )
         PATCHED[:] = [bool(state.previous) for state in H._STATES.values()]
+        KEPT_FRAGMENTS[:] = [
+            g for state in H._STATES.values() for g, f in state.fragments.items() if f
+        ]
+        # The encoded answer, with the groups' JSON kept from before where still right.
+        encoded = H.session_groups_bytes(connection, row.id, message, now=WALL)
         H._STATES.clear()
         fresh = (
             H.experiment_json(connection, row.id),
             H.session_groups_json(connection, row.id, message, now=WALL),
         )
+        assert encoded == json.dumps(fresh[1], separators=(",", ":")).encode()
         return kept, fresh
     finally:
         connection.close()
@@ -162,6 +171,7 @@ def keep_state(db: Path) -> None:
         H.experiment_json(connection, row.id)
         message = H.parse_request(json.dumps(REQUEST), api.ListSessionGroupsRequest)
         H.session_groups_json(connection, row.id, message, now=WALL)
+        H.session_groups_bytes(connection, row.id, message, now=WALL)
     finally:
         connection.close()
 
@@ -203,9 +213,11 @@ def test_state_kept_across_commits_answers_as_one_read_afresh(tmp_path: Path) ->
         a.scalars("acc", {1: 0.9})
         assert [n for n, _ in groups_of(step())] == ["a", "b"]
         assert PATCHED == [True]
+        assert KEPT_FRAGMENTS == ["b"]  # a's JSON is encoded again, b's kept
         b.scalars("acc", {1: 0.95})
         assert [n for n, _ in groups_of(step())] == ["b", "a"]
         assert PATCHED == [True]
+        assert KEPT_FRAGMENTS == ["a"]
         # A new session, and a new run under a session (a metric sub-run): new tags.
         c = writer("c")
         c.summary(start_pb({"lr": 0.3, "opt": "rmsprop", "bn": True}, "c"))
@@ -213,6 +225,7 @@ def test_state_kept_across_commits_answers_as_one_read_afresh(tmp_path: Path) ->
         writer("a/eval").scalars("loss", {0: 0.4})
         third = step()
         assert PATCHED == [False]  # new sessions and runs: computed afresh
+        assert KEPT_FRAGMENTS == []
         assert [n for n, _ in groups_of(third)] == ["b", "a", "c"]
         inferred = [m["name"] for m in third[0]["metricInfos"]]
         assert inferred == [{"group": "", "tag": "acc"}, {"group": "eval", "tag": "loss"}]

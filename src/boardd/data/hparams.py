@@ -36,7 +36,7 @@ from google.protobuf.message import Message
 
 from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS
 from boardd.data import experiments
-from boardd.data.errors import BadRequest
+from boardd.data.errors import BadRequest, NotFound
 from boardd.data.values import finite_or_text
 from boardd.proto import hparams_api_pb2 as api
 from boardd.store import hparams as store
@@ -374,12 +374,12 @@ class _Structure:
         try:
             return session.metric_runs[group]
         except KeyError:
-            found = self.run_ids.get(_metric_run(session.name, group))
+            found = self.run_ids.get(metric_run(session.name, group))
             session.metric_runs[group] = found
             return found
 
 
-def _metric_run(session: str, group: str) -> str:
+def metric_run(session: str, group: str) -> str:
     """TensorBoard's run of a session's metric (metrics.run_tag_from_session_and_metric)."""
     run = os.path.join(session, group)
     return run[:-1] if run.endswith("/") else run
@@ -438,6 +438,9 @@ class _State:
         #: the groups of the sessions in ``touched`` are computed again, the rest kept).
         self.previous: dict[Any, Any] = {}
         self.touched: set[_Session] = set()
+        #: group name → (agg, include, include_metrics, prefix) → (its sessions' statuses, its
+        #: sessions, its JSON): kept while only points come, but for touched groups.
+        self.fragments: dict[str, dict[Any, tuple[tuple[int, ...], tuple[_Session, ...], str]]] = {}
 
     def update(self, connection: apsw.Connection, exp_id: int) -> None:
         """Reads what changed since the generation it holds (everything the first time)."""
@@ -517,6 +520,10 @@ class _State:
                 under = self.runs[run_id].under
                 if under is not None:
                     self.touched.add(under[0])
+            for session in self.touched:
+                self.fragments.pop(session.group, None)
+        else:
+            self.fragments = {}
         self.derived = {}
         self.generation = current
 
@@ -878,6 +885,93 @@ def _sort_keys(values: list[Any], *, none_is_largest: bool) -> list[tuple[bool, 
     ]
 
 
+class _Selection(NamedTuple):
+    """The groups a ListSessionGroups request shows, and how."""
+
+    query: _Query
+    names: list[str]
+    groups: dict[str, list[_Session]]
+    #: The indexes (into ``names``) of the slice asked for.
+    chosen: list[int]
+    total: int
+    agg: _Aggregation
+    include: frozenset[str] | None
+    include_metrics: bool
+
+
+def _check(request: api.ListSessionGroupsRequest) -> None:
+    if request.start_index < 0 or request.slice_size < 0:
+        raise BadRequest(
+            f"startIndex {request.start_index}, sliceSize {request.slice_size}: give 0 or more"
+        )
+    for status in request.allowed_statuses:
+        if status not in ALL_STATUSES:
+            raise BadRequest(f"allowedStatuses: unknown status {status}")
+
+
+def _select(
+    snap: _Snapshot, request: api.ListSessionGroupsRequest, idle_seconds: float, now: float | None
+) -> _Selection | None:
+    """Filters, sorts and slices the groups (None: no sessions); under the store's lock."""
+    include_metrics = not request.HasField("include_metrics") or request.include_metrics
+    structure = snap.structure
+    columns = _columns(request, structure)
+    agg = _aggregation(request, structure)
+    if not structure.sessions:
+        return None
+    query = _Query(snap, idle_seconds, time.time() if now is None else now)
+    names, groups = query.groups(frozenset(request.allowed_statuses))
+    # Filters: every column's, on the group's values.
+    keep = [True] * len(names)
+    values_of: dict[int, list[Any]] = {}
+    for k, col in enumerate(columns):
+        if col.accept is None and not col.exclude_missing and col.order == api.ORDER_UNSPECIFIED:
+            continue
+        values = query.column(col, names, groups, agg)
+        values_of[k] = values
+        if col.accept is None and not col.exclude_missing:
+            continue
+        accept = col.accept
+        exclude = col.exclude_missing
+        for i, value in enumerate(values):
+            if not keep[i]:
+                continue
+            if value is None:
+                keep[i] = not exclude
+            elif accept is not None and not accept(value):
+                keep[i] = False
+    order = [i for i in range(len(names)) if keep[i]]
+    # Sorting: by name, then by each ordered column from the least significant up (stable
+    # sorts, as TensorBoard: ties keep the order of the less significant keys).
+    for k in reversed(range(len(columns))):
+        col = columns[k]
+        if col.order == api.ORDER_UNSPECIFIED:
+            continue
+        values = values_of[k]
+        ascending = col.order == api.ORDER_ASC
+        largest = not col.missing_first if ascending else col.missing_first
+        if col.hparam is not None and values is structure.columns.get(col.hparam):
+            # An hparam column's keys live as long as its values.
+            keys = structure.columns_keys.get((col.hparam, largest))
+            if keys is None:
+                keys = _sort_keys(values, none_is_largest=largest)
+                structure.columns_keys[(col.hparam, largest)] = keys
+        else:
+            keys = _sort_keys(values, none_is_largest=largest)
+        order.sort(key=keys.__getitem__, reverse=not ascending)
+    chosen = order[request.start_index : request.start_index + request.slice_size]
+    return _Selection(
+        query,
+        names,
+        groups,
+        chosen,
+        len(order),
+        agg,
+        _hparams_to_include(request),
+        include_metrics,
+    )
+
+
 def session_groups_json(
     connection: apsw.Connection,
     exp_id: int,
@@ -889,86 +983,89 @@ def session_groups_json(
 ) -> dict[str, Any]:
     """ListSessionGroups as proto3 JSON (see :func:`list_session_groups`); ``prefix``: a path
     put before the run names (session names, and group names taken from them)."""
-    if request.start_index < 0 or request.slice_size < 0:
-        raise BadRequest(
-            f"startIndex {request.start_index}, sliceSize {request.slice_size}: give 0 or more"
-        )
-    for status in request.allowed_statuses:
-        if status not in ALL_STATUSES:
-            raise BadRequest(f"allowedStatuses: unknown status {status}")
-    include_metrics = not request.HasField("include_metrics") or request.include_metrics
+    _check(request)
     with _lock_for(connection):
-        snap = _snapshot(connection, exp_id)
-        structure = snap.structure
-        columns = _columns(request, structure)
-        agg = _aggregation(request, structure)
-        if not structure.sessions:
+        found = _select(_snapshot(connection, exp_id), request, idle_seconds, now)
+        if found is None:
             return {"sessionGroups": [], "totalSize": 0}
-        query = _Query(snap, idle_seconds, time.time() if now is None else now)
-        names, groups = query.groups(frozenset(request.allowed_statuses))
-        # Filters: every column's, on the group's values.
-        keep = [True] * len(names)
-        values_of: dict[int, list[Any]] = {}
-        for k, col in enumerate(columns):
-            if (
-                col.accept is None
-                and not col.exclude_missing
-                and col.order == api.ORDER_UNSPECIFIED
-            ):
-                continue
-            values = query.column(col, names, groups, agg)
-            values_of[k] = values
-            if col.accept is None and not col.exclude_missing:
-                continue
-            accept = col.accept
-            exclude = col.exclude_missing
-            for i, value in enumerate(values):
-                if not keep[i]:
-                    continue
-                if value is None:
-                    keep[i] = not exclude
-                elif accept is not None and not accept(value):
-                    keep[i] = False
-        order = [i for i in range(len(names)) if keep[i]]
-        # Sorting: by name, then by each ordered column from the least significant up (stable
-        # sorts, as TensorBoard: ties keep the order of the less significant keys).
-        for k in reversed(range(len(columns))):
-            col = columns[k]
-            if col.order == api.ORDER_UNSPECIFIED:
-                continue
-            values = values_of[k]
-            ascending = col.order == api.ORDER_ASC
-            largest = not col.missing_first if ascending else col.missing_first
-            if col.hparam is not None and values is structure.columns.get(col.hparam):
-                # An hparam column's keys live as long as its values.
-                keys = structure.columns_keys.get((col.hparam, largest))
-                if keys is None:
-                    keys = _sort_keys(values, none_is_largest=largest)
-                    structure.columns_keys[(col.hparam, largest)] = keys
-            else:
-                keys = _sort_keys(values, none_is_largest=largest)
-            order.sort(key=keys.__getitem__, reverse=not ascending)
-        total = len(order)
-        chosen = order[request.start_index : request.start_index + request.slice_size]
-        include = _hparams_to_include(request)
+        q, names, groups = found.query, found.names, found.groups
         out = [
-            _group_json(query, names[i], groups[names[i]], agg, include, include_metrics, prefix)
-            for i in chosen
+            _group_json(
+                q,
+                names[i],
+                groups[names[i]],
+                found.agg,
+                found.include,
+                found.include_metrics,
+                prefix,
+            )
+            for i in found.chosen
         ]
-    return {"sessionGroups": out, "totalSize": total}
+    return {"sessionGroups": out, "totalSize": found.total}
 
 
-def _hparams_to_include(request: api.ListSessionGroupsRequest) -> set[str] | None:
+#: At most this many encoded groups are kept per store (then the cache starts again).
+MAX_FRAGMENTS = 20_000
+
+
+def session_groups_bytes(
+    connection: apsw.Connection,
+    exp_id: int,
+    request: api.ListSessionGroupsRequest,
+    *,
+    idle_seconds: float = DEFAULT_IDLE_SECONDS,
+    now: float | None = None,
+    prefix: str = "",
+) -> bytes:
+    """:func:`session_groups_json` as compact JSON bytes (``json.dumps`` with separators
+    ``,:``), each group's JSON kept and used again while its sessions, their statuses and
+    metric values are the same (a commit re-encodes only the groups of the sessions it
+    touched)."""
+    _check(request)
+    with _lock_for(connection):
+        found = _select(_snapshot(connection, exp_id), request, idle_seconds, now)
+        if found is None:
+            return b'{"sessionGroups":[],"totalSize":0}'
+        q, names, groups = found.query, found.names, found.groups
+        fragments = q.state.fragments
+        if sum(map(len, fragments.values())) > MAX_FRAGMENTS:
+            fragments.clear()
+        options = (found.agg, found.include, found.include_metrics, prefix)
+        parts = []
+        for i in found.chosen:
+            name = names[i]
+            members = groups[name]
+            statuses = tuple(map(q.status, members))
+            kept = fragments.setdefault(name, {})
+            entry = kept.get(options)
+            # Sessions compare by identity: the same sessions in the same states.
+            if entry is None or entry[0] != statuses or entry[1] != tuple(members):
+                text = json.dumps(
+                    _group_json(
+                        q, name, members, found.agg, found.include, found.include_metrics, prefix
+                    ),
+                    separators=(",", ":"),
+                    allow_nan=False,
+                )
+                entry = kept[options] = (statuses, tuple(members), text)
+            parts.append(entry[2])
+    head = '{"sessionGroups":[' + ",".join(parts) + '],"totalSize":'
+    return (head + str(found.total) + "}").encode("utf-8")
+
+
+def _hparams_to_include(request: api.ListSessionGroupsRequest) -> frozenset[str] | None:
     """TensorBoard's include_in_result: when any column sets it, only hparam columns not set
     to false are shown."""
     if not any(c.HasField("include_in_result") for c in request.col_params):
         return None
-    return {
-        c.hparam
-        for c in request.col_params
-        if c.WhichOneof("name") == "hparam"
-        and (not c.HasField("include_in_result") or c.include_in_result)
-    }
+    return frozenset(
+        {
+            c.hparam
+            for c in request.col_params
+            if c.WhichOneof("name") == "hparam"
+            and (not c.HasField("include_in_result") or c.include_in_result)
+        }
+    )
 
 
 def _metric_values(query: _Query, values: Iterable[tuple[int, _MV]]) -> list[dict[str, Any]]:
@@ -994,7 +1091,7 @@ def _group_json(
     name: str,
     members: list[_Session],
     agg: _Aggregation,
-    include: set[str] | None,
+    include: frozenset[str] | None,
     include_metrics: bool,
     prefix: str,
 ) -> dict[str, Any]:
@@ -1065,14 +1162,14 @@ def list_metric_evals(
     connection: apsw.Connection, exp_id: int, request: api.ListMetricEvalsRequest
 ) -> list[MetricEval]:
     """ListMetricEvals: the points of the metric's scalar series in the session's run (or its
-    sub-run ``group``), sorted by step; empty if there is none (no such session or metric)."""
-    run = _metric_run(request.session_name, request.metric_name.group)
-    return [
-        MetricEval(wall, step, math.nan if value is None else value)
-        for wall, step, value in store.scalar_points(
-            connection, exp_id, run, request.metric_name.tag
-        )
-    ]
+    sub-run ``group``), sorted by step. No such series (no such session or metric) raises
+    :class:`NotFound` with TensorBoard's message (its scalars plugin's 404)."""
+    run = metric_run(request.session_name, request.metric_name.group)
+    tag = request.metric_name.tag
+    points = store.scalar_points(connection, exp_id, run, tag)
+    if not points:
+        raise NotFound(f"No scalar data for run={run!r}, tag={tag!r}")
+    return [MetricEval(w, step, math.nan if v is None else v) for w, step, v in points]
 
 
 def metric_evals_json(

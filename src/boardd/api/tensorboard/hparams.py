@@ -22,7 +22,8 @@ from starlette.responses import Response
 
 from boardd.api.common import ExperimentHandle, state_of
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, answer, tb_json
+from boardd.api.tensorboard.common import Reader, answer, not_found, tb_json
+from boardd.data.errors import NotFound
 
 if TYPE_CHECKING:
     from boardd.proto import hparams_api_pb2 as api
@@ -149,7 +150,21 @@ async def session_groups(request: Request) -> Response:
     form = await _request_object(request)
     message = data_hparams.parse_request(form, api.ListSessionGroupsRequest)
     key: Hashable = (form, status_epoch(request))
-    return await answer(request, lambda r: tb_json(_groups(r, request, message)[1]), form=key)
+
+    def build(reader: Reader) -> bytes:
+        source = _source(reader)
+        if source is None:
+            return tb_json(EMPTY_SESSION_GROUPS)
+        handle, connection, exp_id = source
+        return data_hparams.session_groups_bytes(
+            connection,
+            exp_id,
+            message,
+            idle_seconds=state_of(request).hparams_idle_seconds,
+            prefix=_prefix(reader, handle),
+        )
+
+    return await answer(request, build, form=key)
 
 
 async def metric_evals(request: Request) -> Response:
@@ -161,17 +176,24 @@ async def metric_evals(request: Request) -> Response:
     message = data_hparams.parse_request(form, api.ListMetricEvalsRequest)
 
     def build(reader: Reader) -> bytes:
-        source = _source(reader)
-        if source is None:
-            return tb_json([])
-        handle, connection, exp_id = source
-        prefix = _prefix(reader, handle)
-        if prefix:
-            head = prefix + "/"
-            if not message.session_name.startswith(head):
-                return tb_json([])
-            message.session_name = message.session_name[len(head) :]
-        return tb_json(data_hparams.metric_evals_json(connection, exp_id, message))
+        # TensorBoard's 404 (its scalars plugin's) for a session or metric without scalars.
+        run = data_hparams.metric_run(message.session_name, message.metric_name.group)
+        missing = not_found(f"No scalar data for run={run!r}, tag={message.metric_name.tag!r}")
+        found = reader.scope.inner(message.session_name)
+        if found is None:
+            raise missing
+        handle, inner = found
+        store = next(((c, e) for h, c, e in reader.experiments() if h is handle), None)
+        if store is None:
+            raise missing
+        connection, exp_id = store
+        request = api.ListMetricEvalsRequest()
+        request.CopyFrom(message)
+        request.session_name = inner
+        try:
+            return tb_json(data_hparams.metric_evals_json(connection, exp_id, request))
+        except NotFound:
+            raise missing from None
 
     return await answer(request, build, form=form)
 
