@@ -253,3 +253,30 @@ def _forget_states() -> Any:
     H._STATES.clear()
     yield
     H._STATES.clear()
+
+
+def test_preload_reads_a_store_with_hparams_data_only(tmp_path: Path) -> None:
+    official = tmp_path / "official.sqlite"
+    ingest(write_official(tmp_path / "a"), official, experiment="a")
+    plain = tmp_path / "plain.sqlite"
+    (tmp_path / "b" / "run").mkdir(parents=True)
+    w = Writer(tmp_path / "b" / "run")
+    w.scalars("acc", {0: 0.5})
+    w.close()
+    ingest(tmp_path / "b", plain, experiment="b")
+    H.preload(plain)
+    H.preload(tmp_path / "absent.sqlite")
+    assert H._STATES == {}
+    H.preload(official)
+    (state,) = H._STATES.values()
+    assert state.structure is not None and len(state.structure.sessions) == 5
+    # The request after it finds the state current: nothing is read again.
+    generation = state.generation
+    connection = open_store(official)
+    try:
+        row = experiments.experiment(connection)
+        assert row is not None
+        assert H.experiment_json(connection, row.id)["hparamInfos"]
+        assert {next(iter(H._STATES)): state} == H._STATES and state.generation == generation
+    finally:
+        connection.close()

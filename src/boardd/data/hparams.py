@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import gc
 import json
+import logging
 import math
 import os
 import posixpath
@@ -28,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import apsw
@@ -37,9 +39,12 @@ from google.protobuf.message import Message
 from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS
 from boardd.data import experiments
 from boardd.data.errors import BadRequest, NotFound
+from boardd.data.pool import open_store
 from boardd.data.values import finite_or_text
 from boardd.proto import hparams_api_pb2 as api
 from boardd.store import hparams as store
+
+log = logging.getLogger(__name__)
 
 #: A session without end info is RUNNING while its runs received data this recently (wall
 #: time of their last points), UNKNOWN after (``boardd serve --hparams-idle-seconds``).
@@ -549,6 +554,28 @@ def _snapshot(connection: apsw.Connection, exp_id: int) -> _Snapshot:
     state.update(connection, exp_id)
     assert state.structure is not None
     return _Snapshot(state, state.structure)
+
+
+def preload(db: Path) -> None:
+    """Reads a store's hparams data into memory if it has any (10,000 sessions: 1-4 s), so
+    that the first hparams answer does not wait for it; the daemon calls it in a thread of its
+    own once an experiment's catch-up is done (the stock UI asks for the experiment on every
+    page load anyway). Errors are logged, never raised."""
+    try:
+        connection = open_store(db)
+    except Exception:  # the store is not there (yet): the first request reads it
+        return
+    try:
+        if not store.has_rows(connection):
+            return
+        row = experiments.experiment(connection)
+        if row is not None:
+            with _lock_for(connection):
+                _snapshot(connection, row.id)
+    except Exception:
+        log.exception("hparams: preloading %s failed", db)
+    finally:
+        connection.close()
 
 
 # -- experiment --------------------------------------------------------------------------------
