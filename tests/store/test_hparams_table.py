@@ -18,13 +18,13 @@ from boardd.proto import hparams_api_pb2 as api
 from boardd.store.connection import open_reader, open_writer
 from boardd.store.schema import SCHEMA_VERSION, migrate
 from tests.conftest import LiveStore, ingest
-from tests.data.hparams_logdirs import (
+from tests.hparams_logdirs import (
     WALL,
-    Writer,
+    RunWriter,
     session_end_pb,
     start_pb,
-    write_official,
-    write_tensorboardx,
+    write_rules,
+    write_rules_tensorboardx,
 )
 
 
@@ -44,7 +44,7 @@ def table(db: Path) -> dict[tuple[str, str], Any]:
 
 def test_ingest_files_each_summary_once(tmp_path: Path) -> None:
     db = tmp_path / "store.sqlite"
-    ingest(write_official(tmp_path), db)
+    ingest(write_rules(tmp_path), db)
     rows = table(db)
     assert rows[(".", "experiment")]["hparamInfos"][0]["name"] == "lr"
     assert rows[("t0", "session_start")]["hparams"] == {
@@ -61,18 +61,18 @@ def test_ingest_files_each_summary_once(tmp_path: Path) -> None:
 
 def test_tensorboardx_sub_runs_each_have_their_rows(tmp_path: Path) -> None:
     db = tmp_path / "store.sqlite"
-    ingest(write_tensorboardx(tmp_path), db)
+    ingest(write_rules_tensorboardx(tmp_path), db)
     kinds = {kind for (run, kind) in table(db) if run == "exp/1700000002.5"}
     assert kinds == {"experiment", "session_start", "session_end"}
 
 
 def test_restart_and_rebuild_keep_the_table(tmp_path: Path) -> None:
-    logdir = write_official(tmp_path)
+    logdir = write_rules(tmp_path)
     db = tmp_path / "store.sqlite"
     ingest(logdir, db)
     before = table(db)
     # A restart that finds more: a new trial; the known rows stay as they were, once each.
-    w = Writer(logdir / "t9")
+    w = RunWriter(logdir, "t9")
     w.summary(start_pb({"lr": 0.3, "opt": "sgd"}, "g-z"))
     w.close()
     ingest(logdir, db)
@@ -85,7 +85,7 @@ def test_restart_and_rebuild_keep_the_table(tmp_path: Path) -> None:
 
 def test_migration_backfills_a_store_from_before_the_table(tmp_path: Path) -> None:
     db = tmp_path / "store.sqlite"
-    ingest(write_official(tmp_path), db)
+    ingest(write_rules(tmp_path), db)
     expected = table(db)
     connection = open_writer(db)
     with connection:
@@ -99,14 +99,14 @@ def test_migration_backfills_a_store_from_before_the_table(tmp_path: Path) -> No
 def test_a_run_read_again_from_the_start_has_its_rows_again(tmp_path: Path) -> None:
     live = LiveStore("exp", tmp_path / "logs", tmp_path / "store.sqlite")
     try:
-        w = Writer(live.logdir / "t0")
+        w = RunWriter(live.logdir, "t0")
         w.summary(start_pb({"lr": 0.1}, "g"))
         w.close()
         live.commit()
         assert table(live.db)[("t0", "session_start")]["hparams"] == {"lr": 0.1}
         # The file is replaced by another (same name, other bytes): the run is read again.
         first = next((live.logdir / "t0").iterdir())
-        w = Writer(tmp_path / "elsewhere")
+        w = RunWriter(tmp_path / "elsewhere")
         w.summary(start_pb({"lr": 0.2}, "g"))
         w.close()
         next((tmp_path / "elsewhere").iterdir()).replace(first)
@@ -184,10 +184,10 @@ def groups_of(answer: Any) -> list[tuple[str, list[Any]]]:
 
 def test_state_kept_across_commits_answers_as_one_read_afresh(tmp_path: Path) -> None:
     live = LiveStore("exp", tmp_path / "logs", tmp_path / "store.sqlite")
-    writers: list[Writer] = []
+    writers: list[RunWriter] = []
 
-    def writer(run: str) -> Writer:
-        w = Writer(live.logdir / run)
+    def writer(run: str) -> RunWriter:
+        w = RunWriter(live.logdir, run)
         writers.append(w)
         return w
 
@@ -257,10 +257,10 @@ def _forget_states() -> Any:
 
 def test_preload_reads_a_store_with_hparams_data_only(tmp_path: Path) -> None:
     official = tmp_path / "official.sqlite"
-    ingest(write_official(tmp_path / "a"), official, experiment="a")
+    ingest(write_rules(tmp_path / "a"), official, experiment="a")
     plain = tmp_path / "plain.sqlite"
     (tmp_path / "b" / "run").mkdir(parents=True)
-    w = Writer(tmp_path / "b" / "run")
+    w = RunWriter(tmp_path / "b", "run")
     w.scalars("acc", {0: 0.5})
     w.close()
     ingest(tmp_path / "b", plain, experiment="b")
