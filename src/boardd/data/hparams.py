@@ -18,7 +18,6 @@ asked for only; :func:`list_session_groups` and friends give the protocol buffer
 from __future__ import annotations
 
 import bisect
-import gc
 import json
 import logging
 import math
@@ -61,9 +60,6 @@ EMPTY_EXPERIMENT: dict[str, Any] = {
     "hparamInfos": [],
     "metricInfos": [],
 }
-
-#: A rebuilt session table this large is frozen out of the cyclic garbage collector.
-FREEZE_SESSIONS = 1000
 
 #: An hparam value as TensorBoard compares it: float, str or bool.
 Value = float | str | bool
@@ -508,13 +504,6 @@ class _State:
                 structure.tag_added(run_data, tag)
         if rebuild or structure is None:
             self.structure = _Structure(self.runs)
-            if len(self.structure.sessions) >= FREEZE_SESSIONS:
-                # The sessions live until the next rebuild: out of the cyclic collector's
-                # sight, a full collection no longer walks them on every request that
-                # triggers one (a collection of this heap cost ~100 ms per answer after a
-                # commit at 10,000 sessions). They hold no cycles: refcounting frees them.
-                gc.collect()
-                gc.freeze()
         points_only = (
             not rebuild and structure is not None and not new_runs and not changed_rows
         ) and not new_tags
