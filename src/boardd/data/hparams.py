@@ -18,6 +18,7 @@ asked for only; :func:`list_session_groups` and friends give the protocol buffer
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import logging
 import math
@@ -26,7 +27,7 @@ import posixpath
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -545,6 +546,65 @@ def _snapshot(connection: apsw.Connection, exp_id: int) -> _Snapshot:
     return _Snapshot(state, state.structure)
 
 
+class Source(NamedTuple):
+    """One experiment's store as a request addresses it: its run names are shown with
+    ``prefix`` before them (``NAME/RUN`` when several logdirs are served together, as
+    TensorBoard's ``--logdir_spec`` names them; "" for none)."""
+
+    connection: apsw.Connection
+    exp_id: int
+    prefix: str = ""
+
+
+#: Several sources' merged state: (their keys) → (their generations, the merged state).
+_MERGED: dict[tuple[Any, ...], tuple[tuple[int, ...], _State]] = {}
+
+
+@contextlib.contextmanager
+def _locked(sources: Sequence[Source]) -> Iterator[None]:
+    """Holds the lock of each source's store (in one order: no deadlock between requests)."""
+    with contextlib.ExitStack() as stack:
+        for filename in sorted({s.connection.filename for s in sources}):
+            stack.enter_context(_lock_for_file(filename))
+        yield
+
+
+def _view(sources: Sequence[Source]) -> tuple[_Snapshot, str]:
+    """The snapshot answering for ``sources`` (under :func:`_locked`), and the prefix its
+    answers put before run names: one source's own state, or several sources' merged as
+    TensorBoard merges the runs of several logdirs (``NAME/RUN``): one experiment summary
+    (the first run's by name), the sessions of all (a group's sessions may come from several
+    logdirs: group names are not prefixed), the inference over all sessions. The merged state
+    is built again when any source's generation moves (it is for a few logdirs at once, not
+    for the incremental upkeep at 10,000 sessions that one store's state does)."""
+    if len(sources) == 1:
+        return _snapshot(sources[0].connection, sources[0].exp_id), sources[0].prefix
+    snaps = [_snapshot(s.connection, s.exp_id) for s in sources]
+    key = tuple(
+        (s.connection.filename, experiments.store_id(s.connection), s.prefix) for s in sources
+    )
+    generations = tuple(snap.state.generation for snap in snaps)
+    with _STATES_LOCK:
+        kept = _MERGED.get(key)
+    if kept is not None and kept[0] == generations:
+        state = kept[1]
+    else:
+        runs: dict[int, _Run] = {}
+        for k, (source, snap) in enumerate(zip(sources, snaps, strict=True)):
+            for run_id, run in snap.state.runs.items():
+                name = os.path.join(source.prefix, run.name) if source.prefix else run.name
+                runs[(k << 40) + run_id] = _Run(name, run.rows, run.scalars, run.walls)
+        state = _State()
+        state.runs = runs
+        state.structure = _Structure(runs)
+        with _STATES_LOCK:
+            for old in [k for k in _MERGED if {f for f, _, _ in k} & {f for f, _, _ in key}]:
+                del _MERGED[old]
+            _MERGED[key] = (generations, state)
+    assert state.structure is not None
+    return _Snapshot(state, state.structure), ""
+
+
 def preload(db: Path) -> None:
     """Reads a store's hparams data into memory if it has any (10,000 sessions: 1-4 s), so
     that the first hparams answer does not wait for it; the daemon calls it in a thread of its
@@ -580,8 +640,17 @@ def experiment_json(
     """The experiment as proto3 JSON: the one an ``_hparams_/experiment`` summary declares (the
     first run's that has one, by name), else inferred from the sessions as TensorBoard does;
     hparams sorted (differing ones first, then by name) and cut to ``hparams_limit`` (0: all)."""
-    with _lock_for(connection):
-        snap = _snapshot(connection, exp_id)
+    return experiment_json_of(
+        [Source(connection, exp_id)], include_metrics=include_metrics, hparams_limit=hparams_limit
+    )
+
+
+def experiment_json_of(
+    sources: Sequence[Source], *, include_metrics: bool = True, hparams_limit: int = 0
+) -> dict[str, Any]:
+    """:func:`experiment_json` of several sources, merged (see :func:`_view`)."""
+    with _locked(sources):
+        snap, _ = _view(sources)
         found = snap.structure.experiment
     if hparams_limit < 0:
         raise BadRequest(f"hparamsLimit {hparams_limit}: give 0 (all) or more")
@@ -943,7 +1012,11 @@ def _select(
     for k, col in enumerate(columns):
         if col.accept is None and not col.exclude_missing and col.order == api.ORDER_UNSPECIFIED:
             continue
-        values = query.column(col, names, groups, agg)
+        if col.metric is not None and not include_metrics:
+            # TensorBoard: without metrics, no group has a metric value (all missing).
+            values: list[Any] = [None] * len(names)
+        else:
+            values = query.column(col, names, groups, agg)
         values_of[k] = values
         if col.accept is None and not col.exclude_missing:
             continue
@@ -999,9 +1072,23 @@ def session_groups_json(
 ) -> dict[str, Any]:
     """ListSessionGroups as proto3 JSON (see :func:`list_session_groups`); ``prefix``: a path
     put before the run names (session names, and group names taken from them)."""
+    return session_groups_json_of(
+        [Source(connection, exp_id, prefix)], request, idle_seconds=idle_seconds, now=now
+    )
+
+
+def session_groups_json_of(
+    sources: Sequence[Source],
+    request: api.ListSessionGroupsRequest,
+    *,
+    idle_seconds: float = DEFAULT_IDLE_SECONDS,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """:func:`session_groups_json` of several sources, merged (see :func:`_view`)."""
     _check(request)
-    with _lock_for(connection):
-        found = _select(_snapshot(connection, exp_id), request, idle_seconds, now)
+    with _locked(sources):
+        snap, prefix = _view(sources)
+        found = _select(snap, request, idle_seconds, now)
         if found is None:
             return {"sessionGroups": [], "totalSize": 0}
         q, names, groups = found.query, found.names, found.groups
@@ -1037,9 +1124,23 @@ def session_groups_bytes(
     ``,:``), each group's JSON kept and used again while its sessions, their statuses and
     metric values are the same (a commit re-encodes only the groups of the sessions it
     touched)."""
+    return session_groups_bytes_of(
+        [Source(connection, exp_id, prefix)], request, idle_seconds=idle_seconds, now=now
+    )
+
+
+def session_groups_bytes_of(
+    sources: Sequence[Source],
+    request: api.ListSessionGroupsRequest,
+    *,
+    idle_seconds: float = DEFAULT_IDLE_SECONDS,
+    now: float | None = None,
+) -> bytes:
+    """:func:`session_groups_bytes` of several sources, merged (see :func:`_view`)."""
     _check(request)
-    with _lock_for(connection):
-        found = _select(_snapshot(connection, exp_id), request, idle_seconds, now)
+    with _locked(sources):
+        snap, prefix = _view(sources)
+        found = _select(snap, request, idle_seconds, now)
         if found is None:
             return b'{"sessionGroups":[],"totalSize":0}'
         q, names, groups = found.query, found.names, found.groups
@@ -1223,8 +1324,12 @@ _LOCKS_LOCK = threading.Lock()
 def _lock_for(connection: apsw.Connection) -> threading.Lock:
     """One lock per store file: its in-memory state is updated and read by one thread at a
     time (answers are cached, so this rarely waits)."""
+    return _lock_for_file(connection.filename)
+
+
+def _lock_for_file(filename: str) -> threading.Lock:
     with _LOCKS_LOCK:
-        lock = _LOCKS.get(connection.filename)
+        lock = _LOCKS.get(filename)
         if lock is None:
-            lock = _LOCKS[connection.filename] = threading.Lock()
+            lock = _LOCKS[filename] = threading.Lock()
         return lock
