@@ -149,7 +149,7 @@ def answers(db: Path) -> tuple[Any, Any]:
             g for state in H._STATES.values() for g, f in state.fragments.items() if f
         ]
         # The encoded answer, with the groups' JSON kept from before where still right.
-        encoded = H.session_groups_bytes(connection, row.id, message, now=WALL)
+        encoded = H.session_groups_bytes_of([H.Source(connection, row.id)], message, now=WALL)
         H._STATES.clear()
         fresh = (
             H.experiment_json(connection, row.id),
@@ -171,7 +171,7 @@ def keep_state(db: Path) -> None:
         H.experiment_json(connection, row.id)
         message = H.parse_request(json.dumps(REQUEST), api.ListSessionGroupsRequest)
         H.session_groups_json(connection, row.id, message, now=WALL)
-        H.session_groups_bytes(connection, row.id, message, now=WALL)
+        H.session_groups_bytes_of([H.Source(connection, row.id)], message, now=WALL)
     finally:
         connection.close()
 

@@ -10,17 +10,16 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.hparams_logdirs import write_inferred, write_official, write_tensorboardx
 from tests.tensorboard.conftest import Pair
 from tests.tensorboard.test_hparams_parity import (
-    XSRF,
     Columns,
     Discrepancies,
     _columns,
     _compare,
+    _post,
     _request,
     _same_json,
     aggregation_requests,
@@ -75,18 +74,8 @@ def _walk(p: Pair, requests: Iterator[dict[str, object]]) -> None:
 def test_sessions_are_prefixed_and_merged(spec: tuple[Pair, Columns]) -> None:
     p, c = spec
     assert c.sessions and all(s.split("/")[0] in ("a", "b", "c") for s in c.sessions)
-    answer = httpx.post(
-        p.boardd.url + "/data/plugin/hparams/session_groups",
-        content=json.dumps(_request()),
-        headers=XSRF,
-        timeout=60,
-    )
-    tb = httpx.post(
-        p.tb.url + "/data/plugin/hparams/session_groups",
-        content=json.dumps(_request()),
-        headers=XSRF,
-        timeout=60,
-    )
+    answer = _post(p.boardd.url, "/data/plugin/hparams/session_groups", _request())
+    tb = _post(p.tb.url, "/data/plugin/hparams/session_groups", _request())
     assert answer.status_code == 200, answer.text
     ours = {s["name"]: g["name"] for g in answer.json()["sessionGroups"] for s in g["sessions"]}
     theirs = {s["name"]: g["name"] for g in tb.json()["sessionGroups"] for s in g["sessions"]}
@@ -155,12 +144,7 @@ def test_download_data(spec: tuple[Pair, Columns]) -> None:
 def test_one_experiment_under_its_mount_is_not_prefixed(spec: tuple[Pair, Columns]) -> None:
     """``/experiment/a/data/plugin/hparams/...``: that logdir alone, its own run names."""
     p, c = spec
-    answer = httpx.post(
-        p.boardd.url + "/experiment/a/data/plugin/hparams/session_groups",
-        content=json.dumps(_request()),
-        headers=XSRF,
-        timeout=60,
-    )
+    answer = _post(p.boardd.url, "/experiment/a/data/plugin/hparams/session_groups", _request())
     assert answer.status_code == 200, answer.text
     names = [s["name"] for g in answer.json()["sessionGroups"] for s in g["sessions"]]
     assert sorted(names) == sorted(s[2:] for s in c.sessions if s.startswith("a/"))

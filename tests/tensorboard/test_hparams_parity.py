@@ -244,6 +244,31 @@ def paging_requests(c: Columns) -> Iterator[dict[str, Any]]:
     )
 
 
+def no_metrics_requests(c: Columns) -> Iterator[dict[str, Any]]:
+    """``includeMetrics: false``: no metric values, so a metric column's filter and order see
+    missing values only (TensorBoard builds the groups without metrics first)."""
+    metric = c.metrics[0]
+    seen = c.metric_values.get((metric["group"], metric["tag"]), [0.0])
+    interval = {"minValue": seen[0], "maxValue": seen[0]}
+    by_hparam = _hparam((c.numbers or c.strings)[0], order="ORDER_ASC")
+    for fields in (
+        {},
+        {"filterInterval": interval},
+        {"filterInterval": interval, "excludeMissingValues": True},
+        {"excludeMissingValues": True},
+        {"order": "ORDER_DESC"},
+        {"order": "ORDER_ASC", "missingValuesFirst": True},
+    ):
+        yield _request(includeMetrics=False, colParams=[_metric(metric, **fields), by_hparam])
+    yield _request(
+        includeMetrics=False,
+        aggregationType="AGGREGATION_MAX",
+        aggregationMetric=dict(metric),
+        colParams=[_metric(metric, order="ORDER_DESC")],
+    )
+    yield _request(includeMetrics=True, colParams=[_metric(metric, order="ORDER_DESC")])
+
+
 # -- comparison -----------------------------------------------------------------------------
 
 
@@ -414,6 +439,10 @@ def test_ordering(setup: Setup) -> None:
 
 def test_aggregations(setup: Setup) -> None:
     _walk(setup, aggregation_requests(setup.columns))
+
+
+def test_without_metrics(setup: Setup) -> None:
+    _walk(setup, no_metrics_requests(setup.columns), get_every=1)
 
 
 def test_paging(setup: Setup) -> None:

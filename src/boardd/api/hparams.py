@@ -109,7 +109,8 @@ async def session_groups(request: Request, query: Query, route: RouteDef) -> Res
     epoch = int(time.time() // max(1.0, idle / 20))
 
     def build(c: apsw.Connection, exp_id: int) -> Any:
-        return data_hparams.session_groups_bytes(c, exp_id, message, idle_seconds=idle)
+        sources = [data_hparams.Source(c, exp_id)]
+        return data_hparams.session_groups_bytes_of(sources, message, idle_seconds=idle)
 
     return await _answer(request, query, "session_groups", text, build, epoch)
 

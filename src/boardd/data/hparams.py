@@ -983,6 +983,28 @@ class _Selection(NamedTuple):
     include: frozenset[str] | None
     include_metrics: bool
 
+    def group_json(self, i: int, prefix: str) -> dict[str, Any]:
+        """The group ``names[i]`` as proto3 JSON."""
+        name = self.names[i]
+        members = self.groups[name]
+        q = self.query
+        return _group_json(q, name, members, self.agg, self.include, self.include_metrics, prefix)
+
+    def fragment(self, i: int, prefix: str) -> str:
+        """:meth:`group_json` encoded, kept in the state's fragments while the group's
+        sessions are the same sessions in the same states."""
+        name = self.names[i]
+        members = tuple(self.groups[name])
+        statuses = tuple(map(self.query.status, members))
+        kept = self.query.state.fragments.setdefault(name, {})
+        options = (self.agg, self.include, self.include_metrics, prefix)
+        entry = kept.get(options)
+        # Sessions compare by identity.
+        if entry is None or entry[0] != statuses or entry[1] != members:
+            text = json.dumps(self.group_json(i, prefix), separators=(",", ":"), allow_nan=False)
+            entry = kept[options] = (statuses, members, text)
+        return entry[2]
+
 
 def _check(request: api.ListSessionGroupsRequest) -> None:
     if request.start_index < 0 or request.slice_size < 0:
@@ -1085,48 +1107,8 @@ def session_groups_json_of(
     now: float | None = None,
 ) -> dict[str, Any]:
     """:func:`session_groups_json` of several sources, merged (see :func:`_view`)."""
-    _check(request)
-    with _locked(sources):
-        snap, prefix = _view(sources)
-        found = _select(snap, request, idle_seconds, now)
-        if found is None:
-            return {"sessionGroups": [], "totalSize": 0}
-        q, names, groups = found.query, found.names, found.groups
-        out = [
-            _group_json(
-                q,
-                names[i],
-                groups[names[i]],
-                found.agg,
-                found.include,
-                found.include_metrics,
-                prefix,
-            )
-            for i in found.chosen
-        ]
-    return {"sessionGroups": out, "totalSize": found.total}
-
-
-#: At most this many encoded groups are kept per store (then the cache starts again).
-MAX_FRAGMENTS = 20_000
-
-
-def session_groups_bytes(
-    connection: apsw.Connection,
-    exp_id: int,
-    request: api.ListSessionGroupsRequest,
-    *,
-    idle_seconds: float = DEFAULT_IDLE_SECONDS,
-    now: float | None = None,
-    prefix: str = "",
-) -> bytes:
-    """:func:`session_groups_json` as compact JSON bytes (``json.dumps`` with separators
-    ``,:``), each group's JSON kept and used again while its sessions, their statuses and
-    metric values are the same (a commit re-encodes only the groups of the sessions it
-    touched)."""
-    return session_groups_bytes_of(
-        [Source(connection, exp_id, prefix)], request, idle_seconds=idle_seconds, now=now
-    )
+    found: dict[str, Any] = _session_groups(sources, request, idle_seconds, now, encode=False)
+    return found
 
 
 def session_groups_bytes_of(
@@ -1136,36 +1118,40 @@ def session_groups_bytes_of(
     idle_seconds: float = DEFAULT_IDLE_SECONDS,
     now: float | None = None,
 ) -> bytes:
-    """:func:`session_groups_bytes` of several sources, merged (see :func:`_view`)."""
+    """:func:`session_groups_json_of` as compact JSON bytes (``json.dumps`` with separators
+    ``,:``), each group's JSON kept and used again while its sessions, their statuses and
+    metric values are the same (a commit re-encodes only the groups of the sessions it
+    touched)."""
+    found: bytes = _session_groups(sources, request, idle_seconds, now, encode=True)
+    return found
+
+
+#: At most this many encoded groups are kept per store (then the cache starts again).
+MAX_FRAGMENTS = 20_000
+
+
+def _session_groups(
+    sources: Sequence[Source],
+    request: api.ListSessionGroupsRequest,
+    idle_seconds: float,
+    now: float | None,
+    *,
+    encode: bool,
+) -> Any:
     _check(request)
     with _locked(sources):
         snap, prefix = _view(sources)
         found = _select(snap, request, idle_seconds, now)
         if found is None:
-            return b'{"sessionGroups":[],"totalSize":0}'
-        q, names, groups = found.query, found.names, found.groups
-        fragments = q.state.fragments
+            empty = {"sessionGroups": [], "totalSize": 0}
+            return json.dumps(empty, separators=(",", ":")).encode() if encode else empty
+        if not encode:
+            groups = [found.group_json(i, prefix) for i in found.chosen]
+            return {"sessionGroups": groups, "totalSize": found.total}
+        fragments = found.query.state.fragments
         if sum(map(len, fragments.values())) > MAX_FRAGMENTS:
             fragments.clear()
-        options = (found.agg, found.include, found.include_metrics, prefix)
-        parts = []
-        for i in found.chosen:
-            name = names[i]
-            members = groups[name]
-            statuses = tuple(map(q.status, members))
-            kept = fragments.setdefault(name, {})
-            entry = kept.get(options)
-            # Sessions compare by identity: the same sessions in the same states.
-            if entry is None or entry[0] != statuses or entry[1] != tuple(members):
-                text = json.dumps(
-                    _group_json(
-                        q, name, members, found.agg, found.include, found.include_metrics, prefix
-                    ),
-                    separators=(",", ":"),
-                    allow_nan=False,
-                )
-                entry = kept[options] = (statuses, tuple(members), text)
-            parts.append(entry[2])
+        parts = [found.fragment(i, prefix) for i in found.chosen]
     head = '{"sessionGroups":[' + ",".join(parts) + '],"totalSize":'
     return (head + str(found.total) + "}").encode("utf-8")
 
