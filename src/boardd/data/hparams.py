@@ -1126,8 +1126,9 @@ def session_groups_bytes_of(
     return found
 
 
-#: At most this many encoded groups are kept per store (then the cache starts again).
-MAX_FRAGMENTS = 20_000
+#: At most this many encoded groups are kept per store, then the cache starts again (a group
+#: of 4 sessions × 10 metrics is ~4 KB of JSON: ~20 MB at most).
+MAX_FRAGMENTS = 5_000
 
 
 def _session_groups(
