@@ -12,6 +12,10 @@
 - :func:`write_inferred`: sessions without any experiment summary (TensorBoard infers it):
   string/bool/float/int hparams, an hparam some sessions lack, metrics in sub-runs, missing
   metrics, a session without end info, and a run that is no session.
+- :func:`write_rules` and :func:`write_rules_tensorboardx`: the small logdirs whose values the
+  rule tests of the data layer, the store and the API assert (five official trials; four
+  ``add_hparams`` calls under one run); :class:`RunWriter` and :func:`start_pb` for tests that
+  write sessions commit by commit.
 
 TensorFlow is not installed: ``tensorboard.plugins.hparams.api`` imports it (for its Keras
 callback), so the same functions are taken from ``summary_v2``, which ``api`` re-exports
@@ -72,21 +76,31 @@ def session_end_pb(status: int, end_time_secs: float) -> summary_pb2.Summary:
 
 
 class RunWriter:
-    """One event file of one run, written with TensorBoard's ``EventFileWriter``."""
+    """One event file of one run (``logdir/run``; ``run`` "." is the logdir itself), written
+    with TensorBoard's ``EventFileWriter``."""
 
-    def __init__(self, logdir: Path, run: str) -> None:
+    def __init__(self, logdir: Path, run: str = ".") -> None:
         directory = logdir / run if run != "." else logdir
         directory.mkdir(parents=True, exist_ok=True)
         self._writer = EventFileWriter(str(directory), max_queue_size=10_000, flush_secs=3600)
 
-    def summary(self, summary: summary_pb2.Summary, *, step: int = 0, wall: float = WALL) -> None:
+    def summary(self, summary: summary_pb2.Summary, step: int = 0, wall: float = WALL) -> None:
         self._writer.add_event(event_pb2.Event(step=step, wall_time=wall, summary=summary))
 
-    def scalars(self, tag: str, points: Iterable[tuple[int, float]], start: float) -> None:
+    def scalars(
+        self,
+        tag: str,
+        points: Iterable[tuple[int, float]] | Mapping[int, float],
+        start: float = WALL,
+    ) -> None:
         """Scalars as ``tf.summary.scalar`` writes them (a float32 tensor, plugin scalars), at
-        wall time ``start + step``."""
-        for step, value in points:
+        wall time ``start + step``; ``points``: (step, value) pairs or a step → value map."""
+        pairs = points.items() if isinstance(points, Mapping) else points
+        for step, value in pairs:
             self.summary(scalar_summary.scalar_pb(tag, value), step=step, wall=start + step)
+
+    def flush(self) -> None:
+        self._writer.flush()
 
     def close(self) -> None:
         self._writer.close()
@@ -338,3 +352,132 @@ def experiment_config(
 ) -> summary_pb2.Summary:
     """``hparams_config`` as a summary (for callers building their own experiments)."""
     return hp.hparams_config_pb(list(hparams), list(metrics), time_created_secs=WALL)
+
+
+# -- (d) the rule tests' small logdirs -----------------------------------------------------------
+# The data layer's, the store's and the API's tests (tests/data/test_hparams_rules.py's
+# docstring lists their groups and values): five official trials (two of one group, a missing
+# hparam and metric, metrics in sub-runs, one without end info), with or without the experiment
+# summary; and four tensorboardX add_hparams calls under one writer's run.
+
+#: The rule tests' official trials: (run, trial id, hparams, status or None, metrics by
+#: run-relative group: {tag: {step: value}}).
+RULES_TRIALS: list[
+    tuple[str, str, dict[str, object], int | None, dict[str, dict[str, dict[int, float]]]]
+] = [
+    (
+        "t0",
+        "g-a",
+        {"lr": 0.1, "opt": "adam", "layers": 2, "dropout": True},
+        api_pb2.STATUS_SUCCESS,
+        {
+            "": {"accuracy": {0: 0.5, 10: 0.7}},
+            "train": {"loss": {0: 1.0, 10: 0.4}},
+            "validation": {"loss": {0: 1.2, 10: 0.6}},
+        },
+    ),
+    (
+        "t1",
+        "g-a",  # a repeat of t0's values: the same session group
+        {"lr": 0.1, "opt": "adam", "layers": 2, "dropout": True},
+        api_pb2.STATUS_SUCCESS,
+        {
+            "": {"accuracy": {0: 0.4, 12: 0.9}},
+            "train": {"loss": {0: 1.1, 12: 0.2}},
+            "validation": {"loss": {0: 1.0, 12: 0.8}},
+        },
+    ),
+    (
+        "t2",
+        "g-b",
+        {"lr": 0.01, "opt": "sgd", "layers": 4, "dropout": False},
+        api_pb2.STATUS_FAILURE,
+        {"": {"accuracy": {0: 0.3, 5: 0.35}}, "train": {"loss": {0: 2.0, 5: 1.5}}},
+    ),
+    (
+        "t3",
+        "g-c",
+        {"lr": 0.001, "opt": "sgd-momentum", "layers": 8, "dropout": True},
+        None,  # no end info: still running, or its end is unknown
+        {"": {"accuracy": {0: 0.6, 20: 0.95}}, "validation": {"loss": {0: 0.9, 20: 0.3}}},
+    ),
+    (
+        "t4",
+        "g-d",
+        {"lr": 0.05, "opt": "adam", "layers": 4},  # no dropout value: a missing hparam
+        api_pb2.STATUS_SUCCESS,
+        {"train": {"loss": {0: 0.8, 3: 0.7}}},  # no accuracy: a missing metric
+    ),
+]
+
+
+def start_pb(values: dict[str, object], trial: str, start: float = WALL) -> summary_pb2.Summary:
+    """A trial's session start summary, as ``hp.hparams`` writes it."""
+    return hp.hparams_pb(values, trial_id=trial, start_time_secs=start)
+
+
+def write_rules(root: Path, *, with_experiment: bool = True) -> Path:
+    """A logdir as TensorBoard's official hparams API writes it: the experiment (domains,
+    metrics with groups, dataset types) in the root run, each trial's start info (trial id =
+    group) and end info in its run, its metrics as scalars in it and its sub-runs."""
+    logdir = root / ("official" if with_experiment else "official-inferred")
+    hparams = [
+        hp.HParam("lr", hp.RealInterval(0.0001, 1.0), display_name="learning rate"),
+        hp.HParam("opt", hp.Discrete(["adam", "sgd", "sgd-momentum"]), description="**optimizer**"),
+        hp.HParam("layers", hp.IntInterval(1, 8)),
+        hp.HParam("dropout", hp.Discrete([False, True])),
+        hp.HParam("unused", hp.Discrete(["x", "y"])),
+    ]
+    metrics = [
+        hp.Metric("accuracy", display_name="Accuracy"),
+        hp.Metric("loss", group="train", dataset_type=hp.Metric.TRAINING),
+        hp.Metric("loss", group="validation", dataset_type=hp.Metric.VALIDATION),
+    ]
+    if with_experiment:
+        root_run = RunWriter(logdir)
+        root_run.summary(hp.hparams_config_pb(hparams, metrics, WALL - 100))
+        root_run.close()
+    for k, (run, trial, values, status, series) in enumerate(RULES_TRIALS):
+        w = RunWriter(logdir, run)
+        w.summary(start_pb(values, trial, WALL + k))
+        for tag, points in series.get("", {}).items():
+            w.scalars(tag, points)
+        if status is not None:
+            w.summary(session_end_pb(status, WALL + 100 + k), 99)
+        w.close()
+        for group, tags in series.items():
+            if not group:
+                continue
+            sub = RunWriter(logdir, f"{run}/{group}")
+            for tag, points in tags.items():
+                sub.scalars(tag, points)
+            sub.close()
+    return logdir
+
+
+#: tensorboardX trials: (sub-run name, hparams, metrics).
+RULES_TBX_TRIALS: list[tuple[str, dict[str, object], dict[str, float]]] = [
+    ("1700000001.5", {"lr": 0.1, "bsize": 32, "opt": "adam", "aug": True},
+     {"hparam/accuracy": 0.8, "hparam/loss": 0.3}),
+    ("1700000002.5", {"lr": 0.01, "bsize": 64, "opt": "sgd", "aug": False},
+     {"hparam/accuracy": 0.7, "hparam/loss": 0.5}),
+    ("1700000003.5", {"lr": 0.001, "bsize": 32, "opt": "adam", "aug": False},
+     {"hparam/accuracy": 0.9, "hparam/loss": 0.1}),
+    ("1700000004.5", {"lr": 0.1, "bsize": 128, "opt": "rmsprop", "aug": True},
+     {"hparam/accuracy": 0.6, "hparam/loss": 0.9}),
+]  # fmt: skip
+
+
+def write_rules_tensorboardx(root: Path) -> Path:
+    """A logdir as tensorboardX's (and PyTorch's) ``add_hparams`` writes it: a sub-run per call
+    under the writer's run, each with its own experiment, start and end info, and its metrics
+    as scalars; the writer's own run has training scalars."""
+    from tensorboardX import SummaryWriter
+
+    logdir = root / "tbx"
+    with SummaryWriter(str(logdir / "exp")) as w:
+        for step in range(3):
+            w.add_scalar("train/loss", 1.0 / (step + 1), step)
+        for name, values, metrics in RULES_TBX_TRIALS:
+            w.add_hparams(values, metrics, name=name)
+    return logdir

@@ -48,7 +48,8 @@ EXAMPLES: dict[str, list[str]] = {
         "/api/v1/hparams/session_groups?request=%7B%22sliceSize%22%3A5%7D"
     ],
     "/api/v1/hparams/metric_evals": [
-        "/api/v1/hparams/metric_evals?request=%7B%22sessionName%22%3A%22train%22%7D"
+        "/api/v1/hparams/metric_evals?request="
+        "%7B%22sessionName%22%3A%22train%22%2C%22metricName%22%3A%7B%22tag%22%3A%22acc%22%7D%7D"
     ],
     **by_path(
         [
@@ -131,6 +132,10 @@ BAD_PARAMETERS: dict[str, list[str]] = {
 
 #: Not found, route by route (unknown experiments are added for STORE_ROUTES and the stream).
 NOT_FOUND: dict[str, list[str]] = {
+    # A session or metric without scalars: 404, as TensorBoard's "No scalar data for run=…".
+    "/api/v1/hparams/metric_evals": [
+        "/api/v1/hparams/metric_evals?request=%7B%22sessionName%22%3A%22nope%22%7D"
+    ],
     "/api/v1/blob/{key}": [
         "/api/v1/blob/nope~1",
         f"/api/v1/blob/{EXPERIMENT}~999999",

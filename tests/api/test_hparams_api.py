@@ -16,7 +16,7 @@ import pytest
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
 from tests.conftest import LiveStore, ThreadedServer, ingest
-from tests.data.hparams_logdirs import WALL, Writer, start_pb, write_official
+from tests.hparams_logdirs import WALL, RunWriter, start_pb, write_rules
 
 pytestmark = pytest.mark.allow_leaks("module-scoped server")
 
@@ -26,7 +26,7 @@ BASE = "/api/v1/hparams"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedServer]:
     root = tmp_path_factory.mktemp("hparams_api")
-    logdir = write_official(root)
+    logdir = write_rules(root)
     db = root / "store.sqlite"
     ingest(logdir, db, experiment="logs")
     running = ThreadedServer(create_app([ExperimentSpec("logs", logdir, db)])).start()
@@ -163,7 +163,7 @@ def test_a_commit_is_seen_by_the_next_answer(tmp_path: Path) -> None:
     live = LiveStore("exp", tmp_path / "logs", tmp_path / "store.sqlite")
     running: ThreadedServer | None = None
     try:
-        w = Writer(live.logdir / "a")
+        w = RunWriter(live.logdir, "a")
         w.summary(start_pb({"lr": 0.1}, "a"))
         w.scalars("acc", {0: 0.5})
         w.flush()

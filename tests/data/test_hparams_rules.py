@@ -1,7 +1,7 @@
 """ListSessionGroups, GetExperiment and ListMetricEvals of boardd.data.hparams, one test per rule
 of the proto comments (api.proto), on real event files: TensorBoard's official hparams API
-(tests/data/hparams_logdirs.py: five trials, two of them one group, missing hparams and metrics,
-metrics in sub-runs) and tensorboardX's add_hparams.
+(tests/hparams_logdirs.py, write_rules: five trials, two of them one group, missing hparams
+and metrics, metrics in sub-runs) and tensorboardX's add_hparams.
 
 The official logdir's groups and their AVG-aggregated metric values:
 g-a (t0, t1): lr .1, adam, 2 layers, dropout; accuracy .8, train/loss .3, validation/loss .7
@@ -22,11 +22,11 @@ import pytest
 
 from boardd.data import experiments
 from boardd.data import hparams as H
-from boardd.data.errors import BadRequest
+from boardd.data.errors import BadRequest, NotFound
 from boardd.data.pool import open_store
 from boardd.proto import hparams_api_pb2 as api
 from tests.conftest import ingest
-from tests.data.hparams_logdirs import WALL, write_official, write_tensorboardx
+from tests.hparams_logdirs import WALL, write_rules, write_rules_tensorboardx
 
 ALL = ["STATUS_FAILURE", "STATUS_RUNNING", "STATUS_SUCCESS", "STATUS_UNKNOWN"]
 
@@ -42,7 +42,7 @@ def _open(logdir: Path, db: Path) -> tuple[apsw.Connection, int]:
 @pytest.fixture(scope="module")
 def official(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[apsw.Connection, int]]:
     root = tmp_path_factory.mktemp("official")
-    connection, exp_id = _open(write_official(root), root / "store.sqlite")
+    connection, exp_id = _open(write_rules(root), root / "store.sqlite")
     yield connection, exp_id
     connection.close()
 
@@ -50,7 +50,7 @@ def official(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[apsw.Co
 @pytest.fixture(scope="module")
 def tbx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[apsw.Connection, int]]:
     root = tmp_path_factory.mktemp("tbx")
-    connection, exp_id = _open(write_tensorboardx(root), root / "store.sqlite")
+    connection, exp_id = _open(write_rules_tensorboardx(root), root / "store.sqlite")
     yield connection, exp_id
     connection.close()
 
@@ -444,7 +444,8 @@ def test_metric_evals_lists_the_series(official: Any) -> None:
     assert [(e.wall_time, e.step) for e in evals] == [(WALL, 0), (WALL + 12, 12)]
     assert evals[1].value == pytest.approx(0.8)
     request.session_name = "t9"
-    assert H.list_metric_evals(connection, exp_id, request) == []
+    with pytest.raises(NotFound, match=r"No scalar data for run='t9/validation', tag='loss'"):
+        H.list_metric_evals(connection, exp_id, request)
 
 
 def test_messages_match_the_json(official: Any) -> None:

@@ -18,13 +18,13 @@ from boardd.proto import hparams_api_pb2 as api
 from boardd.store.connection import open_reader, open_writer
 from boardd.store.schema import SCHEMA_VERSION, migrate
 from tests.conftest import LiveStore, ingest
-from tests.data.hparams_logdirs import (
+from tests.hparams_logdirs import (
     WALL,
-    Writer,
+    RunWriter,
     session_end_pb,
     start_pb,
-    write_official,
-    write_tensorboardx,
+    write_rules,
+    write_rules_tensorboardx,
 )
 
 
@@ -44,7 +44,7 @@ def table(db: Path) -> dict[tuple[str, str], Any]:
 
 def test_ingest_files_each_summary_once(tmp_path: Path) -> None:
     db = tmp_path / "store.sqlite"
-    ingest(write_official(tmp_path), db)
+    ingest(write_rules(tmp_path), db)
     rows = table(db)
     assert rows[(".", "experiment")]["hparamInfos"][0]["name"] == "lr"
     assert rows[("t0", "session_start")]["hparams"] == {
@@ -61,18 +61,18 @@ def test_ingest_files_each_summary_once(tmp_path: Path) -> None:
 
 def test_tensorboardx_sub_runs_each_have_their_rows(tmp_path: Path) -> None:
     db = tmp_path / "store.sqlite"
-    ingest(write_tensorboardx(tmp_path), db)
+    ingest(write_rules_tensorboardx(tmp_path), db)
     kinds = {kind for (run, kind) in table(db) if run == "exp/1700000002.5"}
     assert kinds == {"experiment", "session_start", "session_end"}
 
 
 def test_restart_and_rebuild_keep_the_table(tmp_path: Path) -> None:
-    logdir = write_official(tmp_path)
+    logdir = write_rules(tmp_path)
     db = tmp_path / "store.sqlite"
     ingest(logdir, db)
     before = table(db)
     # A restart that finds more: a new trial; the known rows stay as they were, once each.
-    w = Writer(logdir / "t9")
+    w = RunWriter(logdir, "t9")
     w.summary(start_pb({"lr": 0.3, "opt": "sgd"}, "g-z"))
     w.close()
     ingest(logdir, db)
@@ -85,7 +85,7 @@ def test_restart_and_rebuild_keep_the_table(tmp_path: Path) -> None:
 
 def test_migration_backfills_a_store_from_before_the_table(tmp_path: Path) -> None:
     db = tmp_path / "store.sqlite"
-    ingest(write_official(tmp_path), db)
+    ingest(write_rules(tmp_path), db)
     expected = table(db)
     connection = open_writer(db)
     with connection:
@@ -99,14 +99,14 @@ def test_migration_backfills_a_store_from_before_the_table(tmp_path: Path) -> No
 def test_a_run_read_again_from_the_start_has_its_rows_again(tmp_path: Path) -> None:
     live = LiveStore("exp", tmp_path / "logs", tmp_path / "store.sqlite")
     try:
-        w = Writer(live.logdir / "t0")
+        w = RunWriter(live.logdir, "t0")
         w.summary(start_pb({"lr": 0.1}, "g"))
         w.close()
         live.commit()
         assert table(live.db)[("t0", "session_start")]["hparams"] == {"lr": 0.1}
         # The file is replaced by another (same name, other bytes): the run is read again.
         first = next((live.logdir / "t0").iterdir())
-        w = Writer(tmp_path / "elsewhere")
+        w = RunWriter(tmp_path / "elsewhere")
         w.summary(start_pb({"lr": 0.2}, "g"))
         w.close()
         next((tmp_path / "elsewhere").iterdir()).replace(first)
@@ -126,6 +126,9 @@ REQUEST = {
 }
 
 
+#: The groups whose encoded JSON the last answers() found kept from the generation before.
+KEPT_FRAGMENTS: list[str] = []
+
 #: Whether the last answers() patched the columns of the generation before (one per state).
 PATCHED: list[bool] = []
 
@@ -142,11 +145,17 @@ def answers(db: Path) -> tuple[Any, Any]:
             H.session_groups_json(connection, row.id, message, now=WALL),
         )
         PATCHED[:] = [bool(state.previous) for state in H._STATES.values()]
+        KEPT_FRAGMENTS[:] = [
+            g for state in H._STATES.values() for g, f in state.fragments.items() if f
+        ]
+        # The encoded answer, with the groups' JSON kept from before where still right.
+        encoded = H.session_groups_bytes_of([H.Source(connection, row.id)], message, now=WALL)
         H._STATES.clear()
         fresh = (
             H.experiment_json(connection, row.id),
             H.session_groups_json(connection, row.id, message, now=WALL),
         )
+        assert encoded == json.dumps(fresh[1], separators=(",", ":")).encode()
         return kept, fresh
     finally:
         connection.close()
@@ -162,6 +171,7 @@ def keep_state(db: Path) -> None:
         H.experiment_json(connection, row.id)
         message = H.parse_request(json.dumps(REQUEST), api.ListSessionGroupsRequest)
         H.session_groups_json(connection, row.id, message, now=WALL)
+        H.session_groups_bytes_of([H.Source(connection, row.id)], message, now=WALL)
     finally:
         connection.close()
 
@@ -174,10 +184,10 @@ def groups_of(answer: Any) -> list[tuple[str, list[Any]]]:
 
 def test_state_kept_across_commits_answers_as_one_read_afresh(tmp_path: Path) -> None:
     live = LiveStore("exp", tmp_path / "logs", tmp_path / "store.sqlite")
-    writers: list[Writer] = []
+    writers: list[RunWriter] = []
 
-    def writer(run: str) -> Writer:
-        w = Writer(live.logdir / run)
+    def writer(run: str) -> RunWriter:
+        w = RunWriter(live.logdir, run)
         writers.append(w)
         return w
 
@@ -203,9 +213,11 @@ def test_state_kept_across_commits_answers_as_one_read_afresh(tmp_path: Path) ->
         a.scalars("acc", {1: 0.9})
         assert [n for n, _ in groups_of(step())] == ["a", "b"]
         assert PATCHED == [True]
+        assert KEPT_FRAGMENTS == ["b"]  # a's JSON is encoded again, b's kept
         b.scalars("acc", {1: 0.95})
         assert [n for n, _ in groups_of(step())] == ["b", "a"]
         assert PATCHED == [True]
+        assert KEPT_FRAGMENTS == ["a"]
         # A new session, and a new run under a session (a metric sub-run): new tags.
         c = writer("c")
         c.summary(start_pb({"lr": 0.3, "opt": "rmsprop", "bn": True}, "c"))
@@ -213,6 +225,7 @@ def test_state_kept_across_commits_answers_as_one_read_afresh(tmp_path: Path) ->
         writer("a/eval").scalars("loss", {0: 0.4})
         third = step()
         assert PATCHED == [False]  # new sessions and runs: computed afresh
+        assert KEPT_FRAGMENTS == []
         assert [n for n, _ in groups_of(third)] == ["b", "a", "c"]
         inferred = [m["name"] for m in third[0]["metricInfos"]]
         assert inferred == [{"group": "", "tag": "acc"}, {"group": "eval", "tag": "loss"}]
@@ -240,3 +253,30 @@ def _forget_states() -> Any:
     H._STATES.clear()
     yield
     H._STATES.clear()
+
+
+def test_preload_reads_a_store_with_hparams_data_only(tmp_path: Path) -> None:
+    official = tmp_path / "official.sqlite"
+    ingest(write_rules(tmp_path / "a"), official, experiment="a")
+    plain = tmp_path / "plain.sqlite"
+    (tmp_path / "b" / "run").mkdir(parents=True)
+    w = RunWriter(tmp_path / "b", "run")
+    w.scalars("acc", {0: 0.5})
+    w.close()
+    ingest(tmp_path / "b", plain, experiment="b")
+    H.preload(plain)
+    H.preload(tmp_path / "absent.sqlite")
+    assert H._STATES == {}
+    H.preload(official)
+    (state,) = H._STATES.values()
+    assert state.structure is not None and len(state.structure.sessions) == 5
+    # The request after it finds the state current: nothing is read again.
+    generation = state.generation
+    connection = open_store(official)
+    try:
+        row = experiments.experiment(connection)
+        assert row is not None
+        assert H.experiment_json(connection, row.id)["hparamInfos"]
+        assert {next(iter(H._STATES)): state} == H._STATES and state.generation == generation
+    finally:
+        connection.close()

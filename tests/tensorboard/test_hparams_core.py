@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.data.hparams_logdirs import (
-    OFFICIAL_TRIALS,
-    TBX_TRIALS,
-    write_official,
-    write_tensorboardx,
+from tests.hparams_logdirs import (
+    RULES_TBX_TRIALS,
+    RULES_TRIALS,
+    write_rules,
+    write_rules_tensorboardx,
 )
 from tests.tensorboard.conftest import Pair, pair
 
@@ -30,7 +30,7 @@ UNFILTERED = {"allowedStatuses": ALL_STATUSES, "colParams": [], "startIndex": 0,
 
 def _official_runs() -> set[str]:
     runs = {"."}
-    for run, _, _, _, series in OFFICIAL_TRIALS:
+    for run, _, _, _, series in RULES_TRIALS:
         runs.update(run if not g else f"{run}/{g}" for g in series)
         runs.add(run)
     return runs
@@ -39,7 +39,7 @@ def _official_runs() -> set[str]:
 @pytest.fixture(scope="module")
 def official(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     root = tmp_path_factory.mktemp("official")
-    with pair(root, write_official(root), None, _official_runs()) as p:
+    with pair(root, write_rules(root), None, _official_runs()) as p:
         yield p
 
 
@@ -47,15 +47,15 @@ def official(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
 def inferred(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     root = tmp_path_factory.mktemp("inferred")
     runs = _official_runs() - {"."}
-    with pair(root, write_official(root, with_experiment=False), None, runs) as p:
+    with pair(root, write_rules(root, with_experiment=False), None, runs) as p:
         yield p
 
 
 @pytest.fixture(scope="module")
 def tbx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     root = tmp_path_factory.mktemp("tbx")
-    runs = {"exp"} | {f"exp/{name}" for name, _, _ in TBX_TRIALS}
-    with pair(root, write_tensorboardx(root), None, runs) as p:
+    runs = {"exp"} | {f"exp/{name}" for name, _, _ in RULES_TBX_TRIALS}
+    with pair(root, write_rules_tensorboardx(root), None, runs) as p:
         yield p
 
 

@@ -244,6 +244,31 @@ def paging_requests(c: Columns) -> Iterator[dict[str, Any]]:
     )
 
 
+def no_metrics_requests(c: Columns) -> Iterator[dict[str, Any]]:
+    """``includeMetrics: false``: no metric values, so a metric column's filter and order see
+    missing values only (TensorBoard builds the groups without metrics first)."""
+    metric = c.metrics[0]
+    seen = c.metric_values.get((metric["group"], metric["tag"]), [0.0])
+    interval = {"minValue": seen[0], "maxValue": seen[0]}
+    by_hparam = _hparam((c.numbers or c.strings)[0], order="ORDER_ASC")
+    for fields in (
+        {},
+        {"filterInterval": interval},
+        {"filterInterval": interval, "excludeMissingValues": True},
+        {"excludeMissingValues": True},
+        {"order": "ORDER_DESC"},
+        {"order": "ORDER_ASC", "missingValuesFirst": True},
+    ):
+        yield _request(includeMetrics=False, colParams=[_metric(metric, **fields), by_hparam])
+    yield _request(
+        includeMetrics=False,
+        aggregationType="AGGREGATION_MAX",
+        aggregationMetric=dict(metric),
+        colParams=[_metric(metric, order="ORDER_DESC")],
+    )
+    yield _request(includeMetrics=True, colParams=[_metric(metric, order="ORDER_DESC")])
+
+
 # -- comparison -----------------------------------------------------------------------------
 
 
@@ -327,9 +352,9 @@ def _compare(
     tb, ours = p.both("POST", path, content=text, headers=XSRF)
     # The oracle first: a request TensorBoard refuses (400) is a malformed test, unless it
     # asks for something absent (a metric a session lacks: TensorBoard's 400 "Not found").
-    if tb.status_code in (400, 404) and "Not found" in tb.text:
-        # boardd: its 404, or no points (an empty list: data/hparams.list_metric_evals).
-        if not _absent(ours):
+    if tb.status_code == 404 and "Not found" in tb.text:
+        # boardd: its 404 (its JSON error, TensorBoard's message).
+        if not _absent(tb, ours):
             found.add(f"POST {route} (TensorBoard {tb.status_code})", body, tb, ours)
         return
     assert tb.status_code in (200, 500), f"TensorBoard refused {text}: {tb.text}"
@@ -353,12 +378,14 @@ def _compare(
             found.add(f"POST /api/v1/hparams/{route}", body, tb, api)
 
 
-def _absent(ours: httpx.Response) -> bool:
-    """boardd's answer for a metric a session does not have: 404 with its JSON error, or an
-    empty list of evaluations (TensorBoard answers 404 "Not found")."""
-    if ours.status_code == 404:
-        return "error" in ours.json()
-    return ours.status_code == 200 and ours.json() == []
+def _absent(tb: httpx.Response, ours: httpx.Response) -> bool:
+    """boardd's answer where TensorBoard answers 404 "Not found: No scalar data for run=…,
+    tag=…" (a session or metric without scalars): a 404 with its JSON error carrying
+    TensorBoard's message."""
+    if tb.status_code != 404 or ours.status_code != 404:
+        return False
+    error = ours.json().get("error", {})
+    return error.get("code") == "not_found" and error.get("message") in tb.text
 
 
 def _walk(setup: Setup, requests: Iterator[dict[str, Any]], *, get_every: int = 4) -> None:
@@ -414,6 +441,10 @@ def test_aggregations(setup: Setup) -> None:
     _walk(setup, aggregation_requests(setup.columns))
 
 
+def test_without_metrics(setup: Setup) -> None:
+    _walk(setup, no_metrics_requests(setup.columns), get_every=1)
+
+
 def test_paging(setup: Setup) -> None:
     _walk(setup, paging_requests(setup.columns), get_every=1)
 
@@ -433,8 +464,13 @@ def test_metric_evals(setup: Setup) -> None:
         tb, ours = setup.pair.both(
             "POST", "/data/plugin/hparams/metric_evals", content=json.dumps(body), headers=XSRF
         )
-        if not _absent(ours):
+        if not _absent(tb, ours):
             found.add("POST metric_evals (missing)", body, tb, ours)
+        api = httpx.post(
+            f"{setup.pair.boardd.url}/api/v1/hparams/metric_evals", content=json.dumps(body)
+        )
+        if api.status_code != 404 or api.json()["error"]["code"] != "not_found":
+            found.add("POST /api/v1/hparams/metric_evals (missing)", body, tb, api)
     found.check()
 
 

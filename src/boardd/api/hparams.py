@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import apsw
 from starlette.requests import Request
@@ -23,9 +23,6 @@ from boardd.api.common import (
 from boardd.api.errors import ApiError
 from boardd.api.routes import Query, RouteDef
 from boardd.data import experiments
-
-if TYPE_CHECKING:
-    pass
 
 # The engine (and protocol buffers) are imported by the handlers: not on the start path.
 
@@ -70,10 +67,14 @@ async def _answer(
         handle,
         key,
         version,
-        lambda c: json_bytes(build(c, exp_id)),
+        lambda c: _encoded(build(c, exp_id)),
         "application/json",
         alias=fast,
     )
+
+
+def _encoded(found: Any) -> bytes:
+    return found if isinstance(found, bytes) else json_bytes(found)
 
 
 async def experiment(request: Request, query: Query, route: RouteDef) -> Response:
@@ -108,7 +109,8 @@ async def session_groups(request: Request, query: Query, route: RouteDef) -> Res
     epoch = int(time.time() // max(1.0, idle / 20))
 
     def build(c: apsw.Connection, exp_id: int) -> Any:
-        return data_hparams.session_groups_json(c, exp_id, message, idle_seconds=idle)
+        sources = [data_hparams.Source(c, exp_id)]
+        return data_hparams.session_groups_bytes_of(sources, message, idle_seconds=idle)
 
     return await _answer(request, query, "session_groups", text, build, epoch)
 

@@ -493,7 +493,7 @@ ROUTES: tuple[RouteDef, ...] = (
         "Hyperparameters: a session's metric",
         "Every kept point of one session's metric, `[[wall_time, step, value], …]` by step, "
         "as TensorBoard's ListMetricEvals; `request=`: `{sessionName, metricName: {group, "
-        "tag}}` (no such session or metric: `[]`).",
+        "tag}}` (no such session or metric: 404, as TensorBoard).",
         "hparams",
         (EXPERIMENT, HPARAMS_REQUEST),
         json_answer(ref("HParamsMetricEvals"), "the points", etag=True),

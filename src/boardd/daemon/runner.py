@@ -38,6 +38,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
+def _preload_hparams(db: Path) -> None:
+    """The hparams engine reads the store's hparams data (if any) now that the catch-up is
+    done, rather than at the first hparams request (imported here: not on the start path)."""
+    from boardd.data import hparams
+
+    hparams.preload(db)
+
+
 #: Failures that pass by themselves (space freed, a device back, a lock released): logged
 #: without a traceback. Any other failure is retried too, with its traceback logged once.
 TRANSIENT: tuple[type[BaseException], ...] = (
@@ -508,6 +517,9 @@ class ExperimentRunner:
         if self._retry_at is None:
             self.state = RunnerState.LIVE
         log.info("%s: live (%s)", self.spec.name, watcher.mode)
+        threading.Thread(
+            target=_preload_hparams, args=(self.spec.db,), name="hparams-preload", daemon=True
+        ).start()
         unwatched = watcher.unwatched_reason()
         if unwatched is not None:
             log.warning(

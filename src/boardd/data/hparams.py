@@ -18,16 +18,18 @@ asked for only; :func:`list_session_groups` and friends give the protocol buffer
 from __future__ import annotations
 
 import bisect
-import gc
+import contextlib
 import json
+import logging
 import math
 import os
 import posixpath
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import apsw
@@ -36,10 +38,13 @@ from google.protobuf.message import Message
 
 from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS
 from boardd.data import experiments
-from boardd.data.errors import BadRequest
+from boardd.data.errors import BadRequest, NotFound
+from boardd.data.pool import open_store
 from boardd.data.values import finite_or_text
 from boardd.proto import hparams_api_pb2 as api
 from boardd.store import hparams as store
+
+log = logging.getLogger(__name__)
 
 #: A session without end info is RUNNING while its runs received data this recently (wall
 #: time of their last points), UNKNOWN after (``boardd serve --hparams-idle-seconds``).
@@ -56,9 +61,6 @@ EMPTY_EXPERIMENT: dict[str, Any] = {
     "hparamInfos": [],
     "metricInfos": [],
 }
-
-#: A rebuilt session table this large is frozen out of the cyclic garbage collector.
-FREEZE_SESSIONS = 1000
 
 #: An hparam value as TensorBoard compares it: float, str or bool.
 Value = float | str | bool
@@ -374,12 +376,12 @@ class _Structure:
         try:
             return session.metric_runs[group]
         except KeyError:
-            found = self.run_ids.get(_metric_run(session.name, group))
+            found = self.run_ids.get(metric_run(session.name, group))
             session.metric_runs[group] = found
             return found
 
 
-def _metric_run(session: str, group: str) -> str:
+def metric_run(session: str, group: str) -> str:
     """TensorBoard's run of a session's metric (metrics.run_tag_from_session_and_metric)."""
     run = os.path.join(session, group)
     return run[:-1] if run.endswith("/") else run
@@ -438,6 +440,9 @@ class _State:
         #: the groups of the sessions in ``touched`` are computed again, the rest kept).
         self.previous: dict[Any, Any] = {}
         self.touched: set[_Session] = set()
+        #: group name → (agg, include, include_metrics, prefix) → (its sessions' statuses, its
+        #: sessions, its JSON): kept while only points come, but for touched groups.
+        self.fragments: dict[str, dict[Any, tuple[tuple[int, ...], tuple[_Session, ...], str]]] = {}
 
     def update(self, connection: apsw.Connection, exp_id: int) -> None:
         """Reads what changed since the generation it holds (everything the first time)."""
@@ -500,13 +505,6 @@ class _State:
                 structure.tag_added(run_data, tag)
         if rebuild or structure is None:
             self.structure = _Structure(self.runs)
-            if len(self.structure.sessions) >= FREEZE_SESSIONS:
-                # The sessions live until the next rebuild: out of the cyclic collector's
-                # sight, a full collection no longer walks them on every request that
-                # triggers one (a collection of this heap cost ~100 ms per answer after a
-                # commit at 10,000 sessions). They hold no cycles: refcounting frees them.
-                gc.collect()
-                gc.freeze()
         points_only = (
             not rebuild and structure is not None and not new_runs and not changed_rows
         ) and not new_tags
@@ -517,6 +515,10 @@ class _State:
                 under = self.runs[run_id].under
                 if under is not None:
                     self.touched.add(under[0])
+            for session in self.touched:
+                self.fragments.pop(session.group, None)
+        else:
+            self.fragments = {}
         self.derived = {}
         self.generation = current
 
@@ -544,6 +546,87 @@ def _snapshot(connection: apsw.Connection, exp_id: int) -> _Snapshot:
     return _Snapshot(state, state.structure)
 
 
+class Source(NamedTuple):
+    """One experiment's store as a request addresses it: its run names are shown with
+    ``prefix`` before them (``NAME/RUN`` when several logdirs are served together, as
+    TensorBoard's ``--logdir_spec`` names them; "" for none)."""
+
+    connection: apsw.Connection
+    exp_id: int
+    prefix: str = ""
+
+
+#: Several sources' merged state: (their keys) → (their generations, the merged state).
+_MERGED: dict[tuple[Any, ...], tuple[tuple[int, ...], _State]] = {}
+
+
+@contextlib.contextmanager
+def _locked(sources: Sequence[Source]) -> Iterator[None]:
+    """Holds the lock of each source's store (in one order: no deadlock between requests)."""
+    with contextlib.ExitStack() as stack:
+        for filename in sorted({s.connection.filename for s in sources}):
+            stack.enter_context(_lock_for_file(filename))
+        yield
+
+
+def _view(sources: Sequence[Source]) -> tuple[_Snapshot, str]:
+    """The snapshot answering for ``sources`` (under :func:`_locked`), and the prefix its
+    answers put before run names: one source's own state, or several sources' merged as
+    TensorBoard merges the runs of several logdirs (``NAME/RUN``): one experiment summary
+    (the first run's by name), the sessions of all (a group's sessions may come from several
+    logdirs: group names are not prefixed), the inference over all sessions. The merged state
+    is built again when any source's generation moves (it is for a few logdirs at once, not
+    for the incremental upkeep at 10,000 sessions that one store's state does)."""
+    if len(sources) == 1:
+        return _snapshot(sources[0].connection, sources[0].exp_id), sources[0].prefix
+    snaps = [_snapshot(s.connection, s.exp_id) for s in sources]
+    key = tuple(
+        (s.connection.filename, experiments.store_id(s.connection), s.prefix) for s in sources
+    )
+    generations = tuple(snap.state.generation for snap in snaps)
+    with _STATES_LOCK:
+        kept = _MERGED.get(key)
+    if kept is not None and kept[0] == generations:
+        state = kept[1]
+    else:
+        runs: dict[int, _Run] = {}
+        for k, (source, snap) in enumerate(zip(sources, snaps, strict=True)):
+            for run_id, run in snap.state.runs.items():
+                name = os.path.join(source.prefix, run.name) if source.prefix else run.name
+                runs[(k << 40) + run_id] = _Run(name, run.rows, run.scalars, run.walls)
+        state = _State()
+        state.runs = runs
+        state.structure = _Structure(runs)
+        with _STATES_LOCK:
+            for old in [k for k in _MERGED if {f for f, _, _ in k} & {f for f, _, _ in key}]:
+                del _MERGED[old]
+            _MERGED[key] = (generations, state)
+    assert state.structure is not None
+    return _Snapshot(state, state.structure), ""
+
+
+def preload(db: Path) -> None:
+    """Reads a store's hparams data into memory if it has any (10,000 sessions: 1-4 s), so
+    that the first hparams answer does not wait for it; the daemon calls it in a thread of its
+    own once an experiment's catch-up is done (the stock UI asks for the experiment on every
+    page load anyway). Errors are logged, never raised."""
+    try:
+        connection = open_store(db)
+    except Exception:  # the store is not there (yet): the first request reads it
+        return
+    try:
+        if not store.has_rows(connection):
+            return
+        row = experiments.experiment(connection)
+        if row is not None:
+            with _lock_for(connection):
+                _snapshot(connection, row.id)
+    except Exception:
+        log.exception("hparams: preloading %s failed", db)
+    finally:
+        connection.close()
+
+
 # -- experiment --------------------------------------------------------------------------------
 
 
@@ -557,8 +640,17 @@ def experiment_json(
     """The experiment as proto3 JSON: the one an ``_hparams_/experiment`` summary declares (the
     first run's that has one, by name), else inferred from the sessions as TensorBoard does;
     hparams sorted (differing ones first, then by name) and cut to ``hparams_limit`` (0: all)."""
-    with _lock_for(connection):
-        snap = _snapshot(connection, exp_id)
+    return experiment_json_of(
+        [Source(connection, exp_id)], include_metrics=include_metrics, hparams_limit=hparams_limit
+    )
+
+
+def experiment_json_of(
+    sources: Sequence[Source], *, include_metrics: bool = True, hparams_limit: int = 0
+) -> dict[str, Any]:
+    """:func:`experiment_json` of several sources, merged (see :func:`_view`)."""
+    with _locked(sources):
+        snap, _ = _view(sources)
         found = snap.structure.experiment
     if hparams_limit < 0:
         raise BadRequest(f"hparamsLimit {hparams_limit}: give 0 (all) or more")
@@ -878,6 +970,119 @@ def _sort_keys(values: list[Any], *, none_is_largest: bool) -> list[tuple[bool, 
     ]
 
 
+class _Selection(NamedTuple):
+    """The groups a ListSessionGroups request shows, and how."""
+
+    query: _Query
+    names: list[str]
+    groups: dict[str, list[_Session]]
+    #: The indexes (into ``names``) of the slice asked for.
+    chosen: list[int]
+    total: int
+    agg: _Aggregation
+    include: frozenset[str] | None
+    include_metrics: bool
+
+    def group_json(self, i: int, prefix: str) -> dict[str, Any]:
+        """The group ``names[i]`` as proto3 JSON."""
+        name = self.names[i]
+        members = self.groups[name]
+        q = self.query
+        return _group_json(q, name, members, self.agg, self.include, self.include_metrics, prefix)
+
+    def fragment(self, i: int, prefix: str) -> str:
+        """:meth:`group_json` encoded, kept in the state's fragments while the group's
+        sessions are the same sessions in the same states."""
+        name = self.names[i]
+        members = tuple(self.groups[name])
+        statuses = tuple(map(self.query.status, members))
+        kept = self.query.state.fragments.setdefault(name, {})
+        options = (self.agg, self.include, self.include_metrics, prefix)
+        entry = kept.get(options)
+        # Sessions compare by identity.
+        if entry is None or entry[0] != statuses or entry[1] != members:
+            text = json.dumps(self.group_json(i, prefix), separators=(",", ":"), allow_nan=False)
+            entry = kept[options] = (statuses, members, text)
+        return entry[2]
+
+
+def _check(request: api.ListSessionGroupsRequest) -> None:
+    if request.start_index < 0 or request.slice_size < 0:
+        raise BadRequest(
+            f"startIndex {request.start_index}, sliceSize {request.slice_size}: give 0 or more"
+        )
+    for status in request.allowed_statuses:
+        if status not in ALL_STATUSES:
+            raise BadRequest(f"allowedStatuses: unknown status {status}")
+
+
+def _select(
+    snap: _Snapshot, request: api.ListSessionGroupsRequest, idle_seconds: float, now: float | None
+) -> _Selection | None:
+    """Filters, sorts and slices the groups (None: no sessions); under the store's lock."""
+    include_metrics = not request.HasField("include_metrics") or request.include_metrics
+    structure = snap.structure
+    columns = _columns(request, structure)
+    agg = _aggregation(request, structure)
+    if not structure.sessions:
+        return None
+    query = _Query(snap, idle_seconds, time.time() if now is None else now)
+    names, groups = query.groups(frozenset(request.allowed_statuses))
+    # Filters: every column's, on the group's values.
+    keep = [True] * len(names)
+    values_of: dict[int, list[Any]] = {}
+    for k, col in enumerate(columns):
+        if col.accept is None and not col.exclude_missing and col.order == api.ORDER_UNSPECIFIED:
+            continue
+        if col.metric is not None and not include_metrics:
+            # TensorBoard: without metrics, no group has a metric value (all missing).
+            values: list[Any] = [None] * len(names)
+        else:
+            values = query.column(col, names, groups, agg)
+        values_of[k] = values
+        if col.accept is None and not col.exclude_missing:
+            continue
+        accept = col.accept
+        exclude = col.exclude_missing
+        for i, value in enumerate(values):
+            if not keep[i]:
+                continue
+            if value is None:
+                keep[i] = not exclude
+            elif accept is not None and not accept(value):
+                keep[i] = False
+    order = [i for i in range(len(names)) if keep[i]]
+    # Sorting: by name, then by each ordered column from the least significant up (stable
+    # sorts, as TensorBoard: ties keep the order of the less significant keys).
+    for k in reversed(range(len(columns))):
+        col = columns[k]
+        if col.order == api.ORDER_UNSPECIFIED:
+            continue
+        values = values_of[k]
+        ascending = col.order == api.ORDER_ASC
+        largest = not col.missing_first if ascending else col.missing_first
+        if col.hparam is not None and values is structure.columns.get(col.hparam):
+            # An hparam column's keys live as long as its values.
+            keys = structure.columns_keys.get((col.hparam, largest))
+            if keys is None:
+                keys = _sort_keys(values, none_is_largest=largest)
+                structure.columns_keys[(col.hparam, largest)] = keys
+        else:
+            keys = _sort_keys(values, none_is_largest=largest)
+        order.sort(key=keys.__getitem__, reverse=not ascending)
+    chosen = order[request.start_index : request.start_index + request.slice_size]
+    return _Selection(
+        query,
+        names,
+        groups,
+        chosen,
+        len(order),
+        agg,
+        _hparams_to_include(request),
+        include_metrics,
+    )
+
+
 def session_groups_json(
     connection: apsw.Connection,
     exp_id: int,
@@ -889,86 +1094,82 @@ def session_groups_json(
 ) -> dict[str, Any]:
     """ListSessionGroups as proto3 JSON (see :func:`list_session_groups`); ``prefix``: a path
     put before the run names (session names, and group names taken from them)."""
-    if request.start_index < 0 or request.slice_size < 0:
-        raise BadRequest(
-            f"startIndex {request.start_index}, sliceSize {request.slice_size}: give 0 or more"
-        )
-    for status in request.allowed_statuses:
-        if status not in ALL_STATUSES:
-            raise BadRequest(f"allowedStatuses: unknown status {status}")
-    include_metrics = not request.HasField("include_metrics") or request.include_metrics
-    with _lock_for(connection):
-        snap = _snapshot(connection, exp_id)
-        structure = snap.structure
-        columns = _columns(request, structure)
-        agg = _aggregation(request, structure)
-        if not structure.sessions:
-            return {"sessionGroups": [], "totalSize": 0}
-        query = _Query(snap, idle_seconds, time.time() if now is None else now)
-        names, groups = query.groups(frozenset(request.allowed_statuses))
-        # Filters: every column's, on the group's values.
-        keep = [True] * len(names)
-        values_of: dict[int, list[Any]] = {}
-        for k, col in enumerate(columns):
-            if (
-                col.accept is None
-                and not col.exclude_missing
-                and col.order == api.ORDER_UNSPECIFIED
-            ):
-                continue
-            values = query.column(col, names, groups, agg)
-            values_of[k] = values
-            if col.accept is None and not col.exclude_missing:
-                continue
-            accept = col.accept
-            exclude = col.exclude_missing
-            for i, value in enumerate(values):
-                if not keep[i]:
-                    continue
-                if value is None:
-                    keep[i] = not exclude
-                elif accept is not None and not accept(value):
-                    keep[i] = False
-        order = [i for i in range(len(names)) if keep[i]]
-        # Sorting: by name, then by each ordered column from the least significant up (stable
-        # sorts, as TensorBoard: ties keep the order of the less significant keys).
-        for k in reversed(range(len(columns))):
-            col = columns[k]
-            if col.order == api.ORDER_UNSPECIFIED:
-                continue
-            values = values_of[k]
-            ascending = col.order == api.ORDER_ASC
-            largest = not col.missing_first if ascending else col.missing_first
-            if col.hparam is not None and values is structure.columns.get(col.hparam):
-                # An hparam column's keys live as long as its values.
-                keys = structure.columns_keys.get((col.hparam, largest))
-                if keys is None:
-                    keys = _sort_keys(values, none_is_largest=largest)
-                    structure.columns_keys[(col.hparam, largest)] = keys
-            else:
-                keys = _sort_keys(values, none_is_largest=largest)
-            order.sort(key=keys.__getitem__, reverse=not ascending)
-        total = len(order)
-        chosen = order[request.start_index : request.start_index + request.slice_size]
-        include = _hparams_to_include(request)
-        out = [
-            _group_json(query, names[i], groups[names[i]], agg, include, include_metrics, prefix)
-            for i in chosen
-        ]
-    return {"sessionGroups": out, "totalSize": total}
+    return session_groups_json_of(
+        [Source(connection, exp_id, prefix)], request, idle_seconds=idle_seconds, now=now
+    )
 
 
-def _hparams_to_include(request: api.ListSessionGroupsRequest) -> set[str] | None:
+def session_groups_json_of(
+    sources: Sequence[Source],
+    request: api.ListSessionGroupsRequest,
+    *,
+    idle_seconds: float = DEFAULT_IDLE_SECONDS,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """:func:`session_groups_json` of several sources, merged (see :func:`_view`)."""
+    found: dict[str, Any] = _session_groups(sources, request, idle_seconds, now, encode=False)
+    return found
+
+
+def session_groups_bytes_of(
+    sources: Sequence[Source],
+    request: api.ListSessionGroupsRequest,
+    *,
+    idle_seconds: float = DEFAULT_IDLE_SECONDS,
+    now: float | None = None,
+) -> bytes:
+    """:func:`session_groups_json_of` as compact JSON bytes (``json.dumps`` with separators
+    ``,:``), each group's JSON kept and used again while its sessions, their statuses and
+    metric values are the same (a commit re-encodes only the groups of the sessions it
+    touched)."""
+    found: bytes = _session_groups(sources, request, idle_seconds, now, encode=True)
+    return found
+
+
+#: At most this many encoded groups are kept per store, then the cache starts again (a group
+#: of 4 sessions × 10 metrics is ~4 KB of JSON: ~20 MB at most).
+MAX_FRAGMENTS = 5_000
+
+
+def _session_groups(
+    sources: Sequence[Source],
+    request: api.ListSessionGroupsRequest,
+    idle_seconds: float,
+    now: float | None,
+    *,
+    encode: bool,
+) -> Any:
+    _check(request)
+    with _locked(sources):
+        snap, prefix = _view(sources)
+        found = _select(snap, request, idle_seconds, now)
+        if found is None:
+            empty = {"sessionGroups": [], "totalSize": 0}
+            return json.dumps(empty, separators=(",", ":")).encode() if encode else empty
+        if not encode:
+            groups = [found.group_json(i, prefix) for i in found.chosen]
+            return {"sessionGroups": groups, "totalSize": found.total}
+        fragments = found.query.state.fragments
+        if sum(map(len, fragments.values())) > MAX_FRAGMENTS:
+            fragments.clear()
+        parts = [found.fragment(i, prefix) for i in found.chosen]
+    head = '{"sessionGroups":[' + ",".join(parts) + '],"totalSize":'
+    return (head + str(found.total) + "}").encode("utf-8")
+
+
+def _hparams_to_include(request: api.ListSessionGroupsRequest) -> frozenset[str] | None:
     """TensorBoard's include_in_result: when any column sets it, only hparam columns not set
     to false are shown."""
     if not any(c.HasField("include_in_result") for c in request.col_params):
         return None
-    return {
-        c.hparam
-        for c in request.col_params
-        if c.WhichOneof("name") == "hparam"
-        and (not c.HasField("include_in_result") or c.include_in_result)
-    }
+    return frozenset(
+        {
+            c.hparam
+            for c in request.col_params
+            if c.WhichOneof("name") == "hparam"
+            and (not c.HasField("include_in_result") or c.include_in_result)
+        }
+    )
 
 
 def _metric_values(query: _Query, values: Iterable[tuple[int, _MV]]) -> list[dict[str, Any]]:
@@ -994,7 +1195,7 @@ def _group_json(
     name: str,
     members: list[_Session],
     agg: _Aggregation,
-    include: set[str] | None,
+    include: frozenset[str] | None,
     include_metrics: bool,
     prefix: str,
 ) -> dict[str, Any]:
@@ -1065,14 +1266,14 @@ def list_metric_evals(
     connection: apsw.Connection, exp_id: int, request: api.ListMetricEvalsRequest
 ) -> list[MetricEval]:
     """ListMetricEvals: the points of the metric's scalar series in the session's run (or its
-    sub-run ``group``), sorted by step; empty if there is none (no such session or metric)."""
-    run = _metric_run(request.session_name, request.metric_name.group)
-    return [
-        MetricEval(wall, step, math.nan if value is None else value)
-        for wall, step, value in store.scalar_points(
-            connection, exp_id, run, request.metric_name.tag
-        )
-    ]
+    sub-run ``group``), sorted by step. No such series (no such session or metric) raises
+    :class:`NotFound` with TensorBoard's message (its scalars plugin's 404)."""
+    run = metric_run(request.session_name, request.metric_name.group)
+    tag = request.metric_name.tag
+    points = store.scalar_points(connection, exp_id, run, tag)
+    if not points:
+        raise NotFound(f"No scalar data for run={run!r}, tag={tag!r}")
+    return [MetricEval(w, step, math.nan if v is None else v) for w, step, v in points]
 
 
 def metric_evals_json(
@@ -1110,8 +1311,12 @@ _LOCKS_LOCK = threading.Lock()
 def _lock_for(connection: apsw.Connection) -> threading.Lock:
     """One lock per store file: its in-memory state is updated and read by one thread at a
     time (answers are cached, so this rarely waits)."""
+    return _lock_for_file(connection.filename)
+
+
+def _lock_for_file(filename: str) -> threading.Lock:
     with _LOCKS_LOCK:
-        lock = _LOCKS.get(connection.filename)
+        lock = _LOCKS.get(filename)
         if lock is None:
-            lock = _LOCKS[connection.filename] = threading.Lock()
+            lock = _LOCKS[filename] = threading.Lock()
         return lock

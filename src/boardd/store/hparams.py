@@ -148,6 +148,11 @@ class SeriesRow:
     last_value: float | None
 
 
+def has_rows(connection: apsw.Connection) -> bool:
+    """Whether the store holds any hparams summary."""
+    return connection.execute("SELECT 1 FROM hparams LIMIT 1").fetchone() is not None
+
+
 def changed_runs(connection: apsw.Connection, experiment_id: int, since: int) -> list[RunChange]:
     """Runs whose row changed after generation ``since`` (all of them for ``since`` < 0)."""
     return [

@@ -4,7 +4,8 @@ over :mod:`boardd.data.hparams`. A logdir without hparams summaries gets TensorB
 answers (its UI asks for them on every page).
 
 Session names are run names as the scope names them (``NAME/RUN`` when several logdirs are
-served at once); the answers come from the first addressed experiment with hparams data."""
+served at once), and the experiments of the scope that have hparams data are merged as
+TensorBoard merges the runs of ``--logdir_spec NAME:DIR,…`` (data/hparams.py: ``_view``)."""
 
 from __future__ import annotations
 
@@ -16,15 +17,16 @@ import time
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
-import apsw
 from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.common import ExperimentHandle, state_of
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, answer, tb_json
+from boardd.api.tensorboard.common import Reader, answer, not_found, tb_json
+from boardd.data.errors import NotFound
 
 if TYPE_CHECKING:
+    from boardd.data import hparams as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
 # The engine (and protocol buffers) are imported by the handlers: not on the start path.
@@ -68,14 +70,16 @@ def status_epoch(request: Request) -> int:
     return int(time.time() // max(1.0, idle / 20))
 
 
-def _source(reader: Reader) -> tuple[ExperimentHandle, apsw.Connection, int] | None:
-    """The first addressed experiment whose store has hparams data."""
+def _sources(reader: Reader) -> list[data_hparams.Source]:
+    """The addressed experiments whose stores have hparams data, with the prefix of their run
+    names (their experiment's name when the scope prefixes run names)."""
     from boardd.data import hparams as data_hparams
 
-    for handle, connection, exp_id in reader.experiments():
-        if data_hparams.has_hparams(connection, exp_id):
-            return handle, connection, exp_id
-    return None
+    return [
+        data_hparams.Source(connection, exp_id, _prefix(reader, handle))
+        for handle, connection, exp_id in reader.experiments()
+        if data_hparams.has_hparams(connection, exp_id)
+    ]
 
 
 def _prefix(reader: Reader, handle: ExperimentHandle) -> str:
@@ -91,26 +95,18 @@ async def experiment(request: Request) -> Response:
     message = data_hparams.parse_request(form, api.GetExperimentRequest)
 
     def build(reader: Reader) -> bytes:
-        source = _source(reader)
-        if source is None:
+        sources = _sources(reader)
+        if not sources:
             return tb_json(EMPTY_EXPERIMENT)
-        _, connection, exp_id = source
-        return tb_json(_experiment(connection, exp_id, message))
+        return tb_json(
+            data_hparams.experiment_json_of(
+                sources,
+                include_metrics=not message.HasField("include_metrics") or message.include_metrics,
+                hparams_limit=message.hparams_limit,
+            )
+        )
 
     return await answer(request, build, form=form)
-
-
-def _experiment(
-    connection: apsw.Connection, exp_id: int, message: api.GetExperimentRequest
-) -> dict[str, Any]:
-    from boardd.data import hparams as data_hparams
-
-    return data_hparams.experiment_json(
-        connection,
-        exp_id,
-        include_metrics=not message.HasField("include_metrics") or message.include_metrics,
-        hparams_limit=message.hparams_limit,
-    )
 
 
 def _groups(
@@ -123,21 +119,16 @@ def _groups(
     """(the experiment if asked for, the session groups) of a ListSessionGroups request."""
     from boardd.data import hparams as data_hparams
 
-    source = _source(reader)
-    if source is None:
+    sources = _sources(reader)
+    if not sources:
         return dict(EMPTY_EXPERIMENT), dict(EMPTY_SESSION_GROUPS)
-    handle, connection, exp_id = source
-    found = data_hparams.session_groups_json(
-        connection,
-        exp_id,
-        message,
-        idle_seconds=state_of(request).hparams_idle_seconds,
-        prefix=_prefix(reader, handle),
+    found = data_hparams.session_groups_json_of(
+        sources, message, idle_seconds=state_of(request).hparams_idle_seconds
     )
     if not with_experiment:
         return {}, found
     include = not message.HasField("include_metrics") or message.include_metrics
-    exp = data_hparams.experiment_json(connection, exp_id, include_metrics=include)
+    exp = data_hparams.experiment_json_of(sources, include_metrics=include)
     return exp, found
 
 
@@ -149,7 +140,16 @@ async def session_groups(request: Request) -> Response:
     form = await _request_object(request)
     message = data_hparams.parse_request(form, api.ListSessionGroupsRequest)
     key: Hashable = (form, status_epoch(request))
-    return await answer(request, lambda r: tb_json(_groups(r, request, message)[1]), form=key)
+
+    def build(reader: Reader) -> bytes:
+        sources = _sources(reader)
+        if not sources:
+            return tb_json(EMPTY_SESSION_GROUPS)
+        return data_hparams.session_groups_bytes_of(
+            sources, message, idle_seconds=state_of(request).hparams_idle_seconds
+        )
+
+    return await answer(request, build, form=key)
 
 
 async def metric_evals(request: Request) -> Response:
@@ -161,17 +161,24 @@ async def metric_evals(request: Request) -> Response:
     message = data_hparams.parse_request(form, api.ListMetricEvalsRequest)
 
     def build(reader: Reader) -> bytes:
-        source = _source(reader)
-        if source is None:
-            return tb_json([])
-        handle, connection, exp_id = source
-        prefix = _prefix(reader, handle)
-        if prefix:
-            head = prefix + "/"
-            if not message.session_name.startswith(head):
-                return tb_json([])
-            message.session_name = message.session_name[len(head) :]
-        return tb_json(data_hparams.metric_evals_json(connection, exp_id, message))
+        # TensorBoard's 404 (its scalars plugin's) for a session or metric without scalars.
+        run = data_hparams.metric_run(message.session_name, message.metric_name.group)
+        missing = not_found(f"No scalar data for run={run!r}, tag={message.metric_name.tag!r}")
+        found = reader.scope.inner(message.session_name)
+        if found is None:
+            raise missing
+        handle, inner = found
+        store = next(((c, e) for h, c, e in reader.experiments() if h is handle), None)
+        if store is None:
+            raise missing
+        connection, exp_id = store
+        request = api.ListMetricEvalsRequest()
+        request.CopyFrom(message)
+        request.session_name = inner
+        try:
+            return tb_json(data_hparams.metric_evals_json(connection, exp_id, request))
+        except NotFound:
+            raise missing from None
 
     return await answer(request, build, form=form)
 
