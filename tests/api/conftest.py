@@ -22,6 +22,7 @@ from tensorboardX import summary as x_summary
 
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
+from boardd.store.session import WriteSession
 from tests.conftest import ingest
 
 WALL = 1_700_000_000.0
@@ -201,3 +202,13 @@ def assert_error(response: Any, status: int) -> dict[str, str]:
     assert isinstance(error["code"], str) and error["code"]
     assert isinstance(error["message"], str) and error["message"]
     return error
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ExperimentSpec:
+    """An empty store of an empty logdir (experiment "exp")."""
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    db = tmp_path / "store.sqlite"
+    WriteSession(db, logdir).close()
+    return ExperimentSpec("exp", logdir, db)

@@ -13,18 +13,8 @@ from boardd.api.app import create_app
 from boardd.api.auth import MAX_QUERY_BYTES, Guard
 from boardd.cli import ExitCode, main
 from boardd.config import ExperimentSpec, is_loopback
-from boardd.store.session import WriteSession
 
 TOKEN = "s3cret-token-0123456789"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> ExperimentSpec:
-    logdir = tmp_path / "logs"
-    logdir.mkdir()
-    db = tmp_path / "store.sqlite"
-    WriteSession(db, logdir).close()
-    return ExperimentSpec("exp", logdir, db)
 
 
 def test_token_required_on_every_route(store: ExperimentSpec) -> None:

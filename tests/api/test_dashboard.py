@@ -19,18 +19,8 @@ from boardd.api.auth import Guard, cookie_name, cookie_value
 from boardd.api.errors import ApiError, handle_api_error
 from boardd.config import ExperimentSpec
 from boardd.dashboard import STATIC
-from boardd.store.session import WriteSession
 
 TOKEN = "dashboard-token-0123456789"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> ExperimentSpec:
-    logdir = tmp_path / "logs"
-    logdir.mkdir()
-    db = tmp_path / "store.sqlite"
-    WriteSession(db, logdir).close()
-    return ExperimentSpec("exp", logdir, db)
 
 
 @pytest.fixture
