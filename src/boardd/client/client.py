@@ -9,7 +9,7 @@ import json
 import time
 import urllib.parse
 import weakref
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -520,24 +520,22 @@ class Client:
         """POSTs ``body`` as JSON (for ``experiment``: None, the server's first); the answer's
         bytes."""
         params = {} if experiment is None else {"experiment": experiment}
-        try:
-            response = self._http.post(path.lstrip("/"), params=params, content=json.dumps(body))
-        except httpx.TransportError as exc:
-            raise self._unreachable(exc) from exc
-        except httpx.DecodingError as exc:
-            raise BoarddError(0, "http_error", f"undecodable answer: {exc}") from exc
-        if response.status_code != 200:
-            raise _error_of(response.status_code, response.content)
-        return response.content
+        return self._send(
+            lambda: self._http.post(path.lstrip("/"), params=params, content=json.dumps(body))
+        )
 
     def _json(self, path: str, params: Params | None = None) -> Any:
         return json.loads(self._get(path, params or {}))
 
     def _get(self, path: str, params: Params) -> bytes:
         query = {k: v for k, v in params.items() if v is not None}
+        # httpx undoes the gzip the server applied (it sends Accept-Encoding for it).
+        return self._send(lambda: self._http.get(path.lstrip("/"), params=query))
+
+    def _send(self, call: Callable[[], httpx.Response]) -> bytes:
+        """The answer's bytes of one request; a BoarddError unless it is a 200."""
         try:
-            # httpx undoes the gzip the server applied (it sends Accept-Encoding for it).
-            response = self._http.get(path.lstrip("/"), params=query)
+            response = call()
         except httpx.TransportError as exc:
             raise self._unreachable(exc) from exc
         except httpx.DecodingError as exc:

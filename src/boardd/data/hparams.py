@@ -53,6 +53,7 @@ DEFAULT_IDLE_SECONDS = DEFAULT_HPARAMS_IDLE_SECONDS
 STATUS_NAMES = {v.number: v.name for v in api.Status.DESCRIPTOR.values}
 ALL_STATUSES = frozenset(STATUS_NAMES)
 
+#: TensorBoard's answers (proto3 JSON with defaults) when there is nothing to show.
 EMPTY_EXPERIMENT: dict[str, Any] = {
     "name": "",
     "description": "",
@@ -61,6 +62,7 @@ EMPTY_EXPERIMENT: dict[str, Any] = {
     "hparamInfos": [],
     "metricInfos": [],
 }
+EMPTY_SESSION_GROUPS: dict[str, Any] = {"sessionGroups": [], "totalSize": 0}
 
 #: An hparam value as TensorBoard compares it: float, str or bool.
 Value = float | str | bool

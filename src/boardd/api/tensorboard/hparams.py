@@ -33,17 +33,6 @@ if TYPE_CHECKING:
 
 PLUGIN = "hparams"
 
-#: TensorBoard's answers (proto3 JSON with defaults) when there is nothing to show.
-EMPTY_EXPERIMENT: dict[str, Any] = {
-    "name": "",
-    "description": "",
-    "user": "",
-    "timeCreatedSecs": 0.0,
-    "hparamInfos": [],
-    "metricInfos": [],
-}
-EMPTY_SESSION_GROUPS: dict[str, Any] = {"sessionGroups": [], "totalSize": 0}
-
 
 async def _request_object(request: Request) -> str:
     """The request message's JSON text (a POST's body, or ``?request=`` on GET); 400 unless it
@@ -97,7 +86,7 @@ async def experiment(request: Request) -> Response:
     def build(reader: Reader) -> bytes:
         sources = _sources(reader)
         if not sources:
-            return tb_json(EMPTY_EXPERIMENT)
+            return tb_json(data_hparams.EMPTY_EXPERIMENT)
         return tb_json(
             data_hparams.experiment_json_of(
                 sources,
@@ -121,7 +110,7 @@ def _groups(
 
     sources = _sources(reader)
     if not sources:
-        return dict(EMPTY_EXPERIMENT), dict(EMPTY_SESSION_GROUPS)
+        return dict(data_hparams.EMPTY_EXPERIMENT), dict(data_hparams.EMPTY_SESSION_GROUPS)
     found = data_hparams.session_groups_json_of(
         sources, message, idle_seconds=state_of(request).hparams_idle_seconds
     )
@@ -144,7 +133,7 @@ async def session_groups(request: Request) -> Response:
     def build(reader: Reader) -> bytes:
         sources = _sources(reader)
         if not sources:
-            return tb_json(EMPTY_SESSION_GROUPS)
+            return tb_json(data_hparams.EMPTY_SESSION_GROUPS)
         return data_hparams.session_groups_bytes_of(
             sources, message, idle_seconds=state_of(request).hparams_idle_seconds
         )
