@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,7 @@ import pytest
 from boardd.exitcodes import ExitCode
 from boardd.store.location import default_store_path
 from boardd.store.session import WriteSession
-from tests.cli.test_ingest import boardd
+from tests.cli.test_ingest import SRC, boardd
 from tests.hparams_logdirs import (
     INFERRED_SESSIONS,
     OFFICIAL_GROUPS,
@@ -194,3 +196,28 @@ def test_errors_and_exit_codes(official: Path, tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
     done = boardd("hparams", official, "--db", db, "--sort=-missing")
     assert done.returncode == ExitCode.USAGE and "'missing'" in done.stderr
+
+
+def test_a_reader_that_goes_away_gets_no_traceback(official: Path, tmp_path: Path) -> None:
+    # `boardd hparams LOGDIR --csv | head -1`: the pipe is closed before the command writes.
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "boardd",
+            "hparams",
+            str(official),
+            "--db",
+            str(tmp_path / "s"),
+            "--csv",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    with proc.stderr:
+        stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == ExitCode.ERROR
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -57,5 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return ExitCode.USAGE
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+    except BrokenPipeError:
+        # The reader of our output went away (`boardd hparams --csv | head`): no traceback.
+        # stdout is pointed at /dev/null so that the interpreter's own flush at exit cannot
+        # raise again (what Python's documentation of SIGPIPE recommends).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitCode.ERROR
     return code
