@@ -1,7 +1,7 @@
 """boardd's own dashboard (``/``, web/) in a real browser (Debian's chromium) on
 ``boardd serve``, through the contract every scalar chart card keeps (issue 14 §4):
 ``data-tag``, ``data-points`` (points drawn) and ``data-last-step`` (largest step drawn), and
-the extra ``data-runs``, ``data-smoothing``, ``data-last-value`` (see web/src/main.ts).
+the extra ``data-runs``, ``data-smoothing``, ``data-last-value`` (see web/src/views/scalars.ts).
 
 Screenshots: see the ``artifacts`` fixture (``$BOARDD_TEST_ARTIFACTS/<test>/``, else the
 test's tmp_path)."""

@@ -1,6 +1,6 @@
 // The view's state in the page's URL (query string), so a view can be bookmarked and shared:
 // runs (a regex filter and the runs deselected), tags (a regex filter), smoothing, x axis.
-// Defaults are left out of the URL.
+// Defaults are left out of the URL; the other views' keys are left as they are.
 
 export type XAxis = "step" | "relative" | "wall";
 export const X_AXES: readonly XAxis[] = ["step", "relative", "wall"];
@@ -37,9 +37,14 @@ export function parseState(search: string): ViewState {
   return state;
 }
 
-/** The query string (with its "?", or "" for the defaults) of a state. */
-export function formatState(state: ViewState): string {
-  const q = new URLSearchParams();
+/** The query keys the scalars view owns. */
+export const SCALARS_KEYS: readonly string[] = ["runs", "hide", "tags", "smoothing", "x"];
+
+/** The query string (with its "?", or "" when empty) of a state, keeping the keys of `search`
+ * (the page's current query) that are not the scalars view's. */
+export function formatState(state: ViewState, search = ""): string {
+  const q = new URLSearchParams(search);
+  for (const key of SCALARS_KEYS) q.delete(key);
   if (state.runFilter) q.set("runs", state.runFilter);
   for (const run of [...state.hidden].sort()) q.append("hide", run);
   if (state.tagFilter) q.set("tags", state.tagFilter);

@@ -15,6 +15,12 @@ describe("view state in the URL", () => {
     expect(defaults().smoothing).toBe(DEFAULT_SMOOTHING);
   });
 
+  it("keeps the other views' keys", () => {
+    const text = formatState({ ...defaults(), smoothing: 0.5 }, "?view=images&smoothing=0.1&hide=a");
+    expect(new URLSearchParams(text).get("view")).toBe("images");
+    expect(parseState(text)).toEqual({ ...defaults(), smoothing: 0.5 });
+  });
+
   it("ignores garbage and clamps smoothing", () => {
     expect(parseState("?smoothing=abc&x=nope")).toEqual(defaults());
     expect(parseState("?smoothing=5").smoothing).toBe(0.999);
