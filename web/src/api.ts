@@ -9,8 +9,16 @@ export interface Run {
   start_time: number | null;
 }
 
+/** The experiment the page shows (`experiment=` on every request; null: the daemon's first);
+ * the shell sets it. */
+let experiment: string | null = null;
+
+export function setExperiment(name: string | null): void {
+  experiment = name;
+}
+
 async function getJson<T>(path: string, params: [string, string][] = []): Promise<T> {
-  const query = new URLSearchParams(params).toString();
+  const query = new URLSearchParams(experiment ? [["experiment", experiment], ...params] : params).toString();
   const response = await fetch(`api/v1/${path}${query ? `?${query}` : ""}`, {
     credentials: "same-origin",
   });
@@ -75,7 +83,10 @@ export class Stream {
   }
 
   private open(): void {
-    const url = this.lastId ? `api/v1/stream?since=${encodeURIComponent(this.lastId)}` : "api/v1/stream";
+    const q = new URLSearchParams();
+    if (experiment) q.set("experiment", experiment);
+    if (this.lastId) q.set("since", this.lastId);
+    const url = `api/v1/stream${q.size ? `?${q}` : ""}`;
     const source = new EventSource(url, { withCredentials: true });
     this.source = source;
     const track = (e: MessageEvent): void => {

@@ -1,11 +1,193 @@
-// boardd's dashboard: the page shell. It mounts the views; each view owns its own state,
-// data and stream (web/src/views/).
+// boardd's dashboard: the page shell. A bar with the views' tabs (and an experiment selector
+// when the daemon serves several logdirs); the view shown is in the URL (`?view=ID`, absent
+// for scalars; `?exp=NAME` for an experiment other than the first), next to the view's own
+// keys. One view is mounted at a time; the views other than scalars (which keeps its own
+// stream) get the stream's events from one /api/v1/stream subscription opened here while
+// they are shown.
+//
+// Contract for tests: the bar is nav#views; each tab a[data-view=ID] (aria-current="page"
+// on the one shown, data-empty when the experiment has no data for it); the view's host is
+// main#view with data-view=ID; #experiment is the experiment selector (shown with several).
 
 import "./style.css";
+import "./views/views.css";
 
+import { setExperiment, Stream } from "./api";
+import { el } from "./dom";
+import { getJson, type MountedView, type ViewContext, type ViewDef } from "./views/common";
+import { distributionsView } from "./views/distributions";
+import { histogramsView } from "./views/histograms";
+import { hparamsView } from "./views/hparams";
+import { imagesView } from "./views/images";
 import { ScalarsView } from "./views/scalars";
+import { statusView } from "./views/status";
+import { textView } from "./views/text";
 
-const root = document.createElement("div");
-root.id = "app";
-document.body.append(root);
-new ScalarsView().mount(root);
+const scalarsView: ViewDef = {
+  id: "scalars",
+  title: "Scalars",
+  mount(host) {
+    const view = new ScalarsView();
+    view.mount(host);
+    return { unmount: () => view.unmount() };
+  },
+};
+
+/** The views, in tab order. */
+const VIEWS: readonly ViewDef[] = [scalarsView, imagesView, histogramsView, distributionsView, textView, hparamsView, statusView];
+const DEFAULT_VIEW = "scalars";
+
+/** The plugin whose data a view shows (a tab without it is marked empty). */
+const VIEW_PLUGIN: Record<string, string> = {
+  scalars: "scalars",
+  images: "images",
+  histograms: "histograms",
+  distributions: "histograms",
+  text: "text",
+  hparams: "hparams",
+};
+
+function viewFromUrl(): ViewDef {
+  const id = new URLSearchParams(location.search).get("view") ?? DEFAULT_VIEW;
+  return VIEWS.find((v) => v.id === id) ?? VIEWS[0];
+}
+
+function urlWith(changes: Record<string, string | null>): string {
+  const q = new URLSearchParams(location.search);
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null || v === "") q.delete(k);
+    else q.set(k, v);
+  }
+  const text = q.toString();
+  return `${location.pathname}${text ? `?${text}` : ""}`;
+}
+
+class Shell {
+  private current: { def: ViewDef; mounted: MountedView } | null = null;
+  private stream: Stream | null = null;
+  private experiment: string | null = new URLSearchParams(location.search).get("exp");
+  private readonly tabs = new Map<string, HTMLAnchorElement>();
+  private readonly host = el("main", { id: "view" });
+  private readonly select = el("select", { id: "experiment", title: "experiment (logdir)" });
+  private readonly live = el("span", { id: "shell-status" });
+
+  constructor() {
+    setExperiment(this.experiment);
+    const nav = el("nav", { id: "views" }, el("strong", { class: "brand" }, "boardd"));
+    for (const def of VIEWS) {
+      const a = el("a", { href: urlWith({ view: def.id === DEFAULT_VIEW ? null : def.id }), "data-view": def.id }, def.title);
+      a.addEventListener("click", (e) => {
+        if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;
+        e.preventDefault();
+        history.pushState(null, "", urlWith({ view: def.id === DEFAULT_VIEW ? null : def.id }));
+        this.show(def);
+      });
+      this.tabs.set(def.id, a);
+      nav.append(a);
+    }
+    this.select.hidden = true;
+    this.select.addEventListener("change", () => {
+      const name = this.select.value;
+      // The scalars view keeps its own URL keys; another experiment starts the views afresh.
+      history.pushState(null, "", urlWith({ exp: name === this.select.options[0]?.value ? null : name }));
+      this.experiment = new URLSearchParams(location.search).get("exp");
+      setExperiment(this.experiment);
+      this.remount();
+      void this.markEmptyTabs();
+    });
+    nav.append(el("span", { class: "spacer" }), this.live, this.select, el("a", { href: "tensorboard/", class: "tb-link" }, "TensorBoard's UI"));
+    document.body.append(nav, this.host);
+    addEventListener("popstate", () => {
+      this.experiment = new URLSearchParams(location.search).get("exp");
+      setExperiment(this.experiment);
+      this.show(viewFromUrl(), true);
+    });
+    this.show(viewFromUrl());
+    this.loadExperiments();
+  }
+
+  private context(): ViewContext {
+    return {
+      experiment: this.experiment,
+      param: (name) => new URLSearchParams(location.search).get(name),
+      setParams: (changes) => history.replaceState(null, "", urlWith(changes)),
+    };
+  }
+
+  private show(def: ViewDef, force = false): void {
+    if (this.current?.def === def && !force) return;
+    this.current?.mounted.unmount();
+    this.current = null;
+    this.host.replaceChildren();
+    this.host.dataset.view = def.id;
+    document.title = `${def.title} · boardd`;
+    for (const [id, a] of this.tabs) {
+      if (id === def.id) a.setAttribute("aria-current", "page");
+      else a.removeAttribute("aria-current");
+    }
+    const mounted = def.mount(this.host, this.context());
+    this.current = { def, mounted };
+    // The stream, for the views that take its events (scalars has its own).
+    const wantsStream = Boolean(mounted.series || mounted.run);
+    if (wantsStream && this.stream === null) this.openStream();
+    if (!wantsStream && this.stream !== null) {
+      this.stream.close();
+      this.stream = null;
+      this.live.textContent = "";
+    }
+  }
+
+  private remount(): void {
+    if (this.current) this.show(this.current.def, true);
+  }
+
+  private openStream(): void {
+    this.stream = new Stream({
+      series: (e) => this.current?.mounted.series?.(e),
+      run: (e) => {
+        this.current?.mounted.run?.(e);
+        if (e.change === "created") void this.markEmptyTabs();
+      },
+      // The store went back in time or was swapped: the view starts again.
+      reset: () => this.remount(),
+      state: (connected) => {
+        this.live.textContent = connected ? "live" : "reconnecting…";
+        this.live.className = connected ? "live" : "down";
+      },
+    });
+  }
+
+  /** Fills the experiment selector (shown with several experiments) and marks the tabs. */
+  private loadExperiments(): void {
+    getJson<{ id: string; name: string; logdir: string }[]>("api/v1/experiments")
+      .then((list) => {
+        this.select.replaceChildren(...list.map((e) => el("option", { value: e.id, title: e.logdir }, e.name)));
+        if (this.experiment) this.select.value = this.experiment;
+        this.select.hidden = list.length < 2;
+        return this.markEmptyTabs();
+      })
+      .catch((err: unknown) => {
+        console.warn("listing the experiments failed; retrying", err);
+        setTimeout(() => this.loadExperiments(), 2000);
+      });
+  }
+
+  /** Marks the tabs whose view has no data in this experiment (/api/v1/plugins). */
+  private async markEmptyTabs(): Promise<void> {
+    const params: [string, string][] = this.experiment ? [["experiment", this.experiment]] : [];
+    let plugins: Record<string, string[]>;
+    try {
+      plugins = await getJson<Record<string, string[]>>("api/v1/plugins", params);
+    } catch {
+      return; // no store yet: every tab stays as it is
+    }
+    for (const [id, plugin] of Object.entries(VIEW_PLUGIN)) {
+      const a = this.tabs.get(id);
+      if (!a) continue;
+      if (plugin in plugins) delete a.dataset.empty;
+      else a.dataset.empty = "";
+    }
+  }
+}
+
+new Shell();

@@ -1,0 +1,159 @@
+// Distributions: a card per (tag, run) drawing TensorBoard's compressed histograms over the
+// steps: the median as a line and bands between the percentiles of ±1σ, ±2σ, ±3σ of a normal
+// and the extremes, darker towards the middle. The compression is the server's (TensorBoard's
+// distributions route as boardd answers it), so both UIs show the same numbers.
+//
+// Contract for tests: each card carries data-tag, data-run, data-steps (steps drawn),
+// data-last-step and data-median (JSON: the last step's median).
+
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+
+import { runColor } from "../colors";
+import { Debouncer, el, LazyDrawer, type Listing, notice, pairs, retrying, tagSection, api, tensorboardData, type ViewContext, type ViewDef } from "./common";
+import { bandPairs, type DistributionAnswer, distributionColumns } from "./histmath";
+
+const HEIGHT = 220;
+
+class DistributionCard {
+  readonly root: HTMLElement;
+  private readonly box = el("div", { class: "plot" });
+  private plot: uPlot | null = null;
+  private shape = "";
+  answer: DistributionAnswer = [];
+  dirty = true;
+  visible = false;
+
+  constructor(
+    readonly tag: string,
+    readonly run: string,
+  ) {
+    const swatch = el("span", { class: "swatch" });
+    swatch.style.background = runColor(run);
+    this.root = el(
+      "section",
+      { class: "card dist-card", "data-tag": tag, "data-run": run, "data-steps": "0" },
+      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run)),
+      this.box,
+    );
+  }
+
+  draw(): void {
+    const { basisPoints, columns } = distributionColumns(this.answer);
+    const steps = columns[0];
+    this.root.dataset.steps = String(steps.length);
+    if (steps.length) {
+      this.root.dataset.lastStep = String(steps[steps.length - 1]);
+      const middle = basisPoints.indexOf(5000);
+      if (middle >= 0) this.root.dataset.median = JSON.stringify(columns[middle + 1][steps.length - 1]);
+    }
+    const width = Math.max(240, (this.box.clientWidth || 420) - 2);
+    const color = runColor(this.run);
+    const series: uPlot.Series[] = [{ label: "step" }];
+    basisPoints.forEach((bp) => {
+      series.push({
+        label: `${bp / 100}%`,
+        stroke: bp === 5000 ? color : "transparent",
+        width: bp === 5000 ? 1.5 : 0,
+        points: { show: steps.length === 1 },
+      });
+    });
+    const bands = bandPairs(basisPoints.length).map(([hi, lo]) => ({ series: [hi, lo] as [number, number], fill: color + "2e" }));
+    const data = columns as unknown as uPlot.AlignedData;
+    const shape = `${basisPoints.join(",")}|${width}`;
+    if (this.plot === null || shape !== this.shape) {
+      this.plot?.destroy();
+      this.shape = shape;
+      this.plot = new uPlot({ width, height: HEIGHT, legend: { show: false }, scales: { x: { time: false } }, series, bands }, data, this.box);
+    } else {
+      this.plot.setData(data);
+    }
+  }
+}
+
+export const distributionsView: ViewDef = {
+  id: "distributions",
+  title: "Distributions",
+  mount(host, ctx) {
+    return new DistributionsView(host, ctx);
+  },
+};
+
+class DistributionsView {
+  private alive = true;
+  private readonly drawer = new LazyDrawer();
+  private readonly cards = new Map<string, DistributionCard>();
+  private readonly debounce = new Debouncer(50);
+  private readonly main = el("div", { class: "view-body" });
+
+  constructor(
+    private readonly host: HTMLElement,
+    private readonly ctx: ViewContext,
+  ) {
+    host.append(this.main);
+    this.main.append(notice("loading distributions…"));
+    retrying("listing distributions", () => this.start(), () => this.alive);
+  }
+
+  private async start(): Promise<void> {
+    const listing = await api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"]]);
+    if (!this.alive) return;
+    for (const { tag, run } of pairs(listing)) this.card(tag, run);
+    this.layout();
+    for (const card of this.cards.values()) this.loadRetrying(card);
+  }
+
+  private card(tag: string, run: string): DistributionCard {
+    const key = `${tag}\u0000${run}`;
+    let card = this.cards.get(key);
+    if (!card) {
+      card = new DistributionCard(tag, run);
+      this.cards.set(key, card);
+      this.drawer.add(card);
+    }
+    return card;
+  }
+
+  private layout(): void {
+    if (this.cards.size === 0) {
+      this.main.replaceChildren(notice("No histograms in this experiment, so no distributions."));
+      return;
+    }
+    const byTag = new Map<string, HTMLElement[]>();
+    for (const [, card] of [...this.cards].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (!byTag.has(card.tag)) byTag.set(card.tag, []);
+      byTag.get(card.tag)!.push(card.root);
+    }
+    this.main.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots)));
+  }
+
+  private loadRetrying(card: DistributionCard): void {
+    retrying(`loading distributions ${card.tag}`, () => this.load(card), () => this.alive);
+  }
+
+  private async load(card: DistributionCard): Promise<void> {
+    const answer = await tensorboardData<DistributionAnswer>(this.ctx, "plugin/distributions/distributions", [
+      ["run", card.run],
+      ["tag", card.tag],
+    ]);
+    if (!this.alive) return;
+    card.answer = answer;
+    this.drawer.touch(card);
+  }
+
+  series(e: { run: string; tag: string; plugin: string }): void {
+    if (e.plugin !== "histograms") return;
+    const key = `${e.tag}\u0000${e.run}`;
+    const isNew = !this.cards.has(key);
+    const card = this.card(e.tag, e.run);
+    if (isNew) this.layout();
+    this.debounce.call(key, () => this.loadRetrying(card));
+  }
+
+  unmount(): void {
+    this.alive = false;
+    this.debounce.close();
+    this.drawer.close();
+    this.host.replaceChildren();
+  }
+}

@@ -1,0 +1,224 @@
+// Histograms: a card per (tag, run) in TensorBoard's offset view: one ridge per step, the
+// oldest at the back (top, light), the newest in front (bottom, in the run's colour), all on
+// one value axis. Drawn on a canvas; a committed step is fetched and added by itself.
+//
+// Contract for tests: each card carries data-tag, data-run, data-steps (histograms drawn)
+// and data-last-step (the largest step drawn).
+
+import { runColor } from "../colors";
+import { api, Debouncer, el, LazyDrawer, type Listing, notice, pairs, retrying, tagSection, type ViewContext, type ViewDef } from "./common";
+import { type Bucket, rebin, valueRange } from "./histmath";
+
+/** Histograms per series drawn (TensorBoard's route gives 51). */
+const STEPS_SHOWN = 50;
+const BINS = 60;
+const WIDTH = 440;
+const HEIGHT = 260;
+
+interface Hist {
+  step: number;
+  wall_time: number;
+  values: Bucket[];
+}
+type TensorAnswer = Record<string, Record<string, Hist[]>>;
+
+class HistogramCard {
+  readonly root: HTMLElement;
+  private readonly canvas = el("canvas", { class: "ridges" });
+  hists: Hist[] = [];
+  dirty = true;
+  visible = false;
+
+  constructor(
+    readonly tag: string,
+    readonly run: string,
+  ) {
+    const swatch = el("span", { class: "swatch" });
+    swatch.style.background = runColor(run);
+    this.root = el(
+      "section",
+      { class: "card hist-card", "data-tag": tag, "data-run": run, "data-steps": "0" },
+      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run)),
+      this.canvas,
+    );
+  }
+
+  draw(): void {
+    const hists = this.hists;
+    this.root.dataset.steps = String(hists.length);
+    if (hists.length) this.root.dataset.lastStep = String(hists[hists.length - 1].step);
+    const ratio = window.devicePixelRatio || 1;
+    const width = Math.max(240, this.canvas.parentElement?.clientWidth ? this.canvas.parentElement.clientWidth - 12 : WIDTH);
+    this.canvas.width = Math.round(width * ratio);
+    this.canvas.height = Math.round(HEIGHT * ratio);
+    this.canvas.style.width = `${width}px`;
+    this.canvas.style.height = `${HEIGHT}px`;
+    const g = this.canvas.getContext("2d");
+    if (!g) return;
+    g.scale(ratio, ratio);
+    g.clearRect(0, 0, width, HEIGHT);
+    const range = valueRange(hists.map((h) => h.values));
+    if (!range) {
+      g.fillStyle = "#888";
+      g.font = "12px system-ui, sans-serif";
+      g.fillText("no histogram yet", 12, 24);
+      return;
+    }
+    const [lo, hi] = range;
+    const rebinned = hists.map((h) => rebin(h.values, lo, hi, BINS));
+    let peak = 0;
+    for (const bins of rebinned) for (const c of bins) peak = Math.max(peak, c);
+    const left = 8;
+    const right = width - 56;
+    const top = 8;
+    const bottom = HEIGHT - 24;
+    // Each ridge's baseline is its step's place on the step axis; a ridge rises up to a third
+    // of the plot above it.
+    const ridge = (bottom - top) / 3;
+    const firstStep = hists[0].step;
+    const lastStep = hists[hists.length - 1].step;
+    const baseline = (step: number): number =>
+      lastStep === firstStep ? bottom : top + ridge + ((step - firstStep) / (lastStep - firstStep)) * (bottom - top - ridge);
+    const x = (i: number): number => left + ((i + 0.5) / BINS) * (right - left);
+    const color = runColor(this.run);
+    hists.forEach((h, k) => {
+      const bins = rebinned[k];
+      const y0 = baseline(h.step);
+      const age = hists.length === 1 ? 1 : k / (hists.length - 1);
+      g.beginPath();
+      g.moveTo(left, y0);
+      for (let i = 0; i < BINS; i++) g.lineTo(x(i), y0 - (peak ? (bins[i] / peak) * ridge : 0));
+      g.lineTo(right, y0);
+      g.closePath();
+      g.globalAlpha = 1;
+      g.fillStyle = "#fff";
+      g.fill();
+      g.globalAlpha = 0.15 + 0.55 * age;
+      g.fillStyle = color;
+      g.fill();
+      g.globalAlpha = 0.4 + 0.6 * age;
+      g.strokeStyle = k === hists.length - 1 ? "#222" : color;
+      g.lineWidth = k === hists.length - 1 ? 1.2 : 0.8;
+      g.stroke();
+    });
+    g.globalAlpha = 1;
+    // The value axis (bottom) and the step axis (right).
+    g.strokeStyle = "#bbb";
+    g.lineWidth = 1;
+    g.beginPath();
+    g.moveTo(left, bottom + 0.5);
+    g.lineTo(right, bottom + 0.5);
+    g.stroke();
+    g.fillStyle = "#555";
+    g.font = "11px system-ui, sans-serif";
+    for (let t = 0; t <= 4; t++) {
+      const v = lo + ((hi - lo) * t) / 4;
+      const px = left + ((right - left) * t) / 4;
+      // The end labels inside the plot's edges, not cut by them.
+      g.textAlign = t === 0 ? "left" : t === 4 ? "right" : "center";
+      g.fillText(tick(v), px, bottom + 15);
+    }
+    g.textAlign = "left";
+    const labelled = new Set([firstStep, lastStep]);
+    if (hists.length > 2) labelled.add(hists[Math.floor(hists.length / 2)].step);
+    for (const step of labelled) g.fillText(`step ${step}`, right + 4, baseline(step) + 4);
+  }
+}
+
+function tick(v: number): string {
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 1e-3 || a >= 1e5)) return v.toExponential(1);
+  return String(Number(v.toPrecision(3)));
+}
+
+export const histogramsView: ViewDef = {
+  id: "histograms",
+  title: "Histograms",
+  mount(host, ctx) {
+    return new HistogramsView(host, ctx);
+  },
+};
+
+class HistogramsView {
+  private alive = true;
+  private readonly drawer = new LazyDrawer();
+  private readonly cards = new Map<string, HistogramCard>();
+  private readonly debounce = new Debouncer(50);
+  private readonly main = el("div", { class: "view-body" });
+
+  constructor(
+    private readonly host: HTMLElement,
+    private readonly ctx: ViewContext,
+  ) {
+    host.append(this.main);
+    this.main.append(notice("loading histograms…"));
+    retrying("listing histograms", () => this.start(), () => this.alive);
+  }
+
+  private async start(): Promise<void> {
+    const listing = await api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"]]);
+    if (!this.alive) return;
+    for (const { tag, run } of pairs(listing)) this.card(tag, run);
+    this.layout();
+    for (const card of this.cards.values()) this.loadRetrying(card);
+  }
+
+  private card(tag: string, run: string): HistogramCard {
+    const key = `${tag}\u0000${run}`;
+    let card = this.cards.get(key);
+    if (!card) {
+      card = new HistogramCard(tag, run);
+      this.cards.set(key, card);
+      this.drawer.add(card);
+    }
+    return card;
+  }
+
+  private layout(): void {
+    if (this.cards.size === 0) {
+      this.main.replaceChildren(notice("No histograms in this experiment (tensorboardX add_histogram, tf.summary.histogram)."));
+      return;
+    }
+    const byTag = new Map<string, HTMLElement[]>();
+    for (const [key, card] of [...this.cards].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      void key;
+      if (!byTag.has(card.tag)) byTag.set(card.tag, []);
+      byTag.get(card.tag)!.push(card.root);
+    }
+    this.main.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots)));
+  }
+
+  private loadRetrying(card: HistogramCard): void {
+    retrying(`loading histograms ${card.tag}`, () => this.load(card), () => this.alive);
+  }
+
+  /** The series' histograms, downsampled as the API does (the first, the last and a uniform
+   * sample between, stable as steps are added). */
+  private async load(card: HistogramCard): Promise<void> {
+    const answer = await api<TensorAnswer>(this.ctx, "tensors", [
+      ["plugin", "histograms"],
+      ["run", card.run],
+      ["tag", card.tag],
+      ["downsample", String(STEPS_SHOWN)],
+    ]);
+    if (!this.alive) return;
+    card.hists = answer[card.run]?.[card.tag] ?? [];
+    this.drawer.touch(card);
+  }
+
+  series(e: { run: string; tag: string; plugin: string }): void {
+    if (e.plugin !== "histograms") return;
+    const key = `${e.tag}\u0000${e.run}`;
+    const isNew = !this.cards.has(key);
+    const card = this.card(e.tag, e.run);
+    if (isNew) this.layout();
+    this.debounce.call(key, () => this.loadRetrying(card));
+  }
+
+  unmount(): void {
+    this.alive = false;
+    this.debounce.close();
+    this.drawer.close();
+    this.host.replaceChildren();
+  }
+}
