@@ -221,8 +221,10 @@ def test_a_new_image_step_appears_while_open(
     card = page.page.locator(f'.media-card[data-run="train"][data-step="{new}"]')
     card.wait_for(timeout=10_000)
     assert card.get_attribute("data-steps") == str(len(STEPS) + 1)
-    key = card.locator("img").get_attribute("data-key")
-    assert key and key in page.page.locator('.media-card[data-run="train"] img').get_attribute("src")  # type: ignore[operator]
+    # The image shown is the new step's blob.
+    img = card.locator("img")
+    key = img.get_attribute("data-key")
+    assert key and img.get_attribute("src") == f"api/v1/blob/{key}"
     assert page.page.locator('.media-card[data-run="eval"]').get_attribute("data-step") == "0"
     # The histograms of that step reach their view too (opened after: it fetches them).
     open_view(page, base, "histograms")
@@ -342,4 +344,39 @@ def test_views_work_with_the_login_cookie_and_several_experiments(
     page.screenshot("experiment-b")
     statuses = [r.status for r in page.responses]
     assert 401 not in statuses
+    page.assert_no_errors()
+
+
+def test_cards_out_of_view_are_drawn_only_when_scrolled_to(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    logdir = tmp_path / "many"
+    tags = [f"layer{i:02d}/weights" for i in range(16)]
+    rng = np.random.default_rng(3)
+    for run in RUNS:
+        with SummaryWriter(str(logdir / run)) as w:
+            for step in range(3):
+                for tag in tags:
+                    w.add_histogram(tag, rng.normal(0, 1, 200), step, walltime=WALL + step)
+                w.add_scalar("loss", 1.0, step, walltime=WALL + step)
+    daemon = serve(logdir)
+    for run in RUNS:
+        daemon.wait_for_steps(run, "loss", [0, 1, 2], timeout=30)
+    base = f"http://127.0.0.1:{daemon.port}"
+
+    open_view(page, base, "histograms")
+    # The first tag's cards (at the top) are drawn.
+    for run in RUNS:
+        page.page.locator(
+            f'.hist-card[data-tag="{tags[0]}"][data-run="{run}"][data-last-step="2"]'
+        ).wait_for()
+    cards = datasets(page, ".hist-card")
+    assert len(cards) == len(tags) * len(RUNS)
+    # The last cards are far below the window: listed, not drawn.
+    last = page.page.locator(f'.hist-card[data-tag="{tags[-1]}"]')
+    assert [last.nth(i).get_attribute("data-last-step") for i in range(len(RUNS))] == [None] * 2
+    drawn = [c for c in cards if "lastStep" in c]
+    assert 0 < len(drawn) < len(cards)
+    last.first.scroll_into_view_if_needed()
+    page.page.locator(f'.hist-card[data-tag="{tags[-1]}"][data-last-step="2"]').first.wait_for()
     page.assert_no_errors()

@@ -24,7 +24,9 @@ type TensorAnswer = Record<string, Record<string, Hist[]>>;
 
 class HistogramCard {
   readonly root: HTMLElement;
-  private readonly canvas = el("canvas", { class: "ridges" });
+  // Its final height from the start: a card that grows when drawn would push the cards
+  // below it out of view while they load.
+  private readonly canvas = el("canvas", { class: "ridges", height: String(HEIGHT), style: `height: ${HEIGHT}px; width: 100%` });
   hists: Hist[] = [];
   dirty = true;
   visible = false;

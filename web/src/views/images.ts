@@ -19,6 +19,7 @@ class ImageCard {
   private readonly images = el("div", { class: "images" });
   private readonly slider = el("input", { type: "range", min: "0", max: "0", step: "1", class: "step-slider" });
   private readonly label = el("span", { class: "step-label" });
+  private readonly caption = el("div", { class: "caption" });
   steps: { step: number; wall_time: number; blobs: string[] }[] = [];
   index = -1;
   follow = true;
@@ -38,6 +39,7 @@ class ImageCard {
       el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run)),
       this.images,
       el("div", { class: "slider-row" }, this.slider, this.label),
+      this.caption,
     );
     this.slider.addEventListener("input", () => {
       this.index = Number(this.slider.value);
@@ -83,6 +85,7 @@ class ImageCard {
           img.addEventListener("load", () => {
             // Small images (MNIST digits) scaled up without blurring, as TensorBoard shows them.
             if (img.naturalWidth < 128) img.classList.add("pixelated");
+            if (i === 0) this.onChange();
           });
           return img;
         }),
@@ -90,7 +93,10 @@ class ImageCard {
     }
     const when = new Date(current.wall_time * 1000).toLocaleString();
     this.label.textContent = `step ${current.step}`;
-    this.label.title = `${when} · ${this.index + 1} of ${n} steps`;
+    this.label.title = `${this.index + 1} of ${n} steps`;
+    const first = this.images.querySelector("img");
+    const size = first && first.naturalWidth ? `${first.naturalWidth}×${first.naturalHeight} · ` : "";
+    this.caption.textContent = `${size}${when} · ${this.index + 1} of ${n} steps`;
     root.dataset.step = String(current.step);
     root.dataset.lastStep = String(this.steps[n - 1].step);
     root.dataset.images = String(keys.length);
