@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from tensorboard.plugins.hparams import summary_v2 as hp
 from tensorboardX import SummaryWriter
 
 from tests.browser.conftest import Watched
 from tests.daemon.conftest import Daemon, ServeFactory
 from tests.hparams_logdirs import OFFICIAL_GROUPS, curve, write_official
+from tests.hparams_logdirs import write_run as write_trial
 
 pytestmark = pytest.mark.slow
 
@@ -310,6 +313,19 @@ def test_hparams_table_sorts_and_filters(
     page.page.reload()
     page.page.locator(f'.hp-table[data-rows="{len(shown)}"]').wait_for()
     assert [r["session"] for r in hparams_rows(page)] == shown
+
+    # A session started while the table is open appears (the filters let it through).
+    write_trial(
+        made.path,
+        "zeta/trial_0",
+        [hp.hparams_pb({"optimizer": "adam", "learning_rate": 0.005}, trial_id="zeta")],
+        {"score": curve(7.0)},
+        start=time.time(),  # receiving data now, and without end info: running
+    )
+    row = page.page.locator('.hp-table tbody tr[data-session="zeta/trial_0"]')
+    row.wait_for(timeout=10_000)
+    assert row.get_attribute("data-status") == "running"
+    page.page.locator(f'.hp-table[data-rows="{len(shown) + 1}"]').wait_for()
     page.assert_no_errors()
 
 

@@ -247,7 +247,10 @@ class HparamsView {
 
   series(e: { run: string; plugin: string }): void {
     // A session's hparams, or a scalar of a session's run or of a run below it (its metrics).
-    const touches = e.plugin === "hparams" || [...this.sessions].some((s) => e.run === s || e.run.startsWith(`${s}/`));
+    let touches = e.plugin === "hparams";
+    for (let run = e.run; !touches && run; run = run.includes("/") ? run.slice(0, run.lastIndexOf("/")) : "") {
+      touches = this.sessions.has(run);
+    }
     if (touches) this.debounce.call("reload", () => retrying("loading hparams", () => this.load(), () => this.alive));
   }
 
