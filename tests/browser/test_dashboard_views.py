@@ -184,7 +184,7 @@ def test_every_view_shows_the_logdir_without_errors(
     page.page.locator('main#view[data-view="scalars"] [data-tag="loss"]').wait_for()
     page.page.locator('nav#views a[data-view="hparams"][data-empty]').wait_for()
     assert page.page.locator('nav#views a[data-view="images"][data-empty]').count() == 0
-    assert page.page.locator("#experiment").is_hidden()  # a single experiment
+    assert page.page.locator(".experiment-label").is_hidden()  # a single experiment
     page.screenshot("scalars")
     page.assert_no_errors()
 
@@ -358,6 +358,12 @@ def test_views_work_with_the_login_cookie_and_several_experiments(
     open_view(page, base, "text", "&exp=b")
     page.page.locator('.text-card[data-run="eval"][data-last-step="15"]').wait_for()
     page.screenshot("experiment-b")
+    # The scalars view reads the selected experiment too (its requests and its stream).
+    page.page.locator('nav#views a[data-view="scalars"]').click()
+    page.page.locator('[data-tag="loss"][data-last-step="15"]').wait_for()
+    assert json.loads(page.page.locator('[data-tag="loss"]').get_attribute("data-runs") or "") == [
+        "eval"
+    ]
     statuses = [r.status for r in page.responses]
     assert 401 not in statuses
     page.assert_no_errors()

@@ -7,7 +7,8 @@
 //
 // Contract for tests: the bar is nav#views; each tab a[data-view=ID] (aria-current="page"
 // on the one shown, data-empty when the experiment has no data for it); the view's host is
-// main#view with data-view=ID; #experiment is the experiment selector (shown with several).
+// main#view with data-view=ID; select#experiment is the experiment selector (its label shown
+// with several experiments only).
 
 import "./style.css";
 import "./views/views.css";
@@ -69,6 +70,7 @@ class Shell {
   private readonly tabs = new Map<string, HTMLAnchorElement>();
   private readonly host = el("main", { id: "view" });
   private readonly select = el("select", { id: "experiment", title: "experiment (logdir)" });
+  private readonly selectLabel = el("label", { class: "experiment-label" }, "experiment ", this.select);
   private readonly live = el("span", { id: "shell-status" });
 
   constructor() {
@@ -85,7 +87,7 @@ class Shell {
       this.tabs.set(def.id, a);
       nav.append(a);
     }
-    this.select.hidden = true;
+    this.selectLabel.hidden = true;
     this.select.addEventListener("change", () => {
       const name = this.select.value;
       // The scalars view keeps its own URL keys; another experiment starts the views afresh.
@@ -95,7 +97,7 @@ class Shell {
       this.remount();
       void this.markEmptyTabs();
     });
-    nav.append(el("span", { class: "spacer" }), this.live, this.select, el("a", { href: "tensorboard/", class: "tb-link" }, "TensorBoard's UI"));
+    nav.append(el("span", { class: "spacer" }), this.live, this.selectLabel, el("a", { href: "tensorboard/", class: "tb-link" }, "TensorBoard's UI"));
     document.body.append(nav, this.host);
     addEventListener("popstate", () => {
       this.experiment = new URLSearchParams(location.search).get("exp");
@@ -163,7 +165,7 @@ class Shell {
       .then((list) => {
         this.select.replaceChildren(...list.map((e) => el("option", { value: e.id, title: e.logdir }, e.name)));
         if (this.experiment) this.select.value = this.experiment;
-        this.select.hidden = list.length < 2;
+        this.selectLabel.hidden = list.length < 2;
         return this.markEmptyTabs();
       })
       .catch((err: unknown) => {
