@@ -210,6 +210,7 @@ def read_scalars(
             step_max=bounds.step_max,
             latest=bounds.latest,
         )
+        chosen: npt.NDArray[np.intp] | None
         if bounds.downsample is not None and bounds.downsample_by == "extremes":
             chosen = extremes_indices(steps, values, bounds.downsample)
         else:
