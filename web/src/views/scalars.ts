@@ -1,146 +1,43 @@
 // The scalars view: the scalars of the first experiment, one chart card per tag grouped by
 // tag prefix, runs overlaid in stable colours, kept live by /api/v1/stream.
 //
-// The contract tests read (issue 14 §4): every scalar chart card carries data-tag="<tag>" and,
-// each time it is drawn, data-points (points drawn), data-last-step (largest step drawn);
-// also data-runs (JSON list of the runs drawn), data-smoothing (the weight drawn with) and
-// data-last-value (JSON {run: last value drawn, smoothed when smoothing is on}). A card out
-// of view is not drawn (IntersectionObserver) and keeps the attributes of its last drawing.
+// The contract tests read (issue 14 §4): every scalar chart card carries data-tag="<tag>" and
+// keeps current, as its data or the view change, in view or not: data-points (points drawn:
+// kept for the chart's width, in the zoom window when zoomed), data-last-step (largest step
+// of the runs drawn); also data-runs (JSON list of the runs drawn), data-smoothing (the
+// weight), data-last-value (JSON {run: last value, smoothed when smoothing is on}),
+// data-y-scale ("linear" or "log") and data-zoom ("min,max" of the x window, "" when not
+// zoomed). A card out of view is not drawn (IntersectionObserver), but its attributes say
+// what it will draw. Cards filtered out by the tag filter are not in the page.
 
-import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import "./scalars.css";
 
 import { type Run, listRuns, listScalars, readScalars, Stream, type SeriesEvent } from "../api";
-import { runColor, tagGroup } from "../colors";
+import { runColor, runColors, tagGroup } from "../colors";
 import { el } from "../dom";
-import { minMaxIndices } from "../downsample";
-import { Series, toNumber } from "../series";
-import { smooth } from "../smoothing";
+import { Series, toNumber, type ScalarColumns } from "../series";
 import { clampSmoothing, formatState, matcher, parseState, type ViewState, type XAxis } from "../url";
+import { ScalarCard } from "./scalars_card";
+import { stepRange, type XRange } from "./scalars_model";
 
-/** Points per series of the first fetch (the API's uniform downsampling). */
-const FIRST_FETCH_POINTS = 5000;
+/** Points per series of a fetch: 1,000 step buckets, each its first, lowest, highest and last
+ * point (the API's downsample_by=extremes), so no spike is missing from any fetch. */
+const FETCH_POINTS = 4000;
 /** A live point waits this long for others of the same series before its delta is fetched. */
 const DELTA_DELAY_MS = 20;
-const CHART_HEIGHT = 220;
-
-class Card {
-  readonly root: HTMLElement;
-  private readonly plotBox: HTMLElement;
-  private plot: uPlot | null = null;
-  private shape = "";
-  /** The user zoomed in (uPlot's drag): live redraws keep that range until a double-click. */
-  private zoomed = false;
-  visible = false;
-  dirty = true;
-  loaded = false;
-
-  constructor(readonly tag: string) {
-    this.plotBox = el("div", { class: "plot" });
-    this.root = el(
-      "section",
-      { class: "card", "data-tag": tag, "data-points": "0" },
-      el("h3", { title: tag }, tag),
-      this.plotBox,
-    );
-  }
-
-  draw(view: ViewState, runs: string[], series: Map<string, Series>): void {
-    this.dirty = false;
-    const tables: uPlot.AlignedData[] = [];
-    const opts: uPlot.Series[] = [{}];
-    const smoothing = view.smoothing;
-    let points = 0;
-    let lastStep: number | null = null;
-    const lastValue: Record<string, number | null> = {};
-    const drawn: string[] = [];
-    const dots: string[] = [];
-    const width = Math.max(200, this.plotBox.clientWidth || 400);
-    for (const run of runs) {
-      const s = series.get(run);
-      if (!s || s.length === 0) continue;
-      drawn.push(run);
-      const x = xValues(s, view.x);
-      const keep = minMaxIndices(x, s.value, width);
-      const smoothed = smoothing > 0 ? smooth(s.value, smoothing) : null;
-      const xs = keep.map((i) => x[i]);
-      const raw = keep.map((i) => finiteOrNull(s.value[i]));
-      const color = runColor(run);
-      // A line needs two points: a series of one is drawn as a dot.
-      const marker = { show: keep.length === 1, size: 6 };
-      if (keep.length === 1) dots.push(run);
-      if (smoothed) {
-        tables.push([xs, raw, keep.map((i) => finiteOrNull(smoothed[i]))]);
-        opts.push({ label: run, stroke: color + "40", width: 1, spanGaps: true, points: { show: false } });
-        opts.push({ label: `${run} (smoothed)`, stroke: color, width: 1.5, spanGaps: true, points: marker });
-      } else {
-        tables.push([xs, raw]);
-        opts.push({ label: run, stroke: color, width: 1.5, spanGaps: true, points: marker });
-      }
-      points += keep.length;
-      const last = s.step[s.length - 1];
-      lastStep = lastStep === null ? last : Math.max(lastStep, last);
-      lastValue[run] = finiteOrNull((smoothed ?? s.value)[s.length - 1]);
-    }
-    const data: uPlot.AlignedData = tables.length ? uPlot.join(tables) : [[]];
-    const shape = `${view.x}|${smoothing > 0}|${drawn.join("\u0000")}|${dots.join("\u0000")}`;
-    if (this.plot === null || shape !== this.shape) {
-      this.plot?.destroy();
-      this.shape = shape;
-      this.plot = new uPlot(
-        {
-          width,
-          height: CHART_HEIGHT,
-          legend: { show: false },
-          scales: { x: { time: view.x === "wall" } },
-          axes: [{ label: view.x === "relative" ? "relative (s)" : undefined }, {}],
-          series: opts,
-          hooks: {
-            setSelect: [
-              (u) => {
-                if (u.select.width > 0) this.zoomed = true;
-              },
-            ],
-          },
-        },
-        data,
-        this.plotBox,
-      );
-      this.plotBox.ondblclick = () => {
-        this.zoomed = false;
-      };
-    } else {
-      this.plot.setData(data, !this.zoomed);
-    }
-    const root = this.root;
-    root.dataset.points = String(points);
-    if (lastStep === null) delete root.dataset.lastStep;
-    else root.dataset.lastStep = String(lastStep);
-    root.dataset.runs = JSON.stringify(drawn);
-    root.dataset.smoothing = String(smoothing);
-    root.dataset.lastValue = JSON.stringify(lastValue);
-  }
-}
-
-function finiteOrNull(v: number): number | null {
-  return Number.isFinite(v) ? v : null;
-}
-
-function xValues(s: Series, axis: XAxis): number[] {
-  if (axis === "step") return s.step;
-  if (axis === "wall") return s.wall;
-  const start = s.wall[0];
-  return s.wall.map((w) => w - start);
-}
+/** A zoom or pan waits this long for the next before the window's points are fetched. */
+const ZOOM_FETCH_DELAY_MS = 120;
 
 export class ScalarsView {
   private view: ViewState = parseState(location.search);
   private runs: string[] = [];
   private readonly data = new Map<string, Map<string, Series>>(); // tag → run → series
-  private readonly cards = new Map<string, Card>();
+  private readonly cards = new Map<string, ScalarCard>();
   private readonly groups = new Map<string, HTMLElement>();
   private readonly pendingDelta = new Map<string, { run: string; tag: string; from: number }>();
   private deltaTimer: ReturnType<typeof setTimeout> | null = null;
+  private readonly zoomTimers = new Map<string, ReturnType<typeof setTimeout>>();
   private frame = 0;
   private stream: Stream | null = null;
   private readonly observer: IntersectionObserver;
@@ -158,7 +55,7 @@ export class ScalarsView {
         const card = this.cards.get((entry.target as HTMLElement).dataset.tag ?? "");
         if (!card) continue;
         card.visible = entry.isIntersecting;
-        if (card.visible && card.dirty) this.schedule();
+        if (card.visible && (card.dirty || card.stale)) this.schedule();
       }
     });
     this.element = el(
@@ -195,6 +92,8 @@ export class ScalarsView {
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
     if (this.deltaTimer !== null) clearTimeout(this.deltaTimer);
     this.retryTimer = this.deltaTimer = null;
+    for (const timer of this.zoomTimers.values()) clearTimeout(timer);
+    this.zoomTimers.clear();
     if (this.frame) cancelAnimationFrame(this.frame);
     this.frame = 0;
     this.element.remove();
@@ -223,12 +122,16 @@ export class ScalarsView {
     );
     axis.value = this.view.x;
     axis.addEventListener("change", () => this.update({ x: axis.value as XAxis }));
+    const logY = el("input", { id: "log-y", type: "checkbox" });
+    logY.checked = this.view.logY;
+    logY.addEventListener("change", () => this.update({ logY: logY.checked }));
     return el(
       "header",
       {},
       tagFilter,
       el("label", {}, "smoothing ", slider, number),
       el("label", {}, "x axis ", axis),
+      el("label", { title: "logarithmic y axis (values ≤ 0 are not drawn)" }, logY, "log y"),
       this.status,
       el("a", { href: "tensorboard/" }, "TensorBoard's UI"),
     );
@@ -242,6 +145,8 @@ export class ScalarsView {
   }
 
   private update(change: Partial<ViewState>): void {
+    // Another x axis has other units: a zoom window does not carry over.
+    if (change.x !== undefined && change.x !== this.view.x) for (const card of this.cards.values()) card.range = null;
     this.view = { ...this.view, ...change };
     history.replaceState(null, "", `${location.pathname}${formatState(this.view, location.search)}${location.hash}`);
     this.renderRuns();
@@ -310,10 +215,12 @@ export class ScalarsView {
     }
   }
 
-  private card(tag: string): Card {
+  private card(tag: string): ScalarCard {
     let card = this.cards.get(tag);
     if (!card) {
-      card = new Card(tag);
+      card = new ScalarCard(tag);
+      const made = card;
+      made.onRange = (range) => this.onRange(made, range);
       this.cards.set(tag, card);
       this.data.set(tag, new Map());
       this.observer.observe(card.root);
@@ -327,8 +234,11 @@ export class ScalarsView {
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
       const runs = this.shownRuns();
+      const view = { smoothing: this.view.smoothing, x: this.view.x, logY: this.view.logY };
       for (const card of this.cards.values()) {
-        if (card.visible && card.dirty && card.root.isConnected) card.draw(this.view, runs, this.data.get(card.tag)!);
+        if (!card.root.isConnected) continue;
+        if (card.dirty) card.prepare(this.data.get(card.tag)!, runs, view);
+        if (card.visible && card.stale) card.render();
       }
     });
   }
@@ -337,7 +247,63 @@ export class ScalarsView {
     const card = this.cards.get(tag);
     if (!card) return;
     card.dirty = true;
-    if (card.visible) this.schedule();
+    // In view or not: the card's attributes follow its data.
+    this.schedule();
+  }
+
+  /** The user moved a card's x window: drawn at once from what is held, then the window's
+   * points at the chart's resolution are fetched (after a pause, as zooms come in bursts). */
+  private onRange(card: ScalarCard, range: XRange): void {
+    card.dirty = true;
+    this.schedule();
+    if (range === null) return;
+    const previous = this.zoomTimers.get(card.tag);
+    if (previous !== undefined) clearTimeout(previous);
+    this.zoomTimers.set(
+      card.tag,
+      setTimeout(() => {
+        this.zoomTimers.delete(card.tag);
+        this.fetchWindow(card, range).catch((err) => console.warn(`fetching ${card.tag}'s window failed`, err));
+      }, ZOOM_FETCH_DELAY_MS),
+    );
+  }
+
+  private async fetchWindow(card: ScalarCard, range: readonly [number, number]): Promise<void> {
+    const byRun = this.data.get(card.tag)!;
+    const runs = this.shownRuns().filter((r) => byRun.has(r));
+    const steps = stepRange(
+      runs.map((r) => byRun.get(r)!),
+      this.view.x,
+      range,
+    );
+    if (!steps || runs.length === 0) return;
+    const answer = await readScalars(card.tag, {
+      runs,
+      stepMin: Math.max(0, steps[0]),
+      stepMax: Math.max(0, steps[1]),
+      downsample: Math.max(4, 4 * Math.round(card.root.clientWidth || 400)),
+      downsampleBy: "extremes",
+    });
+    if (this.mergeAnswer(card.tag, answer) > 0 || card.range === range) this.touch(card.tag);
+    card.root.dataset.zoomFetched = `${steps[0]},${steps[1]}`;
+  }
+
+  /** Merges a read's points into the series held; returns how many steps are new. */
+  private mergeAnswer(tag: string, answer: Record<string, Record<string, ScalarColumns>>): number {
+    const byRun = this.data.get(tag)!;
+    let added = 0;
+    for (const [run, perTag] of Object.entries(answer)) {
+      const cols = perTag[tag];
+      if (!cols) continue;
+      this.addRun(run);
+      let s = byRun.get(run);
+      if (!s) {
+        s = new Series();
+        byRun.set(run, s);
+      }
+      added += s.merge(cols.step, cols.wall_time, cols.value.map(toNumber));
+    }
+    return added;
   }
 
   private async start(): Promise<void> {
@@ -355,6 +321,8 @@ export class ScalarsView {
       },
     });
     const [runs, listing] = await Promise.all([listRuns(), listScalars()]);
+    // Colours for the runs seen together, in name order (stable across reloads).
+    runColors.assign([...(runs as Run[]).map((r) => r.name), ...Object.keys(listing)]);
     for (const run of runs as Run[]) this.addRun(run.name);
     const tags = new Set<string>();
     for (const perRun of Object.values(listing)) for (const tag of Object.keys(perRun)) tags.add(tag);
@@ -372,16 +340,8 @@ export class ScalarsView {
   }
 
   private async load(tag: string): Promise<void> {
-    const answer = await readScalars(tag, { downsample: FIRST_FETCH_POINTS });
-    const byRun = this.data.get(tag)!;
-    for (const [run, perTag] of Object.entries(answer)) {
-      const cols = perTag[tag];
-      if (!cols) continue;
-      this.addRun(run);
-      const have = byRun.get(run);
-      if (have) have.merge(cols.step, cols.wall_time, cols.value.map(toNumber));
-      else byRun.set(run, Series.from(cols));
-    }
+    const answer = await readScalars(tag, { downsample: FETCH_POINTS, downsampleBy: "extremes" });
+    this.mergeAnswer(tag, answer);
     this.cards.get(tag)!.loaded = true;
     this.touch(tag);
   }
@@ -428,16 +388,9 @@ export class ScalarsView {
   }
 
   private async fetchDelta(run: string, tag: string, from: number): Promise<void> {
-    const answer = await readScalars(tag, { runs: [run], stepMin: from });
-    const cols = answer[run]?.[tag];
-    if (!cols) return;
-    const byRun = this.data.get(tag)!;
-    let s = byRun.get(run);
-    if (!s) {
-      s = new Series();
-      byRun.set(run, s);
-    }
-    if (s.merge(cols.step, cols.wall_time, cols.value.map(toNumber)) > 0) this.touch(tag);
+    // A commit of many points of a series comes downsampled as the first fetch (its extremes).
+    const answer = await readScalars(tag, { runs: [run], stepMin: from, downsample: FETCH_POINTS, downsampleBy: "extremes" });
+    if (this.mergeAnswer(tag, answer) > 0) this.touch(tag);
   }
 }
 
