@@ -15,6 +15,7 @@ import re
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
@@ -399,6 +400,13 @@ def test_cards_out_of_view_are_drawn_only_when_scrolled_to(
     assert [last.nth(i).get_attribute("data-last-step") for i in range(len(RUNS))] == [None] * 2
     drawn = [c for c in cards if "lastStep" in c]
     assert 0 < len(drawn) < len(cards)
+    # Nor fetched: a card's data is asked for when it first comes into view.
+    fetched = {
+        parse_qs(urlsplit(r.url).query)["tag"][0]
+        for r in page.responses
+        if urlsplit(r.url).path == "/api/v1/tensors"
+    }
+    assert tags[0] in fetched and tags[-1] not in fetched, fetched
     last.first.scroll_into_view_if_needed()
     page.page.locator(f'.hist-card[data-tag="{tags[-1]}"][data-last-step="2"]').first.wait_for()
     page.assert_no_errors()

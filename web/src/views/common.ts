@@ -2,6 +2,7 @@
 // to the selected experiment, and drawing only the cards in view.
 
 import type { RunEvent, SeriesEvent } from "../api";
+import { runColors } from "../colors";
 
 /** What the shell gives a view: the experiment shown (null: the daemon's first) and the
  * page's URL parameters, which a view may read and set (its own keys only). */
@@ -92,18 +93,21 @@ export interface Drawable {
 }
 
 /** Draws the cards in view (at most once per frame); cards out of view wait until scrolled to. */
-export class LazyDrawer {
-  private readonly cards = new Map<Element, Drawable>();
+export class LazyDrawer<C extends Drawable = Drawable> {
+  private readonly cards = new Map<Element, C>();
   private readonly observer: IntersectionObserver;
   private frame = 0;
 
-  constructor() {
+  /** `shown`: called when a card comes into view (to fetch what it lacks). */
+  constructor(private readonly shown: (card: C) => void = () => undefined) {
     this.observer = new IntersectionObserver(
       (entries) => {
         for (const entry of entries) {
           const card = this.cards.get(entry.target);
           if (!card) continue;
+          const was = card.visible;
           card.visible = entry.isIntersecting;
+          if (card.visible && !was) this.shown(card);
           if (card.visible && card.dirty) this.schedule();
         }
       },
@@ -111,17 +115,17 @@ export class LazyDrawer {
     );
   }
 
-  add(card: Drawable): void {
+  add(card: C): void {
     this.cards.set(card.root, card);
     this.observer.observe(card.root);
   }
 
-  remove(card: Drawable): void {
+  remove(card: C): void {
     this.cards.delete(card.root);
     this.observer.unobserve(card.root);
   }
 
-  touch(card: Drawable): void {
+  touch(card: C): void {
     card.dirty = true;
     if (card.visible) this.schedule();
   }
@@ -201,5 +205,127 @@ export class Debouncer {
   close(): void {
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
+  }
+}
+
+/** A card of one series (tag, run) of a plugin. `stale`: it lacks data the store has (not
+ * fetched yet, or a commit touched it since). */
+export interface SeriesCard extends Drawable {
+  readonly tag: string;
+  readonly run: string;
+  stale: boolean;
+}
+
+export interface CardsViewOptions {
+  /** What the cards show, for messages ("images"). */
+  what: string;
+  /** The plugin whose stream events touch the cards. */
+  plugin: string;
+  /** The message when the experiment has none. */
+  empty: string;
+}
+
+/** A view of a card per (tag, run) of one plugin's series, grouped by tag: listed once, each
+ * card fetched when it first comes into view and again (coalesced) when a commit touches its
+ * series while it is in view; a card out of view that a commit touched is fetched when it is
+ * scrolled to. */
+export abstract class CardsView<C extends SeriesCard> implements MountedView {
+  protected alive = true;
+  protected readonly drawer = new LazyDrawer<C>((card) => this.refresh(card));
+  protected readonly cards = new Map<string, C>();
+  private readonly debounce = new Debouncer(50);
+  private readonly inFlight = new Set<C>();
+  private readonly body = el("div", { class: "view-body" });
+
+  constructor(
+    private readonly host: HTMLElement,
+    protected readonly ctx: ViewContext,
+    private readonly options: CardsViewOptions,
+  ) {}
+
+  /** The series listing ({run: {tag: metadata}}). */
+  protected abstract list(): Promise<Listing>;
+  protected abstract make(tag: string, run: string): C;
+  /** Fetches what the card lacks and touches it. */
+  protected abstract load(card: C): Promise<void>;
+
+  /** Shows the view and lists the series (the shell calls it once, after construction). */
+  start(): this {
+    this.host.append(this.body);
+    this.body.append(notice(`loading ${this.options.what}…`));
+    retrying(`listing ${this.options.what}`, () => this.listAll(), () => this.alive);
+    return this;
+  }
+
+  private async listAll(): Promise<void> {
+    const listing = await this.list();
+    if (!this.alive) return;
+    // The runs' colours, assigned in name order as they are first seen together.
+    runColors.assign(Object.keys(listing));
+    for (const { tag, run } of pairs(listing)) this.card(tag, run);
+    this.layout();
+  }
+
+  private key(tag: string, run: string): string {
+    return `${tag}\u0000${run}`;
+  }
+
+  private card(tag: string, run: string): C {
+    const key = this.key(tag, run);
+    let card = this.cards.get(key);
+    if (!card) {
+      card = this.make(tag, run);
+      card.stale = true;
+      this.cards.set(key, card);
+      this.drawer.add(card);
+    }
+    return card;
+  }
+
+  private layout(): void {
+    if (this.cards.size === 0) {
+      this.body.replaceChildren(notice(this.options.empty));
+      return;
+    }
+    const byTag = new Map<string, HTMLElement[]>();
+    for (const [, card] of [...this.cards].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      if (!byTag.has(card.tag)) byTag.set(card.tag, []);
+      byTag.get(card.tag)!.push(card.root);
+    }
+    this.body.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots)));
+  }
+
+  /** Fetches a stale card (one fetch at a time per card; a commit during it fetches again). */
+  private refresh(card: C): void {
+    if (!card.stale || this.inFlight.has(card) || !this.alive) return;
+    card.stale = false;
+    this.inFlight.add(card);
+    this.load(card)
+      .catch((err: unknown) => {
+        if (!this.alive) return;
+        console.warn(`loading ${this.options.what} ${card.tag} (${card.run}) failed; retrying`, err);
+        card.stale = true;
+        return new Promise<void>((resolve) => setTimeout(resolve, 2000));
+      })
+      .finally(() => {
+        this.inFlight.delete(card);
+        if (card.stale && card.visible) this.refresh(card);
+      });
+  }
+
+  series(e: SeriesEvent): void {
+    if (e.plugin !== this.options.plugin) return;
+    const isNew = !this.cards.has(this.key(e.tag, e.run));
+    const card = this.card(e.tag, e.run);
+    if (isNew) this.layout();
+    card.stale = true;
+    if (card.visible) this.debounce.call(this.key(e.tag, e.run), () => this.refresh(card));
+  }
+
+  unmount(): void {
+    this.alive = false;
+    this.debounce.close();
+    this.drawer.close();
+    this.host.replaceChildren();
   }
 }

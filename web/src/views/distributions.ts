@@ -10,7 +10,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 
 import { runColor } from "../colors";
-import { Debouncer, el, LazyDrawer, type Listing, notice, pairs, retrying, tagSection, api, tensorboardData, type ViewContext, type ViewDef } from "./common";
+import { api, CardsView, el, type Listing, tensorboardData, type ViewDef } from "./common";
 import { bandPairs, type DistributionAnswer, distributionColumns } from "./histmath";
 
 const HEIGHT = 220;
@@ -23,6 +23,7 @@ class DistributionCard {
   answer: DistributionAnswer = [];
   dirty = true;
   visible = false;
+  stale = true;
 
   constructor(
     readonly tag: string,
@@ -75,63 +76,24 @@ export const distributionsView: ViewDef = {
   id: "distributions",
   title: "Distributions",
   mount(host, ctx) {
-    return new DistributionsView(host, ctx);
+    return new DistributionsView(host, ctx, {
+      what: "distributions",
+      plugin: "histograms",
+      empty: "No histograms in this experiment, so no distributions.",
+    }).start();
   },
 };
 
-class DistributionsView {
-  private alive = true;
-  private readonly drawer = new LazyDrawer();
-  private readonly cards = new Map<string, DistributionCard>();
-  private readonly debounce = new Debouncer(50);
-  private readonly main = el("div", { class: "view-body" });
-
-  constructor(
-    private readonly host: HTMLElement,
-    private readonly ctx: ViewContext,
-  ) {
-    host.append(this.main);
-    this.main.append(notice("loading distributions…"));
-    retrying("listing distributions", () => this.start(), () => this.alive);
+class DistributionsView extends CardsView<DistributionCard> {
+  protected list(): Promise<Listing> {
+    return api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"]]);
   }
 
-  private async start(): Promise<void> {
-    const listing = await api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"]]);
-    if (!this.alive) return;
-    for (const { tag, run } of pairs(listing)) this.card(tag, run);
-    this.layout();
-    for (const card of this.cards.values()) this.loadRetrying(card);
+  protected make(tag: string, run: string): DistributionCard {
+    return new DistributionCard(tag, run);
   }
 
-  private card(tag: string, run: string): DistributionCard {
-    const key = `${tag}\u0000${run}`;
-    let card = this.cards.get(key);
-    if (!card) {
-      card = new DistributionCard(tag, run);
-      this.cards.set(key, card);
-      this.drawer.add(card);
-    }
-    return card;
-  }
-
-  private layout(): void {
-    if (this.cards.size === 0) {
-      this.main.replaceChildren(notice("No histograms in this experiment, so no distributions."));
-      return;
-    }
-    const byTag = new Map<string, HTMLElement[]>();
-    for (const [, card] of [...this.cards].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      if (!byTag.has(card.tag)) byTag.set(card.tag, []);
-      byTag.get(card.tag)!.push(card.root);
-    }
-    this.main.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots)));
-  }
-
-  private loadRetrying(card: DistributionCard): void {
-    retrying(`loading distributions ${card.tag}`, () => this.load(card), () => this.alive);
-  }
-
-  private async load(card: DistributionCard): Promise<void> {
+  protected async load(card: DistributionCard): Promise<void> {
     const answer = await tensorboardData<DistributionAnswer>(this.ctx, "plugin/distributions/distributions", [
       ["run", card.run],
       ["tag", card.tag],
@@ -139,21 +101,5 @@ class DistributionsView {
     if (!this.alive) return;
     card.answer = answer;
     this.drawer.touch(card);
-  }
-
-  series(e: { run: string; tag: string; plugin: string }): void {
-    if (e.plugin !== "histograms") return;
-    const key = `${e.tag}\u0000${e.run}`;
-    const isNew = !this.cards.has(key);
-    const card = this.card(e.tag, e.run);
-    if (isNew) this.layout();
-    this.debounce.call(key, () => this.loadRetrying(card));
-  }
-
-  unmount(): void {
-    this.alive = false;
-    this.debounce.close();
-    this.drawer.close();
-    this.host.replaceChildren();
   }
 }

@@ -6,7 +6,7 @@
 // and data-last-step (the largest step drawn).
 
 import { runColor } from "../colors";
-import { api, Debouncer, el, LazyDrawer, type Listing, notice, pairs, retrying, tagSection, type ViewContext, type ViewDef } from "./common";
+import { api, CardsView, el, type Listing, type ViewDef } from "./common";
 import { type Bucket, rebin, valueRange } from "./histmath";
 
 /** Histograms per series drawn (TensorBoard's route gives 51). */
@@ -30,6 +30,7 @@ class HistogramCard {
   hists: Hist[] = [];
   dirty = true;
   visible = false;
+  stale = true;
 
   constructor(
     readonly tag: string,
@@ -137,66 +138,26 @@ export const histogramsView: ViewDef = {
   id: "histograms",
   title: "Histograms",
   mount(host, ctx) {
-    return new HistogramsView(host, ctx);
+    return new HistogramsView(host, ctx, {
+      what: "histograms",
+      plugin: "histograms",
+      empty: "No histograms in this experiment (tensorboardX add_histogram, tf.summary.histogram).",
+    }).start();
   },
 };
 
-class HistogramsView {
-  private alive = true;
-  private readonly drawer = new LazyDrawer();
-  private readonly cards = new Map<string, HistogramCard>();
-  private readonly debounce = new Debouncer(50);
-  private readonly main = el("div", { class: "view-body" });
-
-  constructor(
-    private readonly host: HTMLElement,
-    private readonly ctx: ViewContext,
-  ) {
-    host.append(this.main);
-    this.main.append(notice("loading histograms…"));
-    retrying("listing histograms", () => this.start(), () => this.alive);
+class HistogramsView extends CardsView<HistogramCard> {
+  protected list(): Promise<Listing> {
+    return api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"]]);
   }
 
-  private async start(): Promise<void> {
-    const listing = await api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"]]);
-    if (!this.alive) return;
-    for (const { tag, run } of pairs(listing)) this.card(tag, run);
-    this.layout();
-    for (const card of this.cards.values()) this.loadRetrying(card);
-  }
-
-  private card(tag: string, run: string): HistogramCard {
-    const key = `${tag}\u0000${run}`;
-    let card = this.cards.get(key);
-    if (!card) {
-      card = new HistogramCard(tag, run);
-      this.cards.set(key, card);
-      this.drawer.add(card);
-    }
-    return card;
-  }
-
-  private layout(): void {
-    if (this.cards.size === 0) {
-      this.main.replaceChildren(notice("No histograms in this experiment (tensorboardX add_histogram, tf.summary.histogram)."));
-      return;
-    }
-    const byTag = new Map<string, HTMLElement[]>();
-    for (const [key, card] of [...this.cards].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      void key;
-      if (!byTag.has(card.tag)) byTag.set(card.tag, []);
-      byTag.get(card.tag)!.push(card.root);
-    }
-    this.main.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots)));
-  }
-
-  private loadRetrying(card: HistogramCard): void {
-    retrying(`loading histograms ${card.tag}`, () => this.load(card), () => this.alive);
+  protected make(tag: string, run: string): HistogramCard {
+    return new HistogramCard(tag, run);
   }
 
   /** The series' histograms, downsampled as the API does (the first, the last and a uniform
    * sample between, stable as steps are added). */
-  private async load(card: HistogramCard): Promise<void> {
+  protected async load(card: HistogramCard): Promise<void> {
     const answer = await api<TensorAnswer>(this.ctx, "tensors", [
       ["plugin", "histograms"],
       ["run", card.run],
@@ -206,21 +167,5 @@ class HistogramsView {
     if (!this.alive) return;
     card.hists = answer[card.run]?.[card.tag] ?? [];
     this.drawer.touch(card);
-  }
-
-  series(e: { run: string; tag: string; plugin: string }): void {
-    if (e.plugin !== "histograms") return;
-    const key = `${e.tag}\u0000${e.run}`;
-    const isNew = !this.cards.has(key);
-    const card = this.card(e.tag, e.run);
-    if (isNew) this.layout();
-    this.debounce.call(key, () => this.loadRetrying(card));
-  }
-
-  unmount(): void {
-    this.alive = false;
-    this.debounce.close();
-    this.drawer.close();
-    this.host.replaceChildren();
   }
 }

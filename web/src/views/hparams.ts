@@ -10,7 +10,7 @@
 // data-value (JSON); each header th data-key; each filter input data-filter="KEY"; each line
 // of the plot data-session.
 
-import { runColor } from "../colors";
+import { runColor, runColors } from "../colors";
 import { api, Debouncer, el, notice, retrying, type ViewContext, type ViewDef } from "./common";
 import { axisOf, type Cell, type Column, filterRows, type HparamsExperiment, type Row, type SessionGroups, sortRows, tableOf } from "./hptable";
 
@@ -84,6 +84,7 @@ class HparamsView {
     this.columns = columns;
     this.rows = rows;
     this.sessions = new Set(rows.map((r) => r.session));
+    runColors.assign(this.sessions);
     if (rows.length === 0) {
       this.main.replaceChildren(
         notice("No hparams in this experiment (TensorBoard's hparams API: hp.hparams, hp.hparams_config; tensorboardX add_hparams)."),

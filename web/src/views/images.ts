@@ -6,7 +6,7 @@
 // data-images (images shown); each <img> its data-key (the blob key).
 
 import { runColor } from "../colors";
-import { api, Debouncer, el, LazyDrawer, type Listing, notice, pairs, retrying, tagSection, type ViewContext, type ViewDef } from "./common";
+import { api, CardsView, el, type Listing, notice, type ViewDef } from "./common";
 import { nearestIndex } from "./steps";
 
 type BlobAnswer = Record<string, Record<string, { step: number; wall_time: number; blobs: string[] }[]>>;
@@ -25,6 +25,7 @@ class ImageCard {
   follow = true;
   dirty = true;
   visible = false;
+  stale = true;
 
   constructor(
     readonly tag: string,
@@ -107,68 +108,26 @@ export const imagesView: ViewDef = {
   id: "images",
   title: "Images",
   mount(host, ctx) {
-    return new ImagesView(host, ctx);
+    return new ImagesView(host, ctx, {
+      what: "images",
+      plugin: "images",
+      empty: "No images in this experiment (tensorboardX add_image, tf.summary.image).",
+    }).start();
   },
 };
 
-class ImagesView {
-  private alive = true;
-  private readonly drawer = new LazyDrawer();
-  private readonly cards = new Map<string, ImageCard>();
-  private readonly debounce = new Debouncer(30);
-  private readonly main = el("div", { class: "view-body" });
-
-  constructor(
-    private readonly host: HTMLElement,
-    private readonly ctx: ViewContext,
-  ) {
-    host.append(this.main);
-    this.main.append(notice("loading images…"));
-    retrying("listing images", () => this.start(), () => this.alive);
+class ImagesView extends CardsView<ImageCard> {
+  protected list(): Promise<Listing> {
+    return api<Listing>(this.ctx, "blob_sequences/list", [["plugin", "images"]]);
   }
 
-  private async start(): Promise<void> {
-    const listing = await api<Listing>(this.ctx, "blob_sequences/list", [["plugin", "images"]]);
-    if (!this.alive) return;
-    for (const { tag, run } of pairs(listing)) this.card(tag, run);
-    this.layout();
-    for (const card of this.cards.values()) this.loadRetrying(card);
-  }
-
-  private key(tag: string, run: string): string {
-    return `${tag}\u0000${run}`;
-  }
-
-  private card(tag: string, run: string): ImageCard {
-    const key = this.key(tag, run);
-    let card = this.cards.get(key);
-    if (!card) {
-      const made = new ImageCard(tag, run, () => this.drawer.touch(made));
-      card = made;
-      this.cards.set(key, card);
-      this.drawer.add(card);
-    }
+  protected make(tag: string, run: string): ImageCard {
+    const card: ImageCard = new ImageCard(tag, run, () => this.drawer.touch(card));
     return card;
   }
 
-  private layout(): void {
-    if (this.cards.size === 0) {
-      this.main.replaceChildren(notice("No images in this experiment (tensorboardX add_image, tf.summary.image)."));
-      return;
-    }
-    const byTag = new Map<string, HTMLElement[]>();
-    for (const card of [...this.cards.values()].sort((a, b) => (a.tag === b.tag ? (a.run < b.run ? -1 : 1) : a.tag < b.tag ? -1 : 1))) {
-      if (!byTag.has(card.tag)) byTag.set(card.tag, []);
-      byTag.get(card.tag)!.push(card.root);
-    }
-    this.main.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots)));
-  }
-
-  private loadRetrying(card: ImageCard): void {
-    retrying(`loading images ${card.tag}`, () => this.load(card), () => this.alive);
-  }
-
-  private async load(card: ImageCard): Promise<void> {
+  /** The steps after the last one held (all of them the first time). */
+  protected async load(card: ImageCard): Promise<void> {
     const from = card.lastStep;
     const params: [string, string][] = [
       ["plugin", "images"],
@@ -184,20 +143,5 @@ class ImagesView {
       card.merge(steps);
       this.drawer.touch(card);
     }
-  }
-
-  series(e: { run: string; tag: string; plugin: string }): void {
-    if (e.plugin !== "images") return;
-    const isNew = !this.cards.has(this.key(e.tag, e.run));
-    const card = this.card(e.tag, e.run);
-    if (isNew) this.layout();
-    this.debounce.call(this.key(e.tag, e.run), () => this.loadRetrying(card));
-  }
-
-  unmount(): void {
-    this.alive = false;
-    this.debounce.close();
-    this.drawer.close();
-    this.host.replaceChildren();
   }
 }

@@ -6,7 +6,7 @@
 // data-last-step; each step's block its data-step.
 
 import { runColor } from "../colors";
-import { api, Debouncer, el, LazyDrawer, type Listing, notice, pairs, retrying, tagSection, tensorboardData, type ViewContext, type ViewDef } from "./common";
+import { api, CardsView, el, type Listing, tensorboardData, type ViewDef } from "./common";
 
 type TextAnswer = { wall_time: number; step: number; text: string }[];
 
@@ -16,6 +16,7 @@ class TextCard {
   answer: TextAnswer = [];
   dirty = true;
   visible = false;
+  stale = true;
 
   constructor(
     readonly tag: string,
@@ -55,63 +56,24 @@ export const textView: ViewDef = {
   id: "text",
   title: "Text",
   mount(host, ctx) {
-    return new TextView(host, ctx);
+    return new TextView(host, ctx, {
+      what: "text",
+      plugin: "text",
+      empty: "No text in this experiment (tensorboardX add_text, tf.summary.text).",
+    }).start();
   },
 };
 
-class TextView {
-  private alive = true;
-  private readonly drawer = new LazyDrawer();
-  private readonly cards = new Map<string, TextCard>();
-  private readonly debounce = new Debouncer(50);
-  private readonly main = el("div", { class: "view-body" });
-
-  constructor(
-    private readonly host: HTMLElement,
-    private readonly ctx: ViewContext,
-  ) {
-    host.append(this.main);
-    this.main.append(notice("loading text…"));
-    retrying("listing text", () => this.start(), () => this.alive);
+class TextView extends CardsView<TextCard> {
+  protected list(): Promise<Listing> {
+    return api<Listing>(this.ctx, "tensors/list", [["plugin", "text"]]);
   }
 
-  private async start(): Promise<void> {
-    const listing = await api<Listing>(this.ctx, "tensors/list", [["plugin", "text"]]);
-    if (!this.alive) return;
-    for (const { tag, run } of pairs(listing)) this.card(tag, run);
-    this.layout();
-    for (const card of this.cards.values()) this.loadRetrying(card);
+  protected make(tag: string, run: string): TextCard {
+    return new TextCard(tag, run);
   }
 
-  private card(tag: string, run: string): TextCard {
-    const key = `${tag}\u0000${run}`;
-    let card = this.cards.get(key);
-    if (!card) {
-      card = new TextCard(tag, run);
-      this.cards.set(key, card);
-      this.drawer.add(card);
-    }
-    return card;
-  }
-
-  private layout(): void {
-    if (this.cards.size === 0) {
-      this.main.replaceChildren(notice("No text in this experiment (tensorboardX add_text, tf.summary.text)."));
-      return;
-    }
-    const byTag = new Map<string, HTMLElement[]>();
-    for (const [, card] of [...this.cards].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      if (!byTag.has(card.tag)) byTag.set(card.tag, []);
-      byTag.get(card.tag)!.push(card.root);
-    }
-    this.main.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots)));
-  }
-
-  private loadRetrying(card: TextCard): void {
-    retrying(`loading text ${card.tag}`, () => this.load(card), () => this.alive);
-  }
-
-  private async load(card: TextCard): Promise<void> {
+  protected async load(card: TextCard): Promise<void> {
     const answer = await tensorboardData<TextAnswer>(this.ctx, "plugin/text/text", [
       ["run", card.run],
       ["tag", card.tag],
@@ -119,21 +81,5 @@ class TextView {
     if (!this.alive) return;
     card.answer = answer;
     this.drawer.touch(card);
-  }
-
-  series(e: { run: string; tag: string; plugin: string }): void {
-    if (e.plugin !== "text") return;
-    const key = `${e.tag}\u0000${e.run}`;
-    const isNew = !this.cards.has(key);
-    const card = this.card(e.tag, e.run);
-    if (isNew) this.layout();
-    this.debounce.call(key, () => this.loadRetrying(card));
-  }
-
-  unmount(): void {
-    this.alive = false;
-    this.debounce.close();
-    this.drawer.close();
-    this.host.replaceChildren();
   }
 }
