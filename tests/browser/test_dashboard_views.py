@@ -345,6 +345,9 @@ def test_views_work_with_the_login_cookie_and_several_experiments(
     assert found, daemon.stderr()
     page.page.goto(found.group(1))  # sets the cookie, then opens the dashboard
 
+    # The first experiment by default (TensorBoard's routes too: text is read through them).
+    open_view(page, base, "text")
+    page.page.locator(f'.text-card[data-run="train"][data-last-step="{STEPS[-1]}"]').wait_for()
     open_view(page, base, "images")
     page.page.locator(f'.media-card[data-run="train"][data-step="{STEPS[-1]}"]').wait_for()
     select = page.page.locator("#experiment")

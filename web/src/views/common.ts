@@ -64,9 +64,26 @@ export function api<T>(ctx: ViewContext, path: string, params: [string, string][
 /** GET one of TensorBoard's data routes (boardd's own implementation of them: Markdown
  * rendered and sanitized, histograms compressed, server side) for the context's experiment,
  * with its own run names. */
-export function tensorboardData<T>(ctx: ViewContext, path: string, params: [string, string][]): Promise<T> {
-  const prefix = ctx.experiment ? `experiment/${encodeURIComponent(ctx.experiment)}/` : "";
+export async function tensorboardData<T>(ctx: ViewContext, path: string, params: [string, string][]): Promise<T> {
+  // Always under /experiment/NAME: TensorBoard's plain /data names runs NAME/RUN when the
+  // daemon serves several logdirs.
+  const name = ctx.experiment ?? (await firstExperiment());
+  const prefix = name ? `experiment/${encodeURIComponent(name)}/` : "";
   return getJson<T>(`${prefix}data/${path}`, params);
+}
+
+let first: Promise<string | null> | null = null;
+
+/** The daemon's first experiment (the one the data API answers without `experiment=`). */
+function firstExperiment(): Promise<string | null> {
+  first ??= getJson<{ id: string }[]>("api/v1/experiments").then(
+    (list) => list[0]?.id ?? null,
+    (err: unknown) => {
+      first = null; // asked again next time
+      throw err;
+    },
+  );
+  return first;
 }
 
 /** A run's series by tag, as the data API's `/list` routes answer. */
