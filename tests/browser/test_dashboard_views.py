@@ -142,6 +142,13 @@ def test_every_view_shows_the_logdir_without_errors(
     open_view(page, base, "histograms")
     cards = wait_cards(page, '.hist-card[data-tag="weights/layer1"]', last)
     assert all(c["steps"] == str(len(STEPS)) for c in cards)
+    # Hovering near the bottom of a card reads the front (newest) ridge.
+    canvas = page.page.locator('.hist-card[data-run="eval"] canvas')
+    box = canvas.bounding_box()
+    assert box is not None
+    page.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] - 30)
+    readout = page.page.locator('.hist-card[data-run="eval"] .readout')
+    assert re.fullmatch(rf"step {last} · \S+ · count \S+", readout.inner_text())
     page.screenshot("histograms")
 
     open_view(page, base, "distributions")
@@ -150,6 +157,12 @@ def test_every_view_shows_the_logdir_without_errors(
     # The median of the last step: eval's values are drawn around 45/25 = 1.8, spread 2.
     medians = {c["run"]: json.loads(c["median"]) for c in cards}
     assert abs(medians["eval"] - 1.8) < 0.5, medians
+    plot = page.page.locator('.dist-card[data-run="eval"] .u-over')
+    box = plot.bounding_box()
+    assert box is not None
+    page.page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
+    readout = page.page.locator('.dist-card[data-run="eval"] .readout')
+    readout.filter(has_text=f"step {last} · median").wait_for()
     page.screenshot("distributions")
 
     open_view(page, base, "text")

@@ -18,6 +18,7 @@ const HEIGHT = 220;
 class DistributionCard {
   readonly root: HTMLElement;
   private readonly box = el("div", { class: "plot" });
+  private readonly readout = el("span", { class: "readout" });
   private plot: uPlot | null = null;
   private shape = "";
   answer: DistributionAnswer = [];
@@ -34,9 +35,13 @@ class DistributionCard {
     this.root = el(
       "section",
       { class: "card dist-card", "data-tag": tag, "data-run": run, "data-steps": "0" },
-      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run)),
+      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run), this.readout),
       this.box,
     );
+  }
+
+  private hover(u: uPlot, basisPoints: number[]): void {
+    this.readout.textContent = readoutText(u, basisPoints);
   }
 
   draw(): void {
@@ -65,11 +70,24 @@ class DistributionCard {
     if (this.plot === null || shape !== this.shape) {
       this.plot?.destroy();
       this.shape = shape;
-      this.plot = new uPlot({ width, height: HEIGHT, legend: { show: false }, scales: { x: { time: false } }, series, bands }, data, this.box);
+      const hooks = { setCursor: [(u: uPlot) => this.hover(u, basisPoints)] };
+      this.plot = new uPlot({ width, height: HEIGHT, legend: { show: false }, scales: { x: { time: false } }, series, bands, hooks }, data, this.box);
     } else {
       this.plot.setData(data);
     }
   }
+}
+
+/** The step under the pointer: its median, the ±1σ band (15.87 % to 84.13 %) and the range. */
+function readoutText(u: uPlot, basisPoints: number[]): string {
+  const i = u.cursor.idx;
+  if (i === null || i === undefined) return "";
+  const at = (bp: number): string => {
+    const k = basisPoints.indexOf(bp);
+    const v = k < 0 ? null : u.data[k + 1][i];
+    return v === null || v === undefined ? "–" : String(Number(v.toPrecision(4)));
+  };
+  return `step ${u.data[0][i]} · median ${at(5000)} · ±1σ [${at(1587)}, ${at(8413)}] · range [${at(0)}, ${at(10000)}]`;
 }
 
 export const distributionsView: ViewDef = {

@@ -27,6 +27,9 @@ class HistogramCard {
   // Its final height from the start: a card that grows when drawn would push the cards
   // below it out of view while they load.
   private readonly canvas = el("canvas", { class: "ridges", height: String(HEIGHT), style: `height: ${HEIGHT}px; width: 100%` });
+  private readonly readout = el("span", { class: "readout" });
+  /** Where the last drawing put things, for the hover readout. */
+  private geometry: { lo: number; hi: number; left: number; right: number; baselines: number[]; bins: Float64Array[] } | null = null;
   hists: Hist[] = [];
   dirty = true;
   visible = false;
@@ -41,9 +44,29 @@ class HistogramCard {
     this.root = el(
       "section",
       { class: "card hist-card", "data-tag": tag, "data-run": run, "data-steps": "0" },
-      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run)),
+      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run), this.readout),
       this.canvas,
     );
+    this.canvas.addEventListener("mousemove", (e) => this.hover(e.offsetX, e.offsetY));
+    this.canvas.addEventListener("mouseleave", () => {
+      this.readout.textContent = "";
+    });
+  }
+
+  /** The step whose ridge is under the pointer (the nearest baseline at or below it), the
+   * value there and the count of its bin. */
+  private hover(x: number, y: number): void {
+    const g = this.geometry;
+    if (!g || !this.hists.length || x < g.left || x > g.right) {
+      this.readout.textContent = "";
+      return;
+    }
+    let k = g.baselines.findIndex((b) => b >= y);
+    if (k < 0) k = g.baselines.length - 1;
+    const bins = g.bins[k];
+    const bin = Math.min(bins.length - 1, Math.max(0, Math.floor(((x - g.left) / (g.right - g.left)) * bins.length)));
+    const value = g.lo + ((bin + 0.5) / bins.length) * (g.hi - g.lo);
+    this.readout.textContent = `step ${this.hists[k].step} · ${tick(value)} · count ${tick(bins[bin])}`;
   }
 
   draw(): void {
@@ -83,6 +106,7 @@ class HistogramCard {
     const baseline = (step: number): number =>
       lastStep === firstStep ? bottom : top + ridge + ((step - firstStep) / (lastStep - firstStep)) * (bottom - top - ridge);
     const x = (i: number): number => left + ((i + 0.5) / BINS) * (right - left);
+    this.geometry = { lo, hi, left, right, baselines: hists.map((h) => baseline(h.step)), bins: rebinned };
     const color = runColor(this.run);
     hists.forEach((h, k) => {
       const bins = rebinned[k];
