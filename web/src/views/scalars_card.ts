@@ -63,6 +63,7 @@ export class ScalarCard {
       this.plotBox,
       this.tooltip,
     );
+    for (const link of [this.csv, this.json]) link.addEventListener("click", (e) => this.download(e, link));
     this.plotBox.title = "drag: zoom · Ctrl/Alt+wheel: zoom · Shift+drag or Shift+wheel: pan · double-click: zoom out";
     this.plotBox.addEventListener("dblclick", () => this.setRange(null));
     this.plotBox.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
@@ -126,6 +127,8 @@ export class ScalarCard {
     } else {
       this.plot.setData(data, this.range === null);
       if (this.range) this.applyRange(this.range);
+      // A tooltip on show reads the new points.
+      if (!this.tooltip.hidden) this.showTooltip(this.plot);
     }
   }
 
@@ -256,6 +259,24 @@ export class ScalarCard {
     this.tooltip.style.left = flip ? "" : `${px + 16}px`;
     this.tooltip.style.right = flip ? `${box.width - px + 16}px` : "";
     this.tooltip.style.top = `${over.top - box.top + 8}px`;
+  }
+
+  /** Saves the link's answer under the card's name (the API's own names the experiment). */
+  private download(e: MouseEvent, link: HTMLAnchorElement): void {
+    e.preventDefault();
+    const name = link.getAttribute("download") ?? "scalars";
+    fetch(link.href, { credentials: "same-origin" })
+      .then((response) => {
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        return response.blob();
+      })
+      .then((blob) => {
+        const url = URL.createObjectURL(blob);
+        const save = el("a", { href: url, download: name });
+        save.click();
+        setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      })
+      .catch((err) => console.warn(`downloading ${name} failed`, err));
   }
 
   destroy(): void {
