@@ -459,6 +459,38 @@ def test_downsample_depends_only_on_the_step_set(api: TestClient) -> None:
     assert lr(tag="lr", step_min=100, step_max=200)[:: k - 1] == [102, 198]
 
 
+def test_downsample_by_extremes_keeps_each_series_extremes(api: TestClient) -> None:
+    full = get_json(api, "/api/v1/scalars", plugin="scalars", format="columns")
+    for k in (4, 9, 40):
+        answer = get_json(
+            api,
+            "/api/v1/scalars",
+            plugin="scalars",
+            format="columns",
+            downsample=k,
+            downsample_by="extremes",
+        )
+        assert answer.keys() == full.keys()
+        for run, tags in full.items():
+            for tag, cols in tags.items():
+                got = answer[run][tag]
+                assert len(got["step"]) <= k
+                # The series' own points, its ends, its lowest and its highest.
+                pairs = dict(zip(cols["step"], cols["value"], strict=True))
+                assert all(pairs[a] == b for a, b in zip(got["step"], got["value"], strict=True))
+                assert got["step"][0] == cols["step"][0] and got["step"][-1] == cols["step"][-1]
+                # ±Infinity are values (the highest, the lowest); NaN is none.
+                numbers = [float(v) for v in cols["value"] if v != "NaN"]
+                kept = [float(v) for v in got["value"] if v != "NaN"]
+                if numbers:
+                    assert max(numbers) in kept and min(numbers) in kept
+    # A scalars-only choice: a bad value or another kind is a 400 that says why.
+    bad = api.get("/api/v1/scalars", params={"plugin": "scalars", "downsample_by": "max"})
+    assert bad.status_code == 400 and "downsample_by" in bad.json()["error"]["message"]
+    other = api.get("/api/v1/tensors", params={"plugin": "histograms", "downsample_by": "extremes"})
+    assert other.status_code == 400 and "downsample_by" in other.json()["error"]["message"]
+
+
 def test_downsample_after_latest_and_range(api: TestClient) -> None:
     answer = get_json(
         api,

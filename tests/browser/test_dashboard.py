@@ -1,14 +1,18 @@
 """boardd's own dashboard (``/``, web/) in a real browser (Debian's chromium) on
 ``boardd serve``, through the contract every scalar chart card keeps (issue 14 §4):
 ``data-tag``, ``data-points`` (points drawn) and ``data-last-step`` (largest step drawn), and
-the extra ``data-runs``, ``data-smoothing``, ``data-last-value`` (see web/src/main.ts).
+the extra ``data-runs``, ``data-smoothing``, ``data-last-value``, ``data-y-scale``,
+``data-zoom`` (see web/src/views/scalars.ts), current for every card, in view or not.
 
 Screenshots: see the ``artifacts`` fixture (``$BOARDD_TEST_ARTIFACTS/<test>/``, else the
 test's tmp_path)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -169,3 +173,243 @@ def test_a_point_written_while_open_is_drawn_within_a_second(
     page.page.locator('[data-tag="late/metric"][data-last-step="0"]').wait_for()
     page.page.locator('#run-list input[data-run="late"]').wait_for()
     page.assert_no_errors()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def card_data(page: Watched, tag: str) -> dict[str, str]:
+    found: dict[str, str] = page.page.evaluate(
+        '(t) => ({...document.querySelector(`[data-tag="${CSS.escape(t)}"]`).dataset})', tag
+    )
+    return found
+
+
+def test_log_y(serve: ServeFactory, logdir: Path, page: Watched) -> None:
+    base = ready(serve(logdir))
+    open_dashboard(page, base)
+    assert {c["yScale"] for c in cards(page).values()} == {"linear"}
+    page.page.check("#log-y")
+    page.page.wait_for_function(
+        """() => [...document.querySelectorAll('[data-tag]')].every(
+            (c) => c.dataset.yScale === 'log')"""
+    )
+    assert "y=log" in page.page.url
+    page.screenshot("log-y")
+    page.page.reload()
+    wait_drawn(page)
+    assert {c["yScale"] for c in cards(page).values()} == {"log"}
+    assert page.page.is_checked("#log-y")
+    page.assert_no_errors()
+
+
+LONG_STEPS = 20_000
+SPIKE_STEP = 12_345
+
+
+@pytest.fixture
+def long_logdir(tmp_path: Path) -> Path:
+    """One run, one tag of LONG_STEPS points (more than a first fetch brings), one spike."""
+    root = tmp_path / "long"
+    with SummaryWriter(str(root / "run"), filename_suffix=".long") as w:
+        for step in range(LONG_STEPS):
+            value = 100.0 if step == SPIKE_STEP else float(np.sin(step / 300))
+            w.add_scalar("long", value, step, walltime=WALL + step)
+    return root
+
+
+def test_zoom_and_pan_fetch_the_windows_points(
+    serve: ServeFactory, long_logdir: Path, page: Watched
+) -> None:
+    # Every point kept (the store's default, as TensorBoard's, samples 1,000 per series).
+    daemon = serve(long_logdir, "--samples-per-plugin", "scalars=all")
+    daemon.wait_for_steps("run", "long", range(LONG_STEPS), timeout=60)
+    base = f"http://127.0.0.1:{daemon.port}"
+    page.page.goto(f"{base}/?smoothing=0")
+    wait_drawn(page, tags=("long",), last_step=LONG_STEPS - 1)
+    whole = card_data(page, "long")
+    # The first fetch keeps at most 4,000 points, its spike among them.
+    assert int(whole["points"]) <= 4_000 and whole["zoom"] == ""
+
+    over = page.page.locator('[data-tag="long"] .u-over')
+    box = over.bounding_box()
+    assert box is not None
+    y = box["y"] + box["height"] / 2
+
+    def points_in(zoom: str) -> int:
+        lo, hi = (float(v) for v in zoom.split(","))
+        # Every step of the window and one neighbour each side: all of them fetched.
+        return len([s for s in range(LONG_STEPS) if lo <= s <= hi]) + 2
+
+    def wait_window(previous: str) -> dict[str, str]:
+        page.page.wait_for_function(
+            """(prev) => { const d = document.querySelector('[data-tag="long"]').dataset;
+                return d.zoom !== '' && d.zoom !== prev && d.zoomFetched !== undefined; }""",
+            arg=previous,
+        )
+        zoom = card_data(page, "long")["zoom"]
+        page.page.wait_for_function(
+            """(n) => document.querySelector('[data-tag="long"]').dataset.points === String(n)""",
+            arg=points_in(zoom),
+        )
+        return card_data(page, "long")
+
+    requests: list[str] = []
+    page.page.on("request", lambda r: requests.append(r.url) if "step_max=" in r.url else None)
+    # Drag across 5 % of the chart around the spike: about 1,000 steps.
+    x0 = box["x"] + box["width"] * SPIKE_STEP / LONG_STEPS - box["width"] * 0.025
+    page.page.mouse.move(x0, y)
+    page.page.mouse.down()
+    page.page.mouse.move(x0 + box["width"] * 0.05, y, steps=5)
+    page.page.mouse.up()
+    zoomed = wait_window("")
+    lo, hi = (float(v) for v in zoomed["zoom"].split(","))
+    assert 600 < hi - lo < 1_400, zoomed["zoom"]
+    assert any("downsample_by=extremes" in u and "step_min=" in u for u in requests), requests
+    page.screenshot("zoomed")
+
+    # Ctrl + wheel zooms further in around the pointer.
+    page.page.mouse.move(box["x"] + box["width"] / 2, y)
+    page.page.keyboard.down("Control")
+    page.page.mouse.wheel(0, -100)
+    page.page.keyboard.up("Control")
+    narrower = wait_window(zoomed["zoom"])
+    nlo, nhi = (float(v) for v in narrower["zoom"].split(","))
+    assert nhi - nlo < hi - lo and lo <= nlo and nhi <= hi
+
+    # Shift + drag pans: the same span, moved later.
+    page.page.keyboard.down("Shift")
+    page.page.mouse.move(box["x"] + box["width"] * 0.6, y)
+    page.page.mouse.down()
+    page.page.mouse.move(box["x"] + box["width"] * 0.2, y, steps=5)
+    page.page.mouse.up()
+    page.page.keyboard.up("Shift")
+    panned = wait_window(narrower["zoom"])
+    plo, phi = (float(v) for v in panned["zoom"].split(","))
+    assert plo > nlo and phi - plo == pytest.approx(nhi - nlo, rel=1e-6)
+
+    # Double-click: the whole series again.
+    page.page.mouse.dblclick(box["x"] + box["width"] / 2, y)
+    page.page.wait_for_function(
+        """() => document.querySelector('[data-tag="long"]').dataset.zoom === ''"""
+    )
+    assert card_data(page, "long")["lastStep"] == str(LONG_STEPS - 1)
+    page.assert_no_errors()
+
+
+def test_tooltip_shows_every_runs_value_at_the_step(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    daemon = serve(logdir)
+    base = ready(daemon)
+    open_dashboard(page, base, "?smoothing=0")
+    over = page.page.locator('[data-tag="loss"] .u-over')
+    box = over.bounding_box()
+    assert box is not None
+    page.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    tooltip = page.page.locator('[data-tag="loss"] .tooltip')
+    tooltip.wait_for(state="visible")
+    rows = page.page.evaluate(
+        """() => [...document.querySelectorAll('[data-tag="loss"] .tooltip tr')].map(
+            (r) => [r.dataset.run, Number(r.dataset.step), Number(r.dataset.value)])"""
+    )
+    assert sorted(r[0] for r in rows) == sorted(RUNS)
+    steps = {r[1] for r in rows}
+    assert len(steps) == 1 and abs(steps.pop() - (STEPS - 1) / 2) <= 2
+    answer = daemon.client.get(
+        "/api/v1/scalars", params={"plugin": "scalars", "tag": "loss", "format": "columns"}
+    ).json()
+    for run, step, value in rows:
+        cols = answer[run]["loss"]
+        assert value == pytest.approx(cols["value"][cols["step"].index(step)])
+    page.screenshot("tooltip")
+    page.page.mouse.move(0, 0)
+    tooltip.wait_for(state="hidden")
+    page.assert_no_errors()
+
+
+def test_download_csv_and_json_per_chart(
+    serve: ServeFactory, logdir: Path, page: Watched, tmp_path: Path
+) -> None:
+    daemon = serve(logdir)
+    base = ready(daemon)
+    open_dashboard(page, base, f"?hide={RUNS[2]}")
+    card = page.page.locator('[data-tag="train/acc"]')
+    with page.page.expect_download() as got:
+        card.locator('a.download[data-format="csv"]').click()
+    assert got.value.suggested_filename == "train_acc.csv"
+    path = tmp_path / "acc.csv"
+    got.value.save_as(path)
+    rows = list(csv.DictReader(io.StringIO(path.read_text())))
+    # Every point of the runs shown (not the one hidden), as the API's CSV gives them.
+    assert {r["run"] for r in rows} == set(RUNS[:2]) and {r["tag"] for r in rows} == {"train/acc"}
+    assert len(rows) == 2 * STEPS
+    with page.page.expect_download() as got:
+        card.locator('a.download[data-format="json"]').click()
+    assert got.value.suggested_filename == "train_acc.json"
+    json_path = tmp_path / "acc.json"
+    got.value.save_as(json_path)
+    data = json.loads(json_path.read_text())
+    expected = daemon.client.get(
+        "/api/v1/scalars",
+        params={"plugin": "scalars", "tag": "train/acc", "run": list(RUNS[:2])},
+    ).json()
+    assert data == expected and len(data[RUNS[0]]["train/acc"]) == STEPS
+    page.assert_no_errors()
+
+
+def test_cards_out_of_view_keep_their_attributes_current(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """Cards below the fold are not drawn, yet their data attributes follow their data."""
+    root = tmp_path / "many"
+    tags = [f"m/{i:02d}" for i in range(40)]
+    with SummaryWriter(str(root / "run"), filename_suffix=".0") as w:
+        for step in range(10):
+            for tag in tags:
+                w.add_scalar(tag, float(step), step, walltime=WALL + step)
+    daemon = serve(root)
+    daemon.wait_for_steps("run", tags[-1], list(range(10)), timeout=30)
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/")
+    wait_drawn(page, tags=tuple(tags), last_step=9)
+    last = f'[data-tag="{tags[-1]}"]'
+    assert page.page.evaluate(f"() => document.querySelector('{last} canvas') === null")
+    with SummaryWriter(str(root / "run"), filename_suffix=".1") as w:
+        for tag in tags:
+            w.add_scalar(tag, 10.0, 10, walltime=WALL + 10)
+    wait_drawn(page, tags=tuple(tags), last_step=10)
+    assert card_data(page, tags[-1])["points"] == "11"
+    # Still not drawn; drawn once scrolled to.
+    assert page.page.evaluate(f"() => document.querySelector('{last} canvas') === null")
+    page.page.locator(last).scroll_into_view_if_needed()
+    page.page.locator(f"{last} canvas").first.wait_for()
+    page.assert_no_errors()
+
+
+def test_reconnects_after_a_daemon_restart(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    port = free_port()
+    first = serve(logdir, port=port)
+    base = ready(first)
+    open_dashboard(page, base)
+    assert first.stop() == 0
+    page.page.locator("#status.down").wait_for()
+    later = STEPS + 20
+    write(logdir, RUNS[0], range(STEPS, later + 1), seed=5)
+    second = serve(logdir, port=port)
+    second.wait_for_steps(RUNS[0], TAGS[-1], range(later + 1), timeout=30)
+    wait_drawn(page, last_step=later)
+    page.page.locator("#status.live").wait_for()
+    page.page.wait_for_function(
+        """(n) => document.querySelector('[data-tag="loss"]').dataset.points === String(n)""",
+        arg=len(RUNS) * STEPS + (later + 1 - STEPS),
+    )
+    page.screenshot("after-restart")
+    # While the daemon was down the browser reported refused connections; nothing else.
+    others = [e for e in page.errors if "ERR_CONNECTION_REFUSED" not in e and "HTTP 503" not in e]
+    assert not others, others

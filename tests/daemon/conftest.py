@@ -216,8 +216,9 @@ ServeFactory = Callable[..., Daemon]
 
 @pytest.fixture
 def serve(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServeFactory]:
-    """A factory: ``serve(*args, env=None, prefix=(), wait=True)`` starts
-    ``python -m boardd serve ARGS --port 0 --port-file F`` and returns a ready :class:`Daemon`.
+    """A factory: ``serve(*args, env=None, prefix=(), wait=True, port=0)`` starts
+    ``python -m boardd serve ARGS --port PORT --port-file F`` and returns a ready
+    :class:`Daemon` (a fixed port: to restart a daemon where its clients reconnect).
 
     Teardown SIGTERMs every daemon still running and asserts it exits 0 in time (killing it
     if it hangs). The daemons' logs are attached to a failing test's report.
@@ -231,6 +232,7 @@ def serve(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServeFacto
         env: dict[str, str] | None = None,
         prefix: Sequence[str] = (),
         wait: bool = True,
+        port: int = 0,
     ) -> Daemon:
         n = len(daemons)
         port_file = tmp_path / f"boardd-{n}.port"
@@ -243,7 +245,7 @@ def serve(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServeFacto
             "serve",
             *(str(a) for a in args),
             "--port",
-            "0",
+            str(port),
             "--port-file",
             str(port_file),
             "--log-level",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from boardd.data.downsample import downsample_indices
+from boardd.data.downsample import downsample_indices, extremes_indices
 
 
 def steps(values: range | list[int]) -> np.ndarray:
@@ -49,3 +49,39 @@ def test_empty_and_tiny_series() -> None:
     assert downsample_indices(steps([7]), 1).tolist() == [0]
     assert downsample_indices(steps([7, 9]), 1).tolist() == [1]
     assert downsample_indices(steps([7, 9, 11]), 2).tolist() == [0, 2]
+
+
+def test_extremes_keep_every_spike_within_k_points() -> None:
+    rng = np.random.default_rng(3)
+    s = steps(range(0, 100_000, 7))
+    v = rng.normal(size=s.shape[0])
+    spikes = [17, 5_000, 9_999, len(s) - 2]
+    v[spikes] = [40.0, -40.0, np.inf, 35.0]
+    v[300:310] = np.nan
+    for k in (4, 7, 100, 4_000):
+        chosen = extremes_indices(s, v, k)
+        assert len(chosen) <= k
+        assert chosen.tolist() == sorted(set(chosen.tolist()))
+        assert chosen[0] == 0 and chosen[-1] == len(s) - 1
+        # One bucket keeps the series' lowest and highest; 25 or more keep every spike (each
+        # in a bucket of its own).
+        assert {5_000, 9_999} <= set(chosen.tolist())
+        if k >= 100:
+            assert set(spikes) <= set(chosen.tolist()), k
+    # Each of the k // 4 step buckets keeps its own lowest and highest point.
+    chosen = extremes_indices(s, v, 400)
+    bucket = (s * 100) // (s[-1] + 1)
+    for b in range(100):
+        inside = np.flatnonzero(bucket == b)
+        finite = inside[~np.isnan(v[inside])]
+        assert finite[np.argmax(v[finite])] in chosen and finite[np.argmin(v[finite])] in chosen
+
+
+def test_extremes_edge_cases() -> None:
+    s = steps(range(10))
+    v = np.arange(10, dtype=np.float64)
+    assert extremes_indices(s, v, 10).tolist() == list(range(10))
+    assert extremes_indices(s, v, 3).tolist() == downsample_indices(s, 3).tolist()
+    assert extremes_indices(steps([]), np.array([]), 8).tolist() == []
+    nan = np.full(10, np.nan)
+    assert extremes_indices(s, nan, 4).tolist() == [0, 9]

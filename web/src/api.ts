@@ -9,8 +9,25 @@ export interface Run {
   start_time: number | null;
 }
 
+/** The experiment the page shows (`experiment=` on every request; null: the daemon's first);
+ * the shell sets it. */
+let experiment: string | null = null;
+
+export function setExperiment(name: string | null): void {
+  experiment = name;
+}
+
+/** The URL of `tag`'s points of `runs` in a format (json or csv): every point, for a
+ * download. */
+export function scalarsUrl(tag: string, runs: string[], format: "json" | "csv"): string {
+  const params: [string, string][] = [["plugin", "scalars"], ["tag", tag], ...runs.map((r): [string, string] => ["run", r])];
+  if (experiment) params.unshift(["experiment", experiment]);
+  params.push(["format", format]);
+  return `api/v1/scalars?${new URLSearchParams(params).toString()}`;
+}
+
 async function getJson<T>(path: string, params: [string, string][] = []): Promise<T> {
-  const query = new URLSearchParams(params).toString();
+  const query = new URLSearchParams(experiment ? [["experiment", experiment], ...params] : params).toString();
   const response = await fetch(`api/v1/${path}${query ? `?${query}` : ""}`, {
     credentials: "same-origin",
   });
@@ -23,12 +40,18 @@ export const listRuns = (): Promise<Run[]> => getJson<Run[]>("runs");
 export const listScalars = (): Promise<ListAnswer> =>
   getJson<ListAnswer>("scalars/list", [["plugin", "scalars"]]);
 
-/** Every run's points of `tag` (at most `downsample` per series), or only `runs`' from
- * `stepMin` on (a live delta). */
-export function readScalars(
-  tag: string,
-  opts: { runs?: string[]; stepMin?: number; downsample?: number } = {},
-): Promise<ScalarsAnswer> {
+export interface ScalarsQuery {
+  runs?: string[];
+  stepMin?: number;
+  stepMax?: number;
+  /** At most this many points per series... */
+  downsample?: number;
+  /** ...chosen uniformly, or keeping each step bucket's first, lowest, highest, last point. */
+  downsampleBy?: "uniform" | "extremes";
+}
+
+/** The points of `tag` (every run's, or `runs`'), in a step range, downsampled. */
+export function readScalars(tag: string, opts: ScalarsQuery = {}): Promise<ScalarsAnswer> {
   const params: [string, string][] = [
     ["plugin", "scalars"],
     ["tag", tag],
@@ -36,7 +59,9 @@ export function readScalars(
   ];
   for (const run of opts.runs ?? []) params.push(["run", run]);
   if (opts.stepMin !== undefined) params.push(["step_min", String(opts.stepMin)]);
+  if (opts.stepMax !== undefined) params.push(["step_max", String(opts.stepMax)]);
   if (opts.downsample !== undefined) params.push(["downsample", String(opts.downsample)]);
+  if (opts.downsampleBy !== undefined) params.push(["downsample_by", opts.downsampleBy]);
   return getJson<ScalarsAnswer>("scalars", params);
 }
 
@@ -75,7 +100,10 @@ export class Stream {
   }
 
   private open(): void {
-    const url = this.lastId ? `api/v1/stream?since=${encodeURIComponent(this.lastId)}` : "api/v1/stream";
+    const q = new URLSearchParams();
+    if (experiment) q.set("experiment", experiment);
+    if (this.lastId) q.set("since", this.lastId);
+    const url = `api/v1/stream${q.size ? `?${q}` : ""}`;
     const source = new EventSource(url, { withCredentials: true });
     this.source = source;
     const track = (e: MessageEvent): void => {

@@ -1,19 +1,68 @@
-// A run's colour depends on its name only, so it stays the same when runs come and go and
-// in every view (TensorBoard's palette order is by position, which shifts as runs appear).
+// Run colours: stable and, among the runs on the page, distinct while the palette lasts.
+//
+// A run's preferred colour is a hash of its name (so it is the same in every view and on
+// every visit, unlike TensorBoard's palette by position, which shifts as runs appear). When
+// that colour is already taken by another run of the page, the run takes the next free one:
+// runs are assigned in name order when they are first seen together (the page's first
+// listing), so the same set of runs gets the same colours on every reload, and a colour once
+// given never changes while the page is open. With more runs than colours, runs share
+// colours (at their preferred one).
 
 export const PALETTE = [
-  "#ff7043", "#0077bb", "#cc3311", "#33bbee", "#ee3377", "#009988", "#bbbbbb", "#9c27b0",
-  "#4caf50", "#795548", "#3f51b5", "#ffc107", "#607d8b", "#e91e63", "#00bcd4", "#8bc34a",
+  "#e8710a", "#1a73e8", "#d93025", "#12b5cb", "#e52592", "#009988", "#9334e6", "#7cb342",
+  "#795548", "#3f51b5", "#f9ab00", "#607d8b", "#c2185b", "#00897b", "#5f6368", "#8d6e63",
 ];
 
-/** FNV-1a of the name, folded onto the palette. */
-export function runColor(run: string): string {
+/** FNV-1a of the name, folded onto the palette: a run's preferred colour. */
+export function preferredSlot(run: string, size = PALETTE.length): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < run.length; i++) {
     h ^= run.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
-  return PALETTE[(h >>> 0) % PALETTE.length];
+  return (h >>> 0) % size;
+}
+
+/** Gives runs palette slots: the preferred one, else the next free one (see above). */
+export class ColorAssigner {
+  private readonly slots = new Map<string, number>();
+  private readonly used: number[];
+
+  constructor(readonly palette: readonly string[] = PALETTE) {
+    this.used = new Array<number>(palette.length).fill(0);
+  }
+
+  /** Assigns the runs not assigned yet, in name order (call with every run first seen together). */
+  assign(runs: Iterable<string>): void {
+    for (const run of [...new Set(runs)].filter((r) => !this.slots.has(r)).sort()) {
+      const n = this.palette.length;
+      const preferred = preferredSlot(run, n);
+      let slot = preferred;
+      for (let i = 0; i < n; i++) {
+        const probe = (preferred + i) % n;
+        if (this.used[probe] === 0) {
+          slot = probe;
+          break;
+        }
+      }
+      this.slots.set(run, slot);
+      this.used[slot]++;
+    }
+  }
+
+  /** The run's colour (assigned now if it was not). */
+  color(run: string): string {
+    if (!this.slots.has(run)) this.assign([run]);
+    return this.palette[this.slots.get(run)!];
+  }
+}
+
+/** The page's colours, shared by every view (a run has one colour everywhere). */
+export const runColors = new ColorAssigner();
+
+/** The run's colour on this page. */
+export function runColor(run: string): string {
+  return runColors.color(run);
 }
 
 /** A group of tags: TensorBoard's, the part before the first "/" (or the tag itself). */

@@ -1,6 +1,7 @@
 // The view's state in the page's URL (query string), so a view can be bookmarked and shared:
-// runs (a regex filter and the runs deselected), tags (a regex filter), smoothing, x axis.
-// Defaults are left out of the URL.
+// runs (a regex filter and the runs deselected), tags (a regex filter), smoothing, x axis,
+// y scale (linear or log).
+// Defaults are left out of the URL; the other views' keys are left as they are.
 
 export type XAxis = "step" | "relative" | "wall";
 export const X_AXES: readonly XAxis[] = ["step", "relative", "wall"];
@@ -11,12 +12,13 @@ export interface ViewState {
   tagFilter: string;
   smoothing: number;
   x: XAxis;
+  logY: boolean;
 }
 
 export const DEFAULT_SMOOTHING = 0.6;
 
 export function defaults(): ViewState {
-  return { runFilter: "", hidden: [], tagFilter: "", smoothing: DEFAULT_SMOOTHING, x: "step" };
+  return { runFilter: "", hidden: [], tagFilter: "", smoothing: DEFAULT_SMOOTHING, x: "step", logY: false };
 }
 
 /** The state a query string (`location.search`) describes; what it lacks or garbles is the
@@ -34,17 +36,24 @@ export function parseState(search: string): ViewState {
   }
   const x = q.get("x");
   if (x !== null && (X_AXES as readonly string[]).includes(x)) state.x = x as XAxis;
+  state.logY = q.get("y") === "log";
   return state;
 }
 
-/** The query string (with its "?", or "" for the defaults) of a state. */
-export function formatState(state: ViewState): string {
-  const q = new URLSearchParams();
+/** The query keys the scalars view owns. */
+export const SCALARS_KEYS: readonly string[] = ["runs", "hide", "tags", "smoothing", "x", "y"];
+
+/** The query string (with its "?", or "" when empty) of a state, keeping the keys of `search`
+ * (the page's current query) that are not the scalars view's. */
+export function formatState(state: ViewState, search = ""): string {
+  const q = new URLSearchParams(search);
+  for (const key of SCALARS_KEYS) q.delete(key);
   if (state.runFilter) q.set("runs", state.runFilter);
   for (const run of [...state.hidden].sort()) q.append("hide", run);
   if (state.tagFilter) q.set("tags", state.tagFilter);
   if (state.smoothing !== DEFAULT_SMOOTHING) q.set("smoothing", String(state.smoothing));
   if (state.x !== "step") q.set("x", state.x);
+  if (state.logY) q.set("y", "log");
   const text = q.toString();
   return text ? `?${text}` : "";
 }

@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_SMOOTHING, defaults, formatState, matcher, parseState } from "../src/url";
-import { runColor, tagGroup } from "../src/colors";
 
 describe("view state in the URL", () => {
   it("round-trips", () => {
-    const state = { runFilter: "lr=0\\.1", hidden: ["b", "a/x"], tagFilter: "loss", smoothing: 0.25, x: "wall" as const };
+    const state = { runFilter: "lr=0\\.1", hidden: ["b", "a/x"], tagFilter: "loss", smoothing: 0.25, x: "wall" as const, logY: true };
     const text = formatState(state);
     expect(parseState(text)).toEqual({ ...state, hidden: ["a/x", "b"] });
   });
@@ -15,8 +14,14 @@ describe("view state in the URL", () => {
     expect(defaults().smoothing).toBe(DEFAULT_SMOOTHING);
   });
 
+  it("keeps the other views' keys", () => {
+    const text = formatState({ ...defaults(), smoothing: 0.5 }, "?view=images&smoothing=0.1&hide=a");
+    expect(new URLSearchParams(text).get("view")).toBe("images");
+    expect(parseState(text)).toEqual({ ...defaults(), smoothing: 0.5 });
+  });
+
   it("ignores garbage and clamps smoothing", () => {
-    expect(parseState("?smoothing=abc&x=nope")).toEqual(defaults());
+    expect(parseState("?smoothing=abc&x=nope&y=sqrt")).toEqual(defaults());
     expect(parseState("?smoothing=5").smoothing).toBe(0.999);
     expect(parseState("?smoothing=-1").smoothing).toBe(0);
     expect(parseState("?smoothing=0").smoothing).toBe(0);
@@ -27,17 +32,5 @@ describe("view state in the URL", () => {
     expect(matcher("^train")("eval/loss")).toBe(false);
     expect(matcher("(")("a(b")).toBe(true);
     expect(matcher("")("anything")).toBe(true);
-  });
-});
-
-describe("colours and groups", () => {
-  it("gives a run the same colour whatever else exists", () => {
-    expect(runColor("run_00")).toBe(runColor("run_00"));
-    expect(runColor("run_00")).toMatch(/^#[0-9a-f]{6}$/);
-  });
-
-  it("groups tags by the part before the first slash", () => {
-    expect(tagGroup("train/loss/x")).toBe("train");
-    expect(tagGroup("loss")).toBe("loss");
   });
 });

@@ -53,6 +53,7 @@ def _bounds(query: Query) -> Bounds:
         downsample=query.integer("downsample"),
         index_min=query.integer("index_min"),
         index_max=query.integer("index_max"),
+        downsample_by=query.text("downsample_by") or "uniform",
     )
 
 

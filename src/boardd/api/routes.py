@@ -217,6 +217,14 @@ DOWNSAMPLE = Param(
     "integer",
     minimum=0,
 )
+DOWNSAMPLE_BY = Param(
+    "downsample_by",
+    "how downsample= chooses (scalars): uniform (the default) or extremes: the step range is "
+    "cut into k // 4 equal buckets and each keeps its first, lowest, highest and last point, "
+    "so a line through the points kept reaches every spike (min/max-preserving, for charts)",
+    enum=("uniform", "extremes"),
+    default="uniform",
+)
 INDEX_MIN = Param("index_min", "keep blobs at index ≥ this within a step", "integer", minimum=0)
 INDEX_MAX = Param(
     "index_max",
@@ -340,6 +348,7 @@ def _kind_routes(kind: Kind) -> list[RouteDef]:
         STEP_MAX,
         LATEST,
         DOWNSAMPLE,
+        *((DOWNSAMPLE_BY,) if kind.name == "scalars" else ()),
         *((INDEX_MIN, INDEX_MAX) if blobs else ()),
         SCALAR_FORMAT if kind.name == "scalars" else JSON_FORMAT,
     )

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from boardd.data.blobs import blob_key
-from boardd.data.downsample import downsample_indices
+from boardd.data.downsample import downsample_indices, extremes_indices
 from boardd.data.errors import BadRequest, TooLarge
 from boardd.data.kinds import Kind
 from boardd.data.values import tensor_value
@@ -21,6 +21,7 @@ from boardd.store import queries
 from boardd.store.queries import SeriesInfo
 
 __all__ = [
+    "DOWNSAMPLE_BY",
     "MAX_POINTS",
     "MAX_SERIES_PER_REQUEST",
     "BlobSequenceSeries",
@@ -43,6 +44,8 @@ __all__ = [
 #: At most this many (run, tag) pairs in one request.
 MAX_SERIES_PER_REQUEST = 10_000
 #: At most this many points in one answer, by kind (runs × tags × samples).
+#: The ways ``downsample=`` may choose its points (see :class:`Bounds`).
+DOWNSAMPLE_BY = ("uniform", "extremes")
 MAX_POINTS = {"scalars": 5_000_000, "tensors": 100_000, "blob_sequences": 100_000}
 
 
@@ -67,6 +70,9 @@ class Bounds:
     downsample: int | None = None
     index_min: int | None = None
     index_max: int | None = None
+    #: How ``downsample`` chooses (scalars): "uniform" (a uniform sample of steps) or
+    #: "extremes" (each of k // 4 step buckets keeps its first, lowest, highest, last point).
+    downsample_by: str = "uniform"
 
     def __post_init__(self) -> None:
         if (
@@ -85,6 +91,10 @@ class Bounds:
             )
         if self.latest is not None and self.latest < 1:
             raise BadRequest(f"latest={self.latest}: give a number from 1")
+        if self.downsample_by not in DOWNSAMPLE_BY:
+            raise BadRequest(
+                f"downsample_by={self.downsample_by!r}: give one of {', '.join(DOWNSAMPLE_BY)}"
+            )
         for name in ("downsample", "index_min", "index_max"):
             value = getattr(self, name)
             if value is not None and value < 0:
@@ -200,7 +210,11 @@ def read_scalars(
             step_max=bounds.step_max,
             latest=bounds.latest,
         )
-        chosen = _pick(steps, bounds)
+        chosen: npt.NDArray[np.intp] | None
+        if bounds.downsample is not None and bounds.downsample_by == "extremes":
+            chosen = extremes_indices(steps, values, bounds.downsample)
+        else:
+            chosen = _pick(steps, bounds)
         if chosen is not None:
             steps, walls, values = steps[chosen], walls[chosen], values[chosen]
         out.append(ScalarColumns(s.run, s.tag, steps, walls, values))

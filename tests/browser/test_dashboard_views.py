@@ -1,0 +1,428 @@
+"""boardd's dashboard views other than scalars (web/src/views/) in a real browser (Debian's
+chromium) on ``boardd serve``: images, histograms, distributions, text, hparams and status,
+the tab bar and the experiment selector, read through the data attributes each view keeps
+(documented at the top of each view's module and in README's Dashboard section).
+
+The logdirs are real: tensorboardX's ``SummaryWriter`` (images, histograms, text, scalars), an
+event file with a zeroed hole (data loss), and TensorBoard's official hparams API
+(tests/hparams_logdirs.py). Screenshots of each view: see the ``artifacts`` fixture
+(``$BOARDD_TEST_ARTIFACTS/<test>/``, else the test's tmp_path)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+import pytest
+from tensorboard.plugins.hparams import summary_v2 as hp
+from tensorboardX import SummaryWriter
+
+from tests.browser.conftest import Watched
+from tests.daemon.conftest import Daemon, ServeFactory
+from tests.hparams_logdirs import OFFICIAL_GROUPS, curve, write_official
+from tests.hparams_logdirs import write_run as write_trial
+
+pytestmark = pytest.mark.slow
+
+RUNS = ("train", "eval")
+STEPS = range(0, 50, 5)
+WALL = 1_700_000_000.0
+TOKEN = "views-test-token-0123456789abcdef"
+
+
+def image(run: int, step: int) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """A 3×32×48 image that differs per run and step."""
+    img = np.zeros((3, 32, 48), dtype=np.float32)
+    img[run % 3, :, : 1 + step % 48] = 1.0
+    img[2, step % 32, :] = 0.5
+    return img
+
+
+def write_run(logdir: Path, index: int, steps: range, suffix: str = "") -> None:
+    """One run's images, histograms, text, then its scalar ``loss`` (last at each step: once
+    the store has a step's loss it has the rest of that step)."""
+    run = RUNS[index]
+    rng = np.random.default_rng(index + 10 * steps.start)
+    with SummaryWriter(str(logdir / run), filename_suffix=suffix) as w:
+        for step in steps:
+            wall = WALL + step
+            w.add_image("samples/input", image(index, step), step, walltime=wall)
+            w.add_histogram(
+                "weights/layer1", rng.normal(step / 25, 1 + index, 1000), step, walltime=wall
+            )
+            w.add_text(
+                "notes",
+                f"step {step}: **{run}** loss `{1 / (step + 1):.3f}`\n\n"
+                "- a list item\n- <script>alert(1)</script>",
+                step,
+                walltime=wall,
+            )
+            w.add_scalar("loss", 1.0 / (step + 1), step, walltime=wall)
+
+
+def write_broken(logdir: Path) -> Path:
+    """A run whose event file has a zeroed hole of 150 bytes: one data-loss record."""
+    with SummaryWriter(str(logdir / "broken")) as w:
+        for step in range(40):
+            w.add_scalar("loss", 1.0 / (step + 1), step, walltime=WALL + step)
+    (path,) = (logdir / "broken").glob("*tfevents*")
+    data = bytearray(path.read_bytes())
+    data[400:550] = bytes(150)
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    root = tmp_path / "logs"
+    for i in range(len(RUNS)):
+        write_run(root, i, STEPS)
+    return root
+
+
+def ready(daemon: Daemon) -> str:
+    for run in RUNS:
+        daemon.wait_for_steps(run, "loss", list(STEPS), timeout=30)
+    return f"http://127.0.0.1:{daemon.port}"
+
+
+def open_view(page: Watched, base: str, view: str, query: str = "") -> None:
+    page.page.goto(f"{base}/?view={view}{query}")
+    page.page.locator(f'main#view[data-view="{view}"]').wait_for()
+    page.page.locator(f'nav#views a[data-view="{view}"][aria-current="page"]').wait_for()
+
+
+def datasets(page: Watched, selector: str) -> list[dict[str, str]]:
+    """The data attributes of every element matching ``selector``, in document order."""
+    found: list[dict[str, str]] = page.page.evaluate(
+        "(s) => [...document.querySelectorAll(s)].map((e) => ({...e.dataset}))", selector
+    )
+    return found
+
+
+def wait_cards(page: Watched, selector: str, last_step: int) -> list[dict[str, str]]:
+    """Waits until a card per run matches ``selector``, each drawn up to ``last_step``."""
+    page.page.wait_for_function(
+        """([s, n, step]) => {
+            const cards = [...document.querySelectorAll(s)];
+            return cards.length === n && cards.every((c) => c.dataset.lastStep === String(step));
+        }""",
+        arg=[selector, len(RUNS), last_step],
+    )
+    return datasets(page, selector)
+
+
+def test_every_view_shows_the_logdir_without_errors(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    write_broken(logdir)
+    base = ready(serve(logdir))
+    last = STEPS[-1]
+
+    open_view(page, base, "images")
+    cards = wait_cards(page, '.media-card[data-tag="samples/input"]', last)
+    assert sorted(c["run"] for c in cards) == sorted(RUNS)
+    assert all(c["step"] == str(last) and c["steps"] == str(len(STEPS)) for c in cards)
+    # The images are loaded (a broken blob URL would be an HTTP error, and no natural size).
+    page.page.wait_for_function(
+        """() => [...document.querySelectorAll('.media-card img')].every(
+            (i) => i.complete && i.naturalWidth === 48 && i.naturalHeight === 32)"""
+    )
+    # The step slider shows an earlier step's image.
+    slider = page.page.locator('.media-card[data-run="eval"] input[type="range"]')
+    slider.fill("2")
+    page.page.locator(f'.media-card[data-run="eval"][data-step="{STEPS[2]}"]').wait_for()
+    page.screenshot("images")
+
+    open_view(page, base, "histograms")
+    cards = wait_cards(page, '.hist-card[data-tag="weights/layer1"]', last)
+    assert all(c["steps"] == str(len(STEPS)) for c in cards)
+    # Hovering near the bottom of a card reads the front (newest) ridge.
+    canvas = page.page.locator('.hist-card[data-run="eval"] canvas')
+    box = canvas.bounding_box()
+    assert box is not None
+    page.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] - 30)
+    readout = page.page.locator('.hist-card[data-run="eval"] .readout')
+    assert re.fullmatch(rf"step {last} · \S+ · count \S+", readout.inner_text())
+    page.screenshot("histograms")
+
+    open_view(page, base, "distributions")
+    cards = wait_cards(page, '.dist-card[data-tag="weights/layer1"]', last)
+    assert all(c["steps"] == str(len(STEPS)) for c in cards)
+    # The median of the last step: eval's values are drawn around 45/25 = 1.8, spread 2.
+    medians = {c["run"]: json.loads(c["median"]) for c in cards}
+    assert abs(medians["eval"] - 1.8) < 0.5, medians
+    plot = page.page.locator('.dist-card[data-run="eval"] .u-over')
+    box = plot.bounding_box()
+    assert box is not None
+    page.page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
+    readout = page.page.locator('.dist-card[data-run="eval"] .readout')
+    readout.filter(has_text=f"step {last} · median").wait_for()
+    page.screenshot("distributions")
+
+    open_view(page, base, "text")
+    cards = wait_cards(page, '.text-card[data-tag="notes/text_summary"]', last)
+    # TensorBoard's text route answers the last 10 steps: all of them here.
+    assert all(c["steps"] == str(len(STEPS)) for c in cards)
+    newest = page.page.locator(f'.text-card[data-run="train"] article[data-step="{last}"]')
+    # Rendered Markdown (bold, code, a list), and the script tag escaped, not run or dropped.
+    assert newest.locator("strong").inner_text() == "train"
+    assert newest.locator("code").inner_text() == f"{1 / (last + 1):.3f}"
+    assert newest.locator("li").all_inner_texts() == ["a list item", "<script>alert(1)</script>"]
+    assert page.page.locator(".text-card script").count() == 0
+    page.screenshot("text")
+
+    open_view(page, base, "hparams")
+    page.page.get_by_text("No hparams in this experiment").wait_for()
+    page.screenshot("hparams-empty")
+
+    open_view(page, base, "status")
+    block = page.page.locator('.experiment[data-experiment="logs"][data-state="live"]')
+    block.wait_for()
+    assert block.get_attribute("data-progress") == "1"
+    page.page.locator('.loss-table[data-records="1"]').wait_for()
+    (record,) = datasets(page, ".loss-table tbody tr")
+    assert record["run"] == "broken"
+    assert record["file"].startswith("broken/events.out.tfevents.")
+    assert int(record["offset"]) <= 400 < int(record["offset"]) + int(record["length"])
+    assert "CRC" in record["reason"], record
+    page.screenshot("status")
+
+    # The scalars view is the default tab; the tabs of views without data are marked.
+    page.page.goto(f"{base}/")
+    page.page.locator('main#view[data-view="scalars"] [data-tag="loss"]').wait_for()
+    page.page.locator('nav#views a[data-view="hparams"][data-empty]').wait_for()
+    assert page.page.locator('nav#views a[data-view="images"][data-empty]').count() == 0
+    assert page.page.locator(".experiment-label").is_hidden()  # a single experiment
+    page.screenshot("scalars")
+    page.assert_no_errors()
+
+
+def test_tabs_switch_views_and_the_url_keeps_the_view(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    base = ready(serve(logdir))
+    page.page.goto(f"{base}/?smoothing=0.3")
+    page.page.locator('[data-tag="loss"][data-points]').wait_for()
+    page.page.locator('nav#views a[data-view="histograms"]').click()
+    page.page.locator(".hist-card").first.wait_for()
+    # The view is in the URL, next to the scalars view's keys; the scalars cards are gone.
+    assert "view=histograms" in page.page.url and "smoothing=0.3" in page.page.url
+    assert page.page.locator(".card[data-points]").count() == 0
+    page.page.go_back()
+    page.page.locator('main#view[data-view="scalars"] [data-tag="loss"]').wait_for()
+    page.page.reload()
+    page.page.locator('main#view[data-view="scalars"]').wait_for()
+    assert page.page.locator("#smoothing-value").input_value() == "0.3"
+    page.assert_no_errors()
+
+
+def test_a_new_image_step_appears_while_open(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    base = ready(serve(logdir))
+    open_view(page, base, "images")
+    last = STEPS[-1]
+    wait_cards(page, ".media-card", last)
+    # eval's card moved back to an earlier step stays there; train's follows the new step.
+    page.page.locator('.media-card[data-run="eval"] input[type="range"]').fill("0")
+    page.page.locator('.media-card[data-run="eval"][data-step="0"]').wait_for()
+
+    new = last + 5
+    write_run(logdir, 0, range(new, new + 1), suffix=".more")
+    card = page.page.locator(f'.media-card[data-run="train"][data-step="{new}"]')
+    card.wait_for(timeout=10_000)
+    assert card.get_attribute("data-steps") == str(len(STEPS) + 1)
+    # The image shown is the new step's blob.
+    img = card.locator("img")
+    key = img.get_attribute("data-key")
+    assert key and img.get_attribute("src") == f"api/v1/blob/{key}"
+    assert page.page.locator('.media-card[data-run="eval"]').get_attribute("data-step") == "0"
+    # The histograms of that step reach their view too (opened after: it fetches them).
+    open_view(page, base, "histograms")
+    page.page.locator(f'.hist-card[data-run="train"][data-last-step="{new}"]').wait_for()
+    page.screenshot("live-image")
+    page.assert_no_errors()
+
+
+def hparams_rows(page: Watched) -> list[dict[str, str]]:
+    return datasets(page, ".hp-table tbody tr")
+
+
+def cell_values(page: Watched, key: str) -> list[Any]:
+    values: list[str] = page.page.evaluate(
+        """(k) => [...document.querySelectorAll(`.hp-table tbody td[data-key="${k}"]`)]
+            .map((td) => td.dataset.value)""",
+        key,
+    )
+    return [json.loads(v) for v in values]
+
+
+def test_hparams_table_sorts_and_filters(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    made = write_official(tmp_path)
+    daemon = serve(made.path)
+    last = sorted(s for s in made.statuses if s.startswith("epsilon/"))[-1]
+    steps = [step for step, _ in curve(1.0, every=20)]
+    daemon.wait_for_steps(f"{last}/validation", "accuracy", steps, timeout=30)
+    base = f"http://127.0.0.1:{daemon.port}"
+
+    open_view(page, base, "hparams")
+    table = page.page.locator(f'.hp-table[data-rows="{len(made.statuses)}"]')
+    table.wait_for()
+    rows = hparams_rows(page)
+    assert {r["session"] for r in rows} == set(made.statuses)
+    assert {r["group"] for r in rows} == set(OFFICIAL_GROUPS)
+    assert {r["session"]: r["status"] for r in rows}["beta/trial_1"] == "failure"
+    # A line of the parallel coordinates per session, in the row's colour.
+    lines = page.page.locator(".pc .lines path")
+    assert lines.count() == len(made.statuses)
+    page.screenshot("hparams")
+
+    # Sorting: by learning rate ascending, then descending (header clicks).
+    header = page.page.locator('.hp-table thead th[data-key="learning_rate"]')
+    header.click()
+    page.page.locator('.hp-table[data-sort="learning_rate asc"]').wait_for()
+    ascending = cell_values(page, "learning_rate")
+    present = [v for v in ascending if v is not None]
+    assert present == sorted(present) and len(set(present)) > 1
+    assert ascending[: len(present)] == present  # missing values last
+    header.click()
+    page.page.locator('.hp-table[data-sort="learning_rate desc"]').wait_for()
+    descending = [v for v in cell_values(page, "learning_rate") if v is not None]
+    assert descending == sorted(present, reverse=True)
+    assert "hp_sort=learning_rate%3Adesc" in page.page.url
+
+    # A metric column sorts too (the display name in the header, the group/tag as key).
+    page.page.locator('.hp-table thead th[data-key="validation/accuracy"]').click()
+    accuracy = [v for v in cell_values(page, "validation/accuracy") if v is not None]
+    assert accuracy == sorted(accuracy) and len(accuracy) > 1
+
+    # Filtering: a regex on the optimizer, then a range on the learning rate.
+    page.page.locator('.hp-table input[data-filter="optimizer"]').fill("^adam$")
+    page.page.wait_for_function(
+        """() => [...document.querySelectorAll('.hp-table tbody td[data-key="optimizer"]')]
+            .every((td) => td.dataset.value === '"adam"')"""
+    )
+    adam = hparams_rows(page)
+    assert 0 < len(adam) < len(made.statuses)
+    assert lines.count() == len(adam)
+    page.page.locator('.hp-table input[data-filter="learning_rate"]').fill("..0.01")
+    page.page.wait_for_function(
+        """() => [...document.querySelectorAll('.hp-table tbody td[data-key="learning_rate"]')]
+            .every((td) => JSON.parse(td.dataset.value) <= 0.01)"""
+    )
+    narrowed = cell_values(page, "learning_rate")
+    assert narrowed and all(v <= 0.01 for v in narrowed) and len(narrowed) < len(adam)
+    page.screenshot("hparams-filtered")
+
+    # Sort and filters are in the URL: a reload shows the same rows.
+    shown = [r["session"] for r in hparams_rows(page)]
+    page.page.reload()
+    page.page.locator(f'.hp-table[data-rows="{len(shown)}"]').wait_for()
+    assert [r["session"] for r in hparams_rows(page)] == shown
+
+    # A session started while the table is open appears (the filters let it through).
+    write_trial(
+        made.path,
+        "zeta/trial_0",
+        [hp.hparams_pb({"optimizer": "adam", "learning_rate": 0.005}, trial_id="zeta")],
+        {"score": curve(7.0)},
+        start=time.time(),  # receiving data now, and without end info: running
+    )
+    row = page.page.locator('.hp-table tbody tr[data-session="zeta/trial_0"]')
+    row.wait_for(timeout=10_000)
+    assert row.get_attribute("data-status") == "running"
+    page.page.locator(f'.hp-table[data-rows="{len(shown) + 1}"]').wait_for()
+    page.assert_no_errors()
+
+
+def test_views_work_with_the_login_cookie_and_several_experiments(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    first = tmp_path / "first"
+    second = tmp_path / "second"
+    write_run(first, 0, STEPS)
+    write_run(second, 1, range(0, 20, 5))
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    daemon = serve(f"a={first}", f"b={second}", "--token-file", token_file)
+    base = f"http://127.0.0.1:{daemon.port}"
+    found = re.search(rf"({re.escape(base)}/login\?token=\S+)", daemon.stderr())
+    assert found, daemon.stderr()
+    page.page.goto(found.group(1))  # sets the cookie, then opens the dashboard
+
+    # The first experiment by default (TensorBoard's routes too: text is read through them).
+    open_view(page, base, "text")
+    page.page.locator(f'.text-card[data-run="train"][data-last-step="{STEPS[-1]}"]').wait_for()
+    open_view(page, base, "images")
+    page.page.locator(f'.media-card[data-run="train"][data-step="{STEPS[-1]}"]').wait_for()
+    select = page.page.locator("#experiment")
+    select.wait_for()
+    assert page.page.evaluate(
+        "() => [...document.querySelectorAll('#experiment option')].map((o) => o.value)"
+    ) == ["a", "b"]
+    select.select_option("b")
+    page.page.locator('.media-card[data-run="eval"][data-step="15"]').wait_for()
+    assert "exp=b" in page.page.url
+    assert page.page.locator('.media-card[data-run="train"]').count() == 0
+    open_view(page, base, "text", "&exp=b")
+    page.page.locator('.text-card[data-run="eval"][data-last-step="15"]').wait_for()
+    page.screenshot("experiment-b")
+    # The scalars view reads the selected experiment too (its requests and its stream).
+    page.page.locator('nav#views a[data-view="scalars"]').click()
+    page.page.locator('[data-tag="loss"][data-last-step="15"]').wait_for()
+    assert json.loads(page.page.locator('[data-tag="loss"]').get_attribute("data-runs") or "") == [
+        "eval"
+    ]
+    statuses = [r.status for r in page.responses]
+    assert 401 not in statuses
+    page.assert_no_errors()
+
+
+def test_cards_out_of_view_are_drawn_only_when_scrolled_to(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    logdir = tmp_path / "many"
+    tags = [f"layer{i:02d}/weights" for i in range(16)]
+    rng = np.random.default_rng(3)
+    for run in RUNS:
+        with SummaryWriter(str(logdir / run)) as w:
+            for step in range(3):
+                for tag in tags:
+                    w.add_histogram(tag, rng.normal(0, 1, 200), step, walltime=WALL + step)
+                w.add_scalar("loss", 1.0, step, walltime=WALL + step)
+    daemon = serve(logdir)
+    for run in RUNS:
+        daemon.wait_for_steps(run, "loss", [0, 1, 2], timeout=30)
+    base = f"http://127.0.0.1:{daemon.port}"
+
+    open_view(page, base, "histograms")
+    # The first tag's cards (at the top) are drawn.
+    for run in RUNS:
+        page.page.locator(
+            f'.hist-card[data-tag="{tags[0]}"][data-run="{run}"][data-last-step="2"]'
+        ).wait_for()
+    cards = datasets(page, ".hist-card")
+    assert len(cards) == len(tags) * len(RUNS)
+    # The last cards are far below the window: listed, not drawn.
+    last = page.page.locator(f'.hist-card[data-tag="{tags[-1]}"]')
+    assert [last.nth(i).get_attribute("data-last-step") for i in range(len(RUNS))] == [None] * 2
+    drawn = [c for c in cards if "lastStep" in c]
+    assert 0 < len(drawn) < len(cards)
+    # Nor fetched: a card's data is asked for when it first comes into view.
+    fetched = {
+        parse_qs(urlsplit(r.url).query)["tag"][0]
+        for r in page.responses
+        if urlsplit(r.url).path == "/api/v1/tensors"
+    }
+    assert tags[0] in fetched and tags[-1] not in fetched, fetched
+    last.first.scroll_into_view_if_needed()
+    page.page.locator(f'.hist-card[data-tag="{tags[-1]}"][data-last-step="2"]').first.wait_for()
+    page.assert_no_errors()

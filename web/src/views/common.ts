@@ -1,0 +1,348 @@
+// What the views share: the view contract the page shell mounts, DOM and fetch helpers scoped
+// to the selected experiment, and drawing only the cards in view.
+
+import type { RunEvent, SeriesEvent } from "../api";
+import { runColors } from "../colors";
+
+/** What the shell gives a view: the experiment shown (null: the daemon's first) and the
+ * page's URL parameters, which a view may read and set (its own keys only). */
+export interface ViewContext {
+  readonly experiment: string | null;
+  param(name: string): string | null;
+  setParams(changes: Record<string, string | null>): void;
+}
+
+/** A mounted view: the shell forwards the stream's events to it while it is shown. */
+export interface MountedView {
+  unmount(): void;
+  series?(event: SeriesEvent): void;
+  run?(event: RunEvent): void;
+}
+
+export interface ViewDef {
+  /** Its name in the URL (`?view=ID`) and its tab's data-view. */
+  id: string;
+  title: string;
+  mount(host: HTMLElement, ctx: ViewContext): MountedView;
+}
+
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  node.append(...children);
+  return node;
+}
+
+/** GET a boardd route (relative to the page, so a path prefix works) as JSON; the login
+ * cookie goes along. */
+export async function getJson<T>(path: string, params: [string, string][] = []): Promise<T> {
+  const query = new URLSearchParams(params).toString();
+  const response = await fetch(`${path}${query ? `?${query}` : ""}`, { credentials: "same-origin" });
+  if (!response.ok) {
+    let reason = `HTTP ${response.status}`;
+    try {
+      const body = (await response.json()) as { error?: { message?: string } };
+      if (body.error?.message) reason += `: ${body.error.message}`;
+    } catch {
+      // not boardd's JSON error: the status says enough
+    }
+    throw new Error(`GET ${path}: ${reason}`);
+  }
+  return (await response.json()) as T;
+}
+
+/** GET /api/v1/PATH of the context's experiment. */
+export function api<T>(ctx: ViewContext, path: string, params: [string, string][] = []): Promise<T> {
+  const scoped: [string, string][] = ctx.experiment ? [["experiment", ctx.experiment], ...params] : params;
+  return getJson<T>(`api/v1/${path}`, scoped);
+}
+
+/** GET one of TensorBoard's data routes (boardd's own implementation of them: Markdown
+ * rendered and sanitized, histograms compressed, server side) for the context's experiment,
+ * with its own run names. */
+export async function tensorboardData<T>(ctx: ViewContext, path: string, params: [string, string][]): Promise<T> {
+  // Always under /experiment/NAME: TensorBoard's plain /data names runs NAME/RUN when the
+  // daemon serves several logdirs.
+  const name = ctx.experiment ?? (await firstExperiment());
+  const prefix = name ? `experiment/${encodeURIComponent(name)}/` : "";
+  return getJson<T>(`${prefix}data/${path}`, params);
+}
+
+let first: Promise<string | null> | null = null;
+
+/** The daemon's first experiment (the one the data API answers without `experiment=`). */
+function firstExperiment(): Promise<string | null> {
+  first ??= getJson<{ id: string }[]>("api/v1/experiments").then(
+    (list) => list[0]?.id ?? null,
+    (err: unknown) => {
+      first = null; // asked again next time
+      throw err;
+    },
+  );
+  return first;
+}
+
+/** A run's series by tag, as the data API's `/list` routes answer. */
+export type Listing = Record<string, Record<string, { max_step: number; max_length?: number }>>;
+
+/** (tag, run) pairs of a listing, by tag then run. */
+export function pairs(listing: Listing): { tag: string; run: string }[] {
+  const out: { tag: string; run: string }[] = [];
+  for (const [run, tags] of Object.entries(listing)) for (const tag of Object.keys(tags)) out.push({ tag, run });
+  out.sort((a, b) => (a.tag === b.tag ? cmp(a.run, b.run) : cmp(a.tag, b.tag)));
+  return out;
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Something drawn in a card: drawn when in view and changed since its last drawing. */
+export interface Drawable {
+  readonly root: HTMLElement;
+  dirty: boolean;
+  visible: boolean;
+  draw(): void;
+}
+
+/** Draws the cards in view (at most once per frame); cards out of view wait until scrolled to. */
+export class LazyDrawer<C extends Drawable = Drawable> {
+  private readonly cards = new Map<Element, C>();
+  private readonly observer: IntersectionObserver;
+  private frame = 0;
+
+  /** `shown`: called when a card comes into view (to fetch what it lacks). */
+  constructor(private readonly shown: (card: C) => void = () => undefined) {
+    this.observer = new IntersectionObserver(
+      (entries) => {
+        for (const entry of entries) {
+          const card = this.cards.get(entry.target);
+          if (!card) continue;
+          const was = card.visible;
+          card.visible = entry.isIntersecting;
+          if (card.visible && !was) this.shown(card);
+          if (card.visible && card.dirty) this.schedule();
+        }
+      },
+      { rootMargin: "200px" },
+    );
+  }
+
+  add(card: C): void {
+    this.cards.set(card.root, card);
+    this.observer.observe(card.root);
+  }
+
+  remove(card: C): void {
+    this.cards.delete(card.root);
+    this.observer.unobserve(card.root);
+  }
+
+  touch(card: C): void {
+    card.dirty = true;
+    if (card.visible) this.schedule();
+  }
+
+  touchAll(): void {
+    for (const card of this.cards.values()) card.dirty = true;
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      for (const card of this.cards.values()) {
+        if (card.visible && card.dirty && card.root.isConnected) {
+          card.dirty = false;
+          try {
+            card.draw();
+          } catch (err) {
+            console.warn("drawing a card failed", err);
+          }
+        }
+      }
+    });
+  }
+
+  close(): void {
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.observer.disconnect();
+    this.cards.clear();
+  }
+}
+
+/** Calls `load` again every 2 s while it fails (the daemon starting or restarting), until
+ * `alive()` says the view is gone. */
+export function retrying(what: string, load: () => Promise<void>, alive: () => boolean): void {
+  load().catch((err: unknown) => {
+    if (!alive()) return;
+    console.warn(`${what} failed; retrying`, err);
+    setTimeout(() => {
+      if (alive()) retrying(what, load, alive);
+    }, 2000);
+  });
+}
+
+/** A message in place of a view's content (nothing to show, or why). */
+export function notice(text: string): HTMLElement {
+  return el("p", { class: "notice" }, text);
+}
+
+/** Groups cards under a heading per tag, in a grid. */
+export function tagSection(tag: string, cards: HTMLElement[]): HTMLElement {
+  return el(
+    "div",
+    { class: "group", "data-group": tag },
+    el("h2", { title: tag }, tag),
+    el("div", { class: "grid" }, ...cards),
+  );
+}
+
+/** Coalesces calls per key for `delayMs` (a commit's events come in a burst). */
+export class Debouncer {
+  private readonly timers = new Map<string, ReturnType<typeof setTimeout>>();
+  constructor(private readonly delayMs: number) {}
+
+  call(key: string, fn: () => void): void {
+    if (this.timers.has(key)) return;
+    this.timers.set(
+      key,
+      setTimeout(() => {
+        this.timers.delete(key);
+        fn();
+      }, this.delayMs),
+    );
+  }
+
+  close(): void {
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+  }
+}
+
+/** A card of one series (tag, run) of a plugin. `stale`: it lacks data the store has (not
+ * fetched yet, or a commit touched it since). */
+export interface SeriesCard extends Drawable {
+  readonly tag: string;
+  readonly run: string;
+  stale: boolean;
+}
+
+export interface CardsViewOptions {
+  /** What the cards show, for messages ("images"). */
+  what: string;
+  /** The plugin whose stream events touch the cards. */
+  plugin: string;
+  /** The message when the experiment has none. */
+  empty: string;
+}
+
+/** A view of a card per (tag, run) of one plugin's series, grouped by tag: listed once, each
+ * card fetched when it first comes into view and again (coalesced) when a commit touches its
+ * series while it is in view; a card out of view that a commit touched is fetched when it is
+ * scrolled to. */
+export abstract class CardsView<C extends SeriesCard> implements MountedView {
+  protected alive = true;
+  protected readonly drawer = new LazyDrawer<C>((card) => this.refresh(card));
+  protected readonly cards = new Map<string, C>();
+  private readonly debounce = new Debouncer(50);
+  private readonly inFlight = new Set<C>();
+  private readonly body = el("div", { class: "view-body" });
+
+  constructor(
+    private readonly host: HTMLElement,
+    protected readonly ctx: ViewContext,
+    private readonly options: CardsViewOptions,
+  ) {}
+
+  /** The series listing ({run: {tag: metadata}}). */
+  protected abstract list(): Promise<Listing>;
+  protected abstract make(tag: string, run: string): C;
+  /** Fetches what the card lacks and touches it. */
+  protected abstract load(card: C): Promise<void>;
+
+  /** Shows the view and lists the series (the shell calls it once, after construction). */
+  start(): this {
+    this.host.append(this.body);
+    this.body.append(notice(`loading ${this.options.what}…`));
+    retrying(`listing ${this.options.what}`, () => this.listAll(), () => this.alive);
+    return this;
+  }
+
+  private async listAll(): Promise<void> {
+    const listing = await this.list();
+    if (!this.alive) return;
+    // The runs' colours, assigned in name order as they are first seen together.
+    runColors.assign(Object.keys(listing));
+    for (const { tag, run } of pairs(listing)) this.card(tag, run);
+    this.layout();
+  }
+
+  private key(tag: string, run: string): string {
+    return `${tag}\u0000${run}`;
+  }
+
+  private card(tag: string, run: string): C {
+    const key = this.key(tag, run);
+    let card = this.cards.get(key);
+    if (!card) {
+      card = this.make(tag, run);
+      card.stale = true;
+      this.cards.set(key, card);
+      this.drawer.add(card);
+    }
+    return card;
+  }
+
+  private layout(): void {
+    if (this.cards.size === 0) {
+      this.body.replaceChildren(notice(this.options.empty));
+      return;
+    }
+    const byTag = new Map<string, HTMLElement[]>();
+    for (const [, card] of [...this.cards].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      if (!byTag.has(card.tag)) byTag.set(card.tag, []);
+      byTag.get(card.tag)!.push(card.root);
+    }
+    this.body.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots)));
+  }
+
+  /** Fetches a stale card (one fetch at a time per card; a commit during it fetches again). */
+  private refresh(card: C): void {
+    if (!card.stale || this.inFlight.has(card) || !this.alive) return;
+    card.stale = false;
+    this.inFlight.add(card);
+    this.load(card)
+      .catch((err: unknown) => {
+        if (!this.alive) return;
+        console.warn(`loading ${this.options.what} ${card.tag} (${card.run}) failed; retrying`, err);
+        card.stale = true;
+        return new Promise<void>((resolve) => setTimeout(resolve, 2000));
+      })
+      .finally(() => {
+        this.inFlight.delete(card);
+        if (card.stale && card.visible) this.refresh(card);
+      });
+  }
+
+  series(e: SeriesEvent): void {
+    if (e.plugin !== this.options.plugin) return;
+    const isNew = !this.cards.has(this.key(e.tag, e.run));
+    const card = this.card(e.tag, e.run);
+    if (isNew) this.layout();
+    card.stale = true;
+    if (card.visible) this.debounce.call(this.key(e.tag, e.run), () => this.refresh(card));
+  }
+
+  unmount(): void {
+    this.alive = false;
+    this.debounce.close();
+    this.drawer.close();
+    this.host.replaceChildren();
+  }
+}

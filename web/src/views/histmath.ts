@@ -1,0 +1,86 @@
+// Pure arithmetic of the histogram and distribution views.
+
+/** A stored value: a number, or TensorBoard's spelling of a non-finite one. */
+export function num(v: number | string | null | undefined): number {
+  if (typeof v === "number") return v;
+  if (v === "Infinity") return Infinity;
+  if (v === "-Infinity") return -Infinity;
+  return NaN;
+}
+
+/** [left, right, count] buckets as the data API answers them (non-finite values spelled). */
+export type Bucket = [number | string, number | string, number | string];
+
+/** The finite [lo, hi] covering every bucket edge of every histogram, or null (none). */
+export function valueRange(histograms: readonly (readonly Bucket[])[]): [number, number] | null {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const buckets of histograms) {
+    for (const [l, r] of buckets) {
+      const a = num(l);
+      const b = num(r);
+      if (Number.isFinite(a)) lo = Math.min(lo, a);
+      if (Number.isFinite(b)) hi = Math.max(hi, b);
+    }
+  }
+  if (lo > hi) return null;
+  if (lo === hi) return [lo - 0.5, hi + 0.5];
+  return [lo, hi];
+}
+
+/** The counts of `buckets` on `bins` equal bins over [lo, hi]: a bucket's count is spread
+ * over the bins it overlaps in proportion to the overlap (a zero-width bucket goes to the bin
+ * holding it), so the total is kept. */
+export function rebin(buckets: readonly Bucket[], lo: number, hi: number, bins: number): Float64Array {
+  const out = new Float64Array(bins);
+  const width = (hi - lo) / bins;
+  if (!(width > 0)) return out;
+  const binOf = (x: number): number => Math.min(bins - 1, Math.max(0, Math.floor((x - lo) / width)));
+  for (const [l, r, c] of buckets) {
+    const left = num(l);
+    const right = num(r);
+    const count = num(c);
+    if (!Number.isFinite(count) || count === 0 || !Number.isFinite(left) || !Number.isFinite(right)) continue;
+    if (right <= left) {
+      out[binOf(left)] += count;
+      continue;
+    }
+    const first = binOf(left);
+    const last = binOf(right);
+    for (let b = first; b <= last; b++) {
+      const bl = lo + b * width;
+      const overlap = Math.min(right, bl + width) - Math.max(left, bl);
+      if (overlap > 0) out[b] += (count * overlap) / (right - left);
+    }
+  }
+  return out;
+}
+
+/** TensorBoard's distribution answer: `[[wall_time, step, [[basis_point, value], ...]], ...]`. */
+export type DistributionAnswer = [number, number, [number, number | string][]][];
+
+/** The basis points of TensorBoard's distributions (the median, ±1σ, ±2σ, ±3σ of a normal,
+ * the extremes) as columns: `[steps, values of basis point 0, ..., of 10000]`, a missing or
+ * non-finite value as null (uPlot's gap). */
+export function distributionColumns(answer: DistributionAnswer): { basisPoints: number[]; columns: (number | null)[][] } {
+  const basisPoints = answer.length ? answer[0][2].map(([bp]) => bp) : [];
+  const columns: (number | null)[][] = [answer.map(([, step]) => step)];
+  basisPoints.forEach((bp, i) => {
+    columns.push(
+      answer.map(([, , values]) => {
+        const found = values[i] && values[i][0] === bp ? values[i] : values.find(([b]) => b === bp);
+        const v = found ? num(found[1]) : NaN;
+        return Number.isFinite(v) ? v : null;
+      }),
+    );
+  });
+  return { basisPoints, columns };
+}
+
+/** The pairs of column indexes (1-based, as uPlot numbers series) that bound the bands, the
+ * outermost first: (first, last), (second, second to last), … */
+export function bandPairs(count: number): [number, number][] {
+  const out: [number, number][] = [];
+  for (let i = 0; i < Math.floor(count / 2); i++) out.push([count - i, i + 1]);
+  return out;
+}

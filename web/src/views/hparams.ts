@@ -1,0 +1,267 @@
+// Hyperparameters: a row per session (a session is a run, shown in its colour) with its
+// group's hparams, its metrics and its status; sortable (click a header) and filterable (a
+// box per column: a regex, or MIN..MAX for numbers); above it the parallel coordinates of
+// the rows shown, a line per session in the same colour. Hovering a row or a line highlights
+// both. Data from /api/v1/hparams (TensorBoard's hparams API), fetched again when a commit
+// touches hparams or a session's scalars.
+//
+// Contract for tests: the table carries data-rows (rows shown), data-sort ("KEY asc|desc");
+// each row data-session, data-group, data-status, and a cell per column with data-key and
+// data-value (JSON); each header th data-key; each filter input data-filter="KEY"; each line
+// of the plot data-session.
+
+import { runColor, runColors } from "../colors";
+import { api, Debouncer, el, notice, retrying, type ViewContext, type ViewDef } from "./common";
+import { axisOf, type Cell, type Column, filterRows, type HparamsExperiment, type Row, type SessionGroups, sortRows, tableOf } from "./hptable";
+
+const SVG = "http://www.w3.org/2000/svg";
+/** Sessions fetched (one page; the table shows them all). */
+const SLICE = 10000;
+
+function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string> = {}): SVGElementTagNameMap[K] {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  return node;
+}
+
+function show(v: Cell | undefined): string {
+  if (v === null || v === undefined) return "–";
+  if (typeof v === "number") {
+    if (Number.isInteger(v)) return String(v);
+    return String(Number(v.toPrecision(5)));
+  }
+  return String(v);
+}
+
+export const hparamsView: ViewDef = {
+  id: "hparams",
+  title: "HParams",
+  mount(host, ctx) {
+    return new HparamsView(host, ctx);
+  },
+};
+
+class HparamsView {
+  private alive = true;
+  private columns: Column[] = [];
+  private rows: Row[] = [];
+  private sortKey: string;
+  private descending: boolean;
+  private filters: Record<string, string> = {};
+  private readonly debounce = new Debouncer(500);
+  private readonly main = el("div", { class: "view-body hparams" });
+  private readonly plot = el("div", { class: "parallel" });
+  private readonly table = el("table", { class: "hp-table" });
+  private readonly count = el("span", { class: "hp-count" });
+  private sessions = new Set<string>();
+
+  constructor(
+    private readonly host: HTMLElement,
+    private readonly ctx: ViewContext,
+  ) {
+    const sort = (ctx.param("hp_sort") ?? "").split(":");
+    this.sortKey = sort[0] || "session";
+    this.descending = sort[1] === "desc";
+    try {
+      const saved = JSON.parse(ctx.param("hp_filter") ?? "{}") as unknown;
+      if (saved && typeof saved === "object") this.filters = saved as Record<string, string>;
+    } catch {
+      this.filters = {};
+    }
+    host.append(this.main);
+    this.main.append(notice("loading hyperparameters…"));
+    retrying("loading hparams", () => this.load(), () => this.alive);
+  }
+
+  private async load(): Promise<void> {
+    const request: [string, string][] = [["request", JSON.stringify({ sliceSize: SLICE })]];
+    const [experiment, groups] = await Promise.all([
+      api<HparamsExperiment>(this.ctx, "hparams/experiment"),
+      api<SessionGroups>(this.ctx, "hparams/session_groups", request),
+    ]);
+    if (!this.alive) return;
+    const { columns, rows } = tableOf(experiment, groups);
+    this.columns = columns;
+    this.rows = rows;
+    this.sessions = new Set(rows.map((r) => r.session));
+    runColors.assign(this.sessions);
+    if (rows.length === 0) {
+      this.main.replaceChildren(
+        notice("No hparams in this experiment (TensorBoard's hparams API: hp.hparams, hp.hparams_config; tensorboardX add_hparams)."),
+      );
+      return;
+    }
+    if (!this.table.isConnected) {
+      this.main.replaceChildren(
+        el("div", { class: "hp-bar" }, this.count, el("span", { class: "hint" }, "click a header to sort; filters: a regex, or MIN..MAX for numbers")),
+        this.plot,
+        el("div", { class: "hp-scroll" }, this.table),
+      );
+    }
+    this.render();
+  }
+
+  private shown(): Row[] {
+    return sortRows(filterRows(this.rows, this.columns, this.filters), this.sortKey, this.descending);
+  }
+
+  private saveState(): void {
+    const filters = Object.fromEntries(Object.entries(this.filters).filter(([, v]) => v.trim()));
+    this.ctx.setParams({
+      hp_sort: this.sortKey === "session" && !this.descending ? null : `${this.sortKey}:${this.descending ? "desc" : "asc"}`,
+      hp_filter: Object.keys(filters).length ? JSON.stringify(filters) : null,
+    });
+  }
+
+  private render(): void {
+    this.renderHead();
+    this.renderBody();
+  }
+
+  private renderHead(): void {
+    const keys = [{ key: "session", label: "session (run)", numeric: false }, ...this.columns];
+    const head = el("tr");
+    const filterRow = el("tr", { class: "filters" });
+    for (const c of keys) {
+      const th = el("th", { "data-key": c.key, title: `sort by ${c.label}` }, c.label);
+      if ("kind" in c) th.classList.add(c.kind);
+      if (c.numeric) th.classList.add("num");
+      if (c.key === this.sortKey) {
+        th.classList.add(this.descending ? "desc" : "asc");
+        th.setAttribute("aria-sort", this.descending ? "descending" : "ascending");
+      }
+      th.addEventListener("click", () => {
+        if (this.sortKey === c.key) this.descending = !this.descending;
+        else {
+          this.sortKey = c.key;
+          this.descending = false;
+        }
+        this.saveState();
+        this.render();
+      });
+      head.append(th);
+      const input = el("input", { type: "search", "data-filter": c.key, placeholder: c.numeric ? "min..max" : "regex" });
+      input.value = this.filters[c.key] ?? "";
+      input.addEventListener("input", () => {
+        this.filters[c.key] = input.value;
+        this.saveState();
+        this.renderBody();
+      });
+      filterRow.append(el("th", {}, input));
+    }
+    const thead = el("thead", {}, head, filterRow);
+    const old = this.table.querySelector("thead");
+    // Keep the focused filter box while typing: the header is rebuilt only on sort or load.
+    if (old && old.contains(document.activeElement)) {
+      old.querySelectorAll("tr")[0].replaceWith(head);
+    } else if (old) old.replaceWith(thead);
+    else this.table.prepend(thead);
+    this.table.dataset.sort = `${this.sortKey} ${this.descending ? "desc" : "asc"}`;
+  }
+
+  private renderBody(): void {
+    const rows = this.shown();
+    const tbody = el("tbody");
+    for (const r of rows) {
+      const swatch = el("span", { class: "swatch" });
+      swatch.style.background = runColor(r.session);
+      const tr = el(
+        "tr",
+        { "data-session": r.session, "data-group": r.group, "data-status": r.status },
+        el("td", { class: "session", "data-key": "session", "data-value": JSON.stringify(r.session), title: `group ${r.group}` }, swatch, r.session),
+      );
+      for (const c of this.columns) {
+        const v = r.values[c.key];
+        const td = el("td", { "data-key": c.key, "data-value": JSON.stringify(v ?? null) }, show(v));
+        if (c.numeric) td.classList.add("num");
+        if (c.kind === "status") td.classList.add(`status-${r.status}`);
+        tr.append(td);
+      }
+      tr.addEventListener("mouseenter", () => this.highlight(r.session, true));
+      tr.addEventListener("mouseleave", () => this.highlight(r.session, false));
+      tbody.append(tr);
+    }
+    const old = this.table.querySelector("tbody");
+    if (old) old.replaceWith(tbody);
+    else this.table.append(tbody);
+    this.table.dataset.rows = String(rows.length);
+    this.count.textContent = `${rows.length} of ${this.rows.length} sessions`;
+    this.drawParallel(rows);
+  }
+
+  private highlight(session: string, on: boolean): void {
+    for (const node of this.main.querySelectorAll(`[data-session="${CSS.escape(session)}"]`)) node.classList.toggle("hot", on);
+    this.plot.classList.toggle("hovering", on);
+  }
+
+  /** The parallel coordinates: an axis per column with values among the rows shown (hparams,
+   * then metrics), a polyline per session; a missing value breaks its line. */
+  private drawParallel(rows: Row[]): void {
+    const columns = this.columns.filter((c) => c.kind !== "status" && rows.some((r) => r.values[c.key] !== null && r.values[c.key] !== undefined));
+    const width = Math.max(600, this.main.clientWidth - 24);
+    const height = 260;
+    const top = 34;
+    const bottom = height - 22;
+    const left = 60;
+    const right = width - 60;
+    const root = svg("svg", { width: String(width), height: String(height), viewBox: `0 0 ${width} ${height}`, class: "pc" });
+    const axes = columns.map((c) => axisOf(c, rows));
+    const x = (i: number): number => (axes.length === 1 ? (left + right) / 2 : left + (i * (right - left)) / (axes.length - 1));
+    const y = (f: number): number => bottom - f * (bottom - top);
+    const lines = svg("g", { class: "lines" });
+    for (const r of rows) {
+      let d = "";
+      let pen = false;
+      axes.forEach((axis, i) => {
+        const f = axis.position(r.values[axis.column.key]);
+        if (f === null) {
+          pen = false;
+          return;
+        }
+        d += `${pen ? "L" : "M"}${x(i).toFixed(1)},${y(f).toFixed(1)}`;
+        pen = true;
+      });
+      const path = svg("path", { d, stroke: runColor(r.session), "data-session": r.session });
+      const title = svg("title");
+      title.textContent = r.session;
+      path.append(title);
+      path.addEventListener("mouseenter", () => this.highlight(r.session, true));
+      path.addEventListener("mouseleave", () => this.highlight(r.session, false));
+      lines.append(path);
+    }
+    root.append(lines);
+    axes.forEach((axis, i) => {
+      const g = svg("g", { class: `axis ${axis.column.kind}` });
+      g.append(svg("line", { x1: String(x(i)), x2: String(x(i)), y1: String(top), y2: String(bottom) }));
+      const label = svg("text", { x: String(x(i)), y: String(top - 14), class: "axis-label" });
+      label.textContent = axis.column.label;
+      g.append(label);
+      for (const [f, text] of axis.ticks) {
+        const t = svg("text", { x: String(x(i) + 5), y: String(y(f) + 4), class: "tick" });
+        t.textContent = text;
+        g.append(t);
+      }
+      root.append(g);
+    });
+    this.plot.replaceChildren(root);
+  }
+
+  series(e: { run: string; plugin: string }): void {
+    // A session's hparams, or a scalar of a session's run or of a run below it (its metrics).
+    let touches = e.plugin === "hparams";
+    for (let run = e.run; !touches && run; run = run.includes("/") ? run.slice(0, run.lastIndexOf("/")) : "") {
+      touches = this.sessions.has(run);
+    }
+    if (touches) this.debounce.call("reload", () => retrying("loading hparams", () => this.load(), () => this.alive));
+  }
+
+  run(): void {
+    this.debounce.call("reload", () => retrying("loading hparams", () => this.load(), () => this.alive));
+  }
+
+  unmount(): void {
+    this.alive = false;
+    this.debounce.close();
+    this.host.replaceChildren();
+  }
+}

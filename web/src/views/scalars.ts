@@ -1,0 +1,396 @@
+// The scalars view: the scalars of the first experiment, one chart card per tag grouped by
+// tag prefix, runs overlaid in stable colours, kept live by /api/v1/stream.
+//
+// The contract tests read (issue 14 §4): every scalar chart card carries data-tag="<tag>" and
+// keeps current, as its data or the view change, in view or not: data-points (points drawn:
+// kept for the chart's width, in the zoom window when zoomed), data-last-step (largest step
+// of the runs drawn); also data-runs (JSON list of the runs drawn), data-smoothing (the
+// weight), data-last-value (JSON {run: last value, smoothed when smoothing is on}),
+// data-y-scale ("linear" or "log") and data-zoom ("min,max" of the x window, "" when not
+// zoomed). A card out of view is not drawn (IntersectionObserver), but its attributes say
+// what it will draw. Cards filtered out by the tag filter are not in the page.
+
+import "uplot/dist/uPlot.min.css";
+import "./scalars.css";
+
+import { type Run, listRuns, listScalars, readScalars, Stream, type SeriesEvent } from "../api";
+import { runColor, runColors, tagGroup } from "../colors";
+import { el } from "../dom";
+import { Series, toNumber, type ScalarColumns } from "../series";
+import { clampSmoothing, formatState, matcher, parseState, type ViewState, type XAxis } from "../url";
+import { ScalarCard } from "./scalars_card";
+import { stepRange, type XRange } from "./scalars_model";
+
+/** Points per series of a fetch: 1,000 step buckets, each its first, lowest, highest and last
+ * point (the API's downsample_by=extremes), so no spike is missing from any fetch. */
+const FETCH_POINTS = 4000;
+/** A live point waits this long for others of the same series before its delta is fetched. */
+const DELTA_DELAY_MS = 20;
+/** A zoom or pan waits this long for the next before the window's points are fetched. */
+const ZOOM_FETCH_DELAY_MS = 120;
+
+export class ScalarsView {
+  private view: ViewState = parseState(location.search);
+  private runs: string[] = [];
+  private readonly data = new Map<string, Map<string, Series>>(); // tag → run → series
+  private readonly cards = new Map<string, ScalarCard>();
+  private readonly groups = new Map<string, HTMLElement>();
+  private readonly pendingDelta = new Map<string, { run: string; tag: string; from: number }>();
+  private deltaTimer: ReturnType<typeof setTimeout> | null = null;
+  private readonly zoomTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  private frame = 0;
+  private stream: Stream | null = null;
+  private readonly observer: IntersectionObserver;
+  private readonly main = el("main", { id: "cards" });
+  private readonly runList = el("ul", { id: "run-list" });
+  private readonly status = el("span", { id: "status" }, "loading");
+
+  private readonly element: HTMLElement;
+  private mounted = false;
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor() {
+    this.observer = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        const card = this.cards.get((entry.target as HTMLElement).dataset.tag ?? "");
+        if (!card) continue;
+        card.visible = entry.isIntersecting;
+        if (card.visible && (card.dirty || card.stale)) this.schedule();
+      }
+    });
+    this.element = el(
+      "div",
+      { class: "view", "data-view": "scalars" },
+      this.toolbar(),
+      el("div", { id: "layout" }, this.sidebar(), this.main),
+    );
+  }
+
+  /** Shows the view in `root` and starts loading and streaming (again every 2 s while the
+   * daemon does not answer: starting, restarting). */
+  mount(root: HTMLElement): void {
+    if (this.mounted) return;
+    this.mounted = true;
+    root.append(this.element);
+    const begin = (): void => {
+      this.retryTimer = null;
+      this.start().catch((err) => {
+        if (!this.mounted) return;
+        console.warn("loading the runs and tags failed; retrying", err);
+        this.retryTimer = setTimeout(begin, 2000);
+      });
+    };
+    begin();
+  }
+
+  /** Removes the view and stops its stream, timers and drawing. */
+  unmount(): void {
+    if (!this.mounted) return;
+    this.mounted = false;
+    this.stream?.close();
+    this.stream = null;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    if (this.deltaTimer !== null) clearTimeout(this.deltaTimer);
+    this.retryTimer = this.deltaTimer = null;
+    for (const timer of this.zoomTimers.values()) clearTimeout(timer);
+    this.zoomTimers.clear();
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.element.remove();
+  }
+
+  private toolbar(): HTMLElement {
+    const tagFilter = el("input", { id: "tag-filter", type: "search", placeholder: "filter tags (regex)" });
+    tagFilter.value = this.view.tagFilter;
+    tagFilter.addEventListener("input", () => this.update({ tagFilter: tagFilter.value }));
+    const slider = el("input", { id: "smoothing", type: "range", min: "0", max: "0.999", step: "0.001" });
+    const number = el("input", { id: "smoothing-value", type: "number", min: "0", max: "0.999", step: "0.01" });
+    slider.value = number.value = String(this.view.smoothing);
+    const setSmoothing = (value: string): void => {
+      const weight = clampSmoothing(Number(value) || 0);
+      slider.value = number.value = String(weight);
+      this.update({ smoothing: weight });
+    };
+    slider.addEventListener("input", () => setSmoothing(slider.value));
+    number.addEventListener("change", () => setSmoothing(number.value));
+    const axis = el(
+      "select",
+      { id: "x-axis" },
+      el("option", { value: "step" }, "step"),
+      el("option", { value: "relative" }, "relative"),
+      el("option", { value: "wall" }, "wall time"),
+    );
+    axis.value = this.view.x;
+    axis.addEventListener("change", () => this.update({ x: axis.value as XAxis }));
+    const logY = el("input", { id: "log-y", type: "checkbox" });
+    logY.checked = this.view.logY;
+    logY.addEventListener("change", () => this.update({ logY: logY.checked }));
+    return el(
+      "header",
+      {},
+      tagFilter,
+      el("label", {}, "smoothing ", slider, number),
+      el("label", {}, "x axis ", axis),
+      el("label", { title: "logarithmic y axis (values ≤ 0 are not drawn)" }, logY, "log y"),
+      this.status,
+      el("a", { href: "tensorboard/" }, "TensorBoard's UI"),
+    );
+  }
+
+  private sidebar(): HTMLElement {
+    const filter = el("input", { id: "run-filter", type: "search", placeholder: "filter runs (regex)" });
+    filter.value = this.view.runFilter;
+    filter.addEventListener("input", () => this.update({ runFilter: filter.value }));
+    return el("aside", {}, filter, this.runList);
+  }
+
+  private update(change: Partial<ViewState>): void {
+    // Another x axis has other units: a zoom window does not carry over.
+    if (change.x !== undefined && change.x !== this.view.x) for (const card of this.cards.values()) card.range = null;
+    this.view = { ...this.view, ...change };
+    history.replaceState(null, "", `${location.pathname}${formatState(this.view, location.search)}${location.hash}`);
+    this.renderRuns();
+    this.layout();
+    for (const card of this.cards.values()) card.dirty = true;
+    this.schedule();
+  }
+
+  private shownRuns(): string[] {
+    const match = matcher(this.view.runFilter);
+    const hidden = new Set(this.view.hidden);
+    return this.runs.filter((r) => match(r) && !hidden.has(r));
+  }
+
+  private renderRuns(): void {
+    const match = matcher(this.view.runFilter);
+    const hidden = new Set(this.view.hidden);
+    this.runList.replaceChildren(
+      ...this.runs.filter(match).map((run) => {
+        const box = el("input", { type: "checkbox", "data-run": run });
+        box.checked = !hidden.has(run);
+        box.addEventListener("change", () => {
+          const rest = this.view.hidden.filter((r) => r !== run);
+          this.update({ hidden: box.checked ? rest : [...rest, run] });
+        });
+        const swatch = el("span", { class: "swatch" });
+        swatch.style.background = runColor(run);
+        return el("li", {}, el("label", {}, box, swatch, run));
+      }),
+    );
+  }
+
+  private addRun(run: string): void {
+    if (this.runs.includes(run)) return;
+    this.runs.push(run);
+    this.renderRuns();
+  }
+
+  /** Shows the cards whose tag passes the filter, grouped by prefix, groups and tags sorted. */
+  private layout(): void {
+    const match = matcher(this.view.tagFilter);
+    const tags = [...this.cards.keys()].sort();
+    const wanted = new Map<string, HTMLElement[]>();
+    for (const tag of tags) {
+      if (!match(tag)) continue;
+      const group = tagGroup(tag);
+      if (!wanted.has(group)) wanted.set(group, []);
+      wanted.get(group)!.push(this.cards.get(tag)!.root);
+    }
+    const sections: HTMLElement[] = [];
+    for (const group of [...wanted.keys()].sort()) {
+      let section = this.groups.get(group);
+      if (!section) {
+        section = el("div", { class: "group", "data-group": group }, el("h2", {}, group), el("div", { class: "grid" }));
+        this.groups.set(group, section);
+      }
+      const grid = section.querySelector(".grid")!;
+      const cards = wanted.get(group)!;
+      if (cards.length !== grid.children.length || cards.some((c, i) => grid.children[i] !== c)) {
+        grid.replaceChildren(...cards);
+      }
+      sections.push(section);
+    }
+    if (sections.length !== this.main.children.length || sections.some((s, i) => this.main.children[i] !== s)) {
+      this.main.replaceChildren(...sections);
+    }
+  }
+
+  private card(tag: string): ScalarCard {
+    let card = this.cards.get(tag);
+    if (!card) {
+      card = new ScalarCard(tag);
+      const made = card;
+      made.onRange = (range) => this.onRange(made, range);
+      this.cards.set(tag, card);
+      this.data.set(tag, new Map());
+      this.observer.observe(card.root);
+      this.layout();
+    }
+    return card;
+  }
+
+  private schedule(): void {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      const runs = this.shownRuns();
+      const view = { smoothing: this.view.smoothing, x: this.view.x, logY: this.view.logY };
+      for (const card of this.cards.values()) {
+        if (!card.root.isConnected) continue;
+        if (card.dirty) card.prepare(this.data.get(card.tag)!, runs, view);
+        if (card.visible && card.stale) card.render();
+      }
+    });
+  }
+
+  private touch(tag: string): void {
+    const card = this.cards.get(tag);
+    if (!card) return;
+    card.dirty = true;
+    // In view or not: the card's attributes follow its data.
+    this.schedule();
+  }
+
+  /** The user moved a card's x window: drawn at once from what is held, then the window's
+   * points at the chart's resolution are fetched (after a pause, as zooms come in bursts). */
+  private onRange(card: ScalarCard, range: XRange): void {
+    card.dirty = true;
+    this.schedule();
+    if (range === null) return;
+    const previous = this.zoomTimers.get(card.tag);
+    if (previous !== undefined) clearTimeout(previous);
+    this.zoomTimers.set(
+      card.tag,
+      setTimeout(() => {
+        this.zoomTimers.delete(card.tag);
+        this.fetchWindow(card, range).catch((err) => console.warn(`fetching ${card.tag}'s window failed`, err));
+      }, ZOOM_FETCH_DELAY_MS),
+    );
+  }
+
+  private async fetchWindow(card: ScalarCard, range: readonly [number, number]): Promise<void> {
+    const byRun = this.data.get(card.tag)!;
+    const runs = this.shownRuns().filter((r) => byRun.has(r));
+    const steps = stepRange(
+      runs.map((r) => byRun.get(r)!),
+      this.view.x,
+      range,
+    );
+    if (!steps || runs.length === 0) return;
+    const answer = await readScalars(card.tag, {
+      runs,
+      stepMin: Math.max(0, steps[0]),
+      stepMax: Math.max(0, steps[1]),
+      downsample: Math.max(4, 4 * Math.round(card.root.clientWidth || 400)),
+      downsampleBy: "extremes",
+    });
+    if (this.mergeAnswer(card.tag, answer) > 0 || card.range === range) this.touch(card.tag);
+    card.root.dataset.zoomFetched = `${steps[0]},${steps[1]}`;
+  }
+
+  /** Merges a read's points into the series held; returns how many steps are new. */
+  private mergeAnswer(tag: string, answer: Record<string, Record<string, ScalarColumns>>): number {
+    const byRun = this.data.get(tag)!;
+    let added = 0;
+    for (const [run, perTag] of Object.entries(answer)) {
+      const cols = perTag[tag];
+      if (!cols) continue;
+      this.addRun(run);
+      let s = byRun.get(run);
+      if (!s) {
+        s = new Series();
+        byRun.set(run, s);
+      }
+      added += s.merge(cols.step, cols.wall_time, cols.value.map(toNumber));
+    }
+    return added;
+  }
+
+  private async start(): Promise<void> {
+    // The stream first: what is committed while the state is fetched is not missed (once:
+    // start() runs again when the first listing fails).
+    this.stream ??= new Stream({
+      series: (e) => this.onSeries(e),
+      run: (e) => {
+        if (e.change === "created") this.addRun(e.run);
+      },
+      reset: () => location.reload(),
+      state: (connected) => {
+        this.status.textContent = connected ? "live" : "reconnecting…";
+        this.status.className = connected ? "live" : "down";
+      },
+    });
+    const [runs, listing] = await Promise.all([listRuns(), listScalars()]);
+    // Colours for the runs seen together, in name order (stable across reloads).
+    runColors.assign([...(runs as Run[]).map((r) => r.name), ...Object.keys(listing)]);
+    for (const run of runs as Run[]) this.addRun(run.name);
+    const tags = new Set<string>();
+    for (const perRun of Object.values(listing)) for (const tag of Object.keys(perRun)) tags.add(tag);
+    for (const tag of [...tags].sort()) this.card(tag);
+    for (const tag of tags) this.loadRetrying(tag);
+  }
+
+  /** Loads a tag's points, again every 2 s while the daemon does not answer. */
+  private loadRetrying(tag: string): void {
+    this.load(tag).catch((err) => {
+      if (!this.mounted) return;
+      console.warn(`loading ${tag} failed; retrying`, err);
+      setTimeout(() => this.loadRetrying(tag), 2000);
+    });
+  }
+
+  private async load(tag: string): Promise<void> {
+    const answer = await readScalars(tag, { downsample: FETCH_POINTS, downsampleBy: "extremes" });
+    this.mergeAnswer(tag, answer);
+    this.cards.get(tag)!.loaded = true;
+    this.touch(tag);
+  }
+
+  private onSeries(e: SeriesEvent): void {
+    if (e.plugin !== "scalars" || e.data_class !== "scalar") return;
+    this.addRun(e.run);
+    const isNew = !this.cards.has(e.tag);
+    const card = this.card(e.tag);
+    if (isNew) {
+      this.loadRetrying(e.tag);
+      return;
+    }
+    const byRun = this.data.get(e.tag)!;
+    let s = byRun.get(e.run);
+    if (!s) {
+      s = new Series();
+      byRun.set(e.run, s);
+    }
+    const before = s.lastStep;
+    s.put(e.step, e.wall_time, toNumber(e.value ?? NaN));
+    this.touch(e.tag);
+    // The event carries a commit's last point of the series: its other points, fetched from
+    // the step after the last one held (not the whole series again).
+    if (card.loaded) this.queueDelta(e.run, e.tag, before === undefined ? 0 : before + 1);
+  }
+
+  private queueDelta(run: string, tag: string, from: number): void {
+    const key = `${run}\u0000${tag}`;
+    const pending = this.pendingDelta.get(key);
+    if (!pending || from < pending.from) this.pendingDelta.set(key, { run, tag, from });
+    if (this.deltaTimer === null) {
+      this.deltaTimer = setTimeout(() => {
+        this.deltaTimer = null;
+        const batch = [...this.pendingDelta.values()];
+        this.pendingDelta.clear();
+        for (const d of batch) {
+          // A failed delta (the daemon restarting) is not lost: the resumed stream sends the
+          // series' state again, and with it a new delta from the last step held.
+          this.fetchDelta(d.run, d.tag, d.from).catch((err) => console.warn("delta fetch failed", err));
+        }
+      }, DELTA_DELAY_MS);
+    }
+  }
+
+  private async fetchDelta(run: string, tag: string, from: number): Promise<void> {
+    // A commit of many points of a series comes downsampled as the first fetch (its extremes).
+    const answer = await readScalars(tag, { runs: [run], stepMin: from, downsample: FETCH_POINTS, downsampleBy: "extremes" });
+    if (this.mergeAnswer(tag, answer) > 0) this.touch(tag);
+  }
+}
+

@@ -1,0 +1,286 @@
+// One scalar chart card: a uPlot chart of a tag's runs, with zoom and pan, a hover tooltip,
+// a y scale switch (by the view) and CSV/JSON downloads.
+//
+// The card's model (what it draws, scalars_model.ts) is computed whenever its data or the
+// view change, in view or not, and published as data attributes (the contract tests read,
+// issue 14 §4); the chart itself is drawn only while the card is in view.
+//
+// Zoom: drag across the chart to zoom into an x range; Ctrl/Alt + wheel zooms around the
+// pointer, Shift + wheel and Shift + drag pan; double-click zooms out. A new window asks the
+// view (onRange) to fetch the window's points at the chart's resolution.
+
+import uPlot from "uplot";
+
+import { scalarsUrl } from "../api";
+import { runColor } from "../colors";
+import { el } from "../dom";
+import {
+  type CardModel,
+  type DrawOptions,
+  formatValue,
+  prepareCard,
+  valuesAt,
+  type XRange,
+} from "./scalars_model";
+import type { Series } from "../series";
+
+const CHART_HEIGHT = 220;
+/** A wheel notch zooms by this factor (in) or its inverse (out). */
+const WHEEL_ZOOM = 0.8;
+
+export class ScalarCard {
+  readonly root: HTMLElement;
+  private readonly plotBox: HTMLElement;
+  private readonly tooltip: HTMLElement;
+  private readonly csv: HTMLAnchorElement;
+  private readonly json: HTMLAnchorElement;
+  private plot: uPlot | null = null;
+  private shape = "";
+  private model: CardModel | null = null;
+  private options: DrawOptions | null = null;
+  /** The x window the user zoomed into (null: everything). */
+  range: XRange = null;
+  private width = 400;
+  visible = false;
+  /** The data or the view changed since the model was computed. */
+  dirty = true;
+  /** The model changed since the chart was drawn. */
+  stale = true;
+  loaded = false;
+  /** Called when the user moves the x window (null: zoomed out). */
+  onRange: (range: XRange) => void = () => {};
+
+  constructor(readonly tag: string) {
+    this.plotBox = el("div", { class: "plot" });
+    this.tooltip = el("div", { class: "tooltip", hidden: "" });
+    const safe = tag.replace(/[^\w.-]+/g, "_");
+    this.csv = el("a", { class: "download", "data-format": "csv", download: `${safe}.csv`, title: "every point of the runs shown, as CSV" }, "CSV");
+    this.json = el("a", { class: "download", "data-format": "json", download: `${safe}.json`, title: "every point of the runs shown, as JSON" }, "JSON");
+    this.root = el(
+      "section",
+      { class: "card", "data-tag": tag, "data-points": "0", "data-zoom": "" },
+      el("div", { class: "card-head" }, el("h3", { title: tag }, tag), el("span", { class: "downloads" }, this.csv, this.json)),
+      this.plotBox,
+      this.tooltip,
+    );
+    for (const link of [this.csv, this.json]) link.addEventListener("click", (e) => this.download(e, link));
+    this.plotBox.title = "drag: zoom · Ctrl/Alt+wheel: zoom · Shift+drag or Shift+wheel: pan · double-click: zoom out";
+    this.plotBox.addEventListener("dblclick", () => this.setRange(null));
+    this.plotBox.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
+    // Capture: Shift+drag pans, and uPlot (listening below) must not start a selection then.
+    this.plotBox.addEventListener("mousedown", (e) => this.onPanStart(e), { capture: true });
+    this.plotBox.addEventListener("mouseleave", () => (this.tooltip.hidden = true));
+  }
+
+  /** Computes what the card draws and publishes it (data attributes), in view or not. */
+  prepare(series: Map<string, Series>, runs: string[], view: Omit<DrawOptions, "width" | "range">): void {
+    this.dirty = false;
+    if (this.plotBox.clientWidth > 0) this.width = this.plotBox.clientWidth;
+    const options: DrawOptions = { ...view, width: this.width, range: this.range };
+    const model = prepareCard(series, runs, options);
+    this.model = model;
+    this.options = options;
+    this.stale = true;
+    const d = this.root.dataset;
+    d.points = String(model.points);
+    if (model.lastStep === null) delete d.lastStep;
+    else d.lastStep = String(model.lastStep);
+    d.runs = JSON.stringify(model.drawn);
+    d.smoothing = String(view.smoothing);
+    d.lastValue = JSON.stringify(model.lastValue);
+    d.yScale = view.logY ? "log" : "linear";
+    d.zoom = this.range ? `${this.range[0]},${this.range[1]}` : "";
+    this.csv.href = scalarsUrl(this.tag, model.drawn, "csv");
+    this.json.href = scalarsUrl(this.tag, model.drawn, "json");
+  }
+
+  /** Draws the prepared model on the chart. */
+  render(): void {
+    const model = this.model;
+    const options = this.options;
+    if (!model || !options) return;
+    this.stale = false;
+    const tables: uPlot.AlignedData[] = [];
+    const series: uPlot.Series[] = [{}];
+    const dots: string[] = [];
+    for (const t of model.traces) {
+      const color = runColor(t.run);
+      // A line needs two points: a series of one is drawn as a dot.
+      const marker = { show: t.xs.length === 1, size: 6 };
+      if (t.xs.length === 1) dots.push(t.run);
+      if (t.smoothed) {
+        tables.push([t.xs, t.raw, t.smoothed]);
+        series.push({ label: t.run, stroke: color + "40", width: 1, spanGaps: true, points: { show: false } });
+        series.push({ label: `${t.run} (smoothed)`, stroke: color, width: 1.5, spanGaps: true, points: marker });
+      } else {
+        tables.push([t.xs, t.raw]);
+        series.push({ label: t.run, stroke: color, width: 1.5, spanGaps: true, points: marker });
+      }
+    }
+    const data: uPlot.AlignedData = tables.length ? uPlot.join(tables) : [[]];
+    const shape = [options.x, options.smoothing > 0, options.logY, model.drawn.join("\u0000"), dots.join("\u0000")].join("|");
+    if (this.plot === null || shape !== this.shape) {
+      this.plot?.destroy();
+      this.shape = shape;
+      this.plot = new uPlot(this.chartOptions(options, series), data, this.plotBox);
+      if (this.range) this.applyRange(this.range);
+    } else {
+      this.plot.setData(data, this.range === null);
+      if (this.range) this.applyRange(this.range);
+      // A tooltip on show reads the new points.
+      if (!this.tooltip.hidden) this.showTooltip(this.plot);
+    }
+  }
+
+  private chartOptions(options: DrawOptions, series: uPlot.Series[]): uPlot.Options {
+    return {
+      width: options.width,
+      height: CHART_HEIGHT,
+      legend: { show: false },
+      scales: {
+        x: { time: options.x === "wall" },
+        y: options.logY ? { distr: 3 } : {},
+      },
+      axes: [{ label: options.x === "relative" ? "relative (s)" : undefined }, {}],
+      series,
+      cursor: {
+        drag: { x: true, y: false, setScale: false },
+        // Double-click is the card's (zoom out, and forget the window).
+        bind: { dblclick: () => () => null },
+      },
+      hooks: {
+        // A drag selects an x range: the card zooms into it itself (every x scale change is
+        // the card's, none is uPlot's own, so none is mistaken for the user's).
+        setSelect: [
+          (u) => {
+            const { left, width } = u.select;
+            if (width <= 0) return;
+            const range: [number, number] = [u.posToVal(left, "x"), u.posToVal(left + width, "x")];
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            this.setRange(range);
+          },
+        ],
+        setCursor: [(u) => this.showTooltip(u)],
+      },
+    };
+  }
+
+  private applyRange(range: readonly [number, number]): void {
+    this.plot?.setScale("x", { min: range[0], max: range[1] });
+  }
+
+  /** Sets the x window (null: everything) as the user's, and tells the view. */
+  setRange(range: XRange): void {
+    this.range = range;
+    this.onRange(range);
+  }
+
+  private currentRange(): [number, number] | null {
+    const x = this.plot?.scales.x;
+    if (!x || x.min == null || x.max == null) return null;
+    return [x.min, x.max];
+  }
+
+  private onWheel(e: WheelEvent): void {
+    const u = this.plot;
+    const range = this.currentRange();
+    if (!u || !range) return;
+    const [lo, hi] = range;
+    const span = hi - lo;
+    if (e.shiftKey) {
+      e.preventDefault();
+      const delta = (e.deltaY || e.deltaX) > 0 ? span * 0.1 : -span * 0.1;
+      this.setRange([lo + delta, hi + delta]);
+    } else if (e.ctrlKey || e.altKey || e.metaKey) {
+      e.preventDefault();
+      const rect = u.over.getBoundingClientRect();
+      const at = u.posToVal(e.clientX - rect.left, "x");
+      const factor = e.deltaY < 0 ? WHEEL_ZOOM : 1 / WHEEL_ZOOM;
+      this.setRange([at - (at - lo) * factor, at + (hi - at) * factor]);
+    }
+  }
+
+  private onPanStart(e: MouseEvent): void {
+    const u = this.plot;
+    const range = this.currentRange();
+    if (!e.shiftKey || e.button !== 0 || !u || !range) return;
+    e.preventDefault();
+    e.stopPropagation();
+    const startX = e.clientX;
+    const perPixel = (range[1] - range[0]) / Math.max(1, u.over.clientWidth);
+    const move = (m: MouseEvent): void => {
+      const shift = (startX - m.clientX) * perPixel;
+      this.range = [range[0] + shift, range[1] + shift];
+      this.applyRange(this.range);
+    };
+    const up = (m: MouseEvent): void => {
+      window.removeEventListener("mousemove", move);
+      window.removeEventListener("mouseup", up);
+      const shift = (startX - m.clientX) * perPixel;
+      this.setRange([range[0] + shift, range[1] + shift]);
+    };
+    window.addEventListener("mousemove", move);
+    window.addEventListener("mouseup", up);
+  }
+
+  private showTooltip(u: uPlot): void {
+    const left = u.cursor.left;
+    const model = this.model;
+    if (!model || left === undefined || left < 0 || model.traces.length === 0) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    const x = u.posToVal(left, "x");
+    const rows = valuesAt(model, x);
+    const wall = this.options?.x === "wall";
+    const head = el("div", { class: "tooltip-head" }, wall ? new Date(x * 1000).toLocaleString() : `${this.options?.x === "relative" ? "t" : "step"} ${formatValue(x)}`);
+    const table = el("table", {});
+    for (const r of rows) {
+      const swatch = el("span", { class: "swatch" });
+      swatch.style.background = runColor(r.run);
+      table.append(
+        el(
+          "tr",
+          { "data-run": r.run, "data-step": String(r.step), "data-value": String(r.value) },
+          el("td", {}, swatch, r.run),
+          el("td", { class: "num" }, r.smoothed === null ? formatValue(r.value) : formatValue(r.smoothed)),
+          el("td", { class: "num faint" }, r.smoothed === null ? "" : formatValue(r.value)),
+          el("td", { class: "num faint" }, `step ${r.step}`),
+        ),
+      );
+    }
+    this.tooltip.replaceChildren(head, table);
+    this.tooltip.hidden = false;
+    const box = this.root.getBoundingClientRect();
+    const over = u.over.getBoundingClientRect();
+    const px = over.left - box.left + left;
+    // Beside the pointer, on the side with room.
+    const flip = px > box.width / 2;
+    this.tooltip.style.left = flip ? "" : `${px + 16}px`;
+    this.tooltip.style.right = flip ? `${box.width - px + 16}px` : "";
+    this.tooltip.style.top = `${over.top - box.top + 8}px`;
+  }
+
+  /** Saves the link's answer under the card's name (the API's own names the experiment). */
+  private download(e: MouseEvent, link: HTMLAnchorElement): void {
+    e.preventDefault();
+    const name = link.getAttribute("download") ?? "scalars";
+    fetch(link.href, { credentials: "same-origin" })
+      .then((response) => {
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        return response.blob();
+      })
+      .then((blob) => {
+        const url = URL.createObjectURL(blob);
+        const save = el("a", { href: url, download: name });
+        save.click();
+        setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      })
+      .catch((err) => console.warn(`downloading ${name} failed`, err));
+  }
+
+  destroy(): void {
+    this.plot?.destroy();
+    this.plot = null;
+  }
+}

@@ -1,0 +1,174 @@
+// What a scalar chart card draws, computed without a DOM (so it is unit-tested, and so a card
+// out of view still knows what it holds): per run, the points kept for the chart's width in
+// its x window (min/max-preserving, see downsample.ts), raw and smoothed; the figures the card
+// publishes as data attributes; each run's point nearest a hovered x (the tooltip).
+
+import { minMaxIndices } from "../downsample";
+import type { Series } from "../series";
+import { smooth } from "../smoothing";
+import type { XAxis } from "../url";
+
+/** A [min, max] window of the x axis (in the axis' units), or null for everything. */
+export type XRange = readonly [number, number] | null;
+
+export interface DrawOptions {
+  smoothing: number;
+  x: XAxis;
+  logY: boolean;
+  /** Pixel columns of the plot: about 4 points are kept per column. */
+  width: number;
+  range: XRange;
+}
+
+/** One run's line: the kept points, and the run's whole x and smoothed columns (tooltip). */
+export interface Trace {
+  run: string;
+  xs: number[];
+  raw: (number | null)[];
+  smoothed: (number | null)[] | null;
+  series: Series;
+  fullX: number[];
+  fullSmoothed: number[] | null;
+}
+
+export interface CardModel {
+  traces: Trace[];
+  /** Points drawn (kept points of every run, in the window when zoomed). */
+  points: number;
+  /** The largest step of the runs drawn (null: nothing drawn). */
+  lastStep: number | null;
+  /** Each run's last value (smoothed when smoothing is on; null when not finite). */
+  lastValue: Record<string, number | null>;
+  drawn: string[];
+}
+
+export function xValues(s: Series, axis: XAxis): number[] {
+  if (axis === "step") return s.step;
+  if (axis === "wall") return s.wall;
+  const start = s.wall[0];
+  return s.wall.map((w) => w - start);
+}
+
+/** The first index whose x is ≥ value (x ascending). */
+export function lowerBound(x: ArrayLike<number>, value: number): number {
+  let lo = 0;
+  let hi = x.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (x[mid] < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The first index whose x is > value (x ascending). */
+export function upperBound(x: ArrayLike<number>, value: number): number {
+  let lo = 0;
+  let hi = x.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (x[mid] <= value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The index range [from, to) of the points in the window, with one neighbour each side
+ * (so the line runs to the window's edges). */
+export function windowIndices(x: ArrayLike<number>, range: XRange): [number, number] {
+  if (range === null) return [0, x.length];
+  const from = Math.max(0, lowerBound(x, range[0]) - 1);
+  const to = Math.min(x.length, upperBound(x, range[1]) + 1);
+  return [from, Math.max(from, to)];
+}
+
+function shown(v: number, logY: boolean): number | null {
+  if (!Number.isFinite(v)) return null;
+  // A log scale has no place for 0 or below: such points are gaps.
+  return logY && v <= 0 ? null : v;
+}
+
+/** The card's drawing of these runs' series. */
+export function prepareCard(series: Map<string, Series>, runs: string[], opts: DrawOptions): CardModel {
+  const traces: Trace[] = [];
+  let points = 0;
+  let lastStep: number | null = null;
+  const lastValue: Record<string, number | null> = {};
+  for (const run of runs) {
+    const s = series.get(run);
+    if (!s || s.length === 0) continue;
+    const fullX = xValues(s, opts.x);
+    const fullSmoothed = opts.smoothing > 0 ? smooth(s.value, opts.smoothing) : null;
+    const [from, to] = windowIndices(fullX, opts.range);
+    const keep = minMaxIndices(fullX.slice(from, to), s.value.slice(from, to), Math.max(1, Math.round(opts.width)));
+    const xs = new Array<number>(keep.length);
+    const raw = new Array<number | null>(keep.length);
+    const smoothed = fullSmoothed ? new Array<number | null>(keep.length) : null;
+    for (let k = 0; k < keep.length; k++) {
+      const i = keep[k] + from;
+      xs[k] = fullX[i];
+      raw[k] = shown(s.value[i], opts.logY);
+      if (smoothed) smoothed[k] = shown(fullSmoothed![i], opts.logY);
+    }
+    traces.push({ run, xs, raw, smoothed, series: s, fullX, fullSmoothed });
+    points += keep.length;
+    const last = s.step[s.length - 1];
+    lastStep = lastStep === null ? last : Math.max(lastStep, last);
+    const lv = (fullSmoothed ?? s.value)[s.length - 1];
+    lastValue[run] = Number.isFinite(lv) ? lv : null;
+  }
+  return { traces, points, lastStep, lastValue, drawn: traces.map((t) => t.run) };
+}
+
+export interface TooltipRow {
+  run: string;
+  step: number;
+  wall: number;
+  value: number;
+  smoothed: number | null;
+}
+
+/** Each drawn run's point nearest to x (its own step there: runs may log different steps). */
+export function valuesAt(model: CardModel, x: number): TooltipRow[] {
+  const rows: TooltipRow[] = [];
+  for (const t of model.traces) {
+    const n = t.fullX.length;
+    if (n === 0) continue;
+    let i = lowerBound(t.fullX, x);
+    if (i >= n || (i > 0 && x - t.fullX[i - 1] <= t.fullX[i] - x)) i = Math.max(0, i - 1);
+    const s = t.series;
+    rows.push({
+      run: t.run,
+      step: s.step[i],
+      wall: s.wall[i],
+      value: s.value[i],
+      smoothed: t.fullSmoothed ? t.fullSmoothed[i] : null,
+    });
+  }
+  return rows;
+}
+
+/** The step range that covers an x window of these series (for fetching finer points):
+ * every run's steps inside it and one neighbour each side. */
+export function stepRange(series: Iterable<Series>, axis: XAxis, range: readonly [number, number]): [number, number] | null {
+  if (axis === "step") return [Math.floor(range[0]), Math.ceil(range[1])];
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const s of series) {
+    if (s.length === 0) continue;
+    const [from, to] = windowIndices(xValues(s, axis), range);
+    if (to <= from) continue;
+    lo = Math.min(lo, s.step[from]);
+    hi = Math.max(hi, s.step[to - 1]);
+  }
+  return Number.isFinite(lo) ? [lo, hi] : null;
+}
+
+/** A number as the tooltip shows it: 4 significant digits, exponent for very large/small. */
+export function formatValue(v: number | null): string {
+  if (v === null || Number.isNaN(v)) return "NaN";
+  if (!Number.isFinite(v)) return v > 0 ? "∞" : "−∞";
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e6 || a < 1e-4)) return v.toExponential(3);
+  return String(Number(v.toPrecision(4)));
+}

@@ -1,0 +1,85 @@
+// Text: a card per (tag, run) with its latest steps' text, newest first, as the server
+// renders it (Markdown → HTML cleaned by the same allow-list TensorBoard uses: boardd's
+// TensorBoard text route, src/boardd/api/tensorboard/markup.py), so nothing is rendered here.
+//
+// Contract for tests: each card carries data-tag, data-run, data-steps (steps shown) and
+// data-last-step; each step's block its data-step.
+
+import { runColor } from "../colors";
+import { api, CardsView, el, type Listing, tensorboardData, type ViewDef } from "./common";
+
+type TextAnswer = { wall_time: number; step: number; text: string }[];
+
+class TextCard {
+  readonly root: HTMLElement;
+  private readonly body = el("div", { class: "text-steps" });
+  answer: TextAnswer = [];
+  dirty = true;
+  visible = false;
+  stale = true;
+
+  constructor(
+    readonly tag: string,
+    readonly run: string,
+  ) {
+    const swatch = el("span", { class: "swatch" });
+    swatch.style.background = runColor(run);
+    this.root = el(
+      "section",
+      { class: "card text-card", "data-tag": tag, "data-run": run, "data-steps": "0" },
+      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run)),
+      this.body,
+    );
+  }
+
+  draw(): void {
+    const steps = [...this.answer].sort((a, b) => b.step - a.step);
+    this.root.dataset.steps = String(steps.length);
+    if (steps.length) this.root.dataset.lastStep = String(steps[0].step);
+    this.body.replaceChildren(
+      ...steps.map((s) => {
+        const content = el("div", { class: "markdown" });
+        // Safe: the server's allow-list cleaner (bleach, TensorBoard's tags) made this HTML.
+        content.innerHTML = s.text;
+        return el(
+          "article",
+          { "data-step": String(s.step) },
+          el("div", { class: "step-label", title: new Date(s.wall_time * 1000).toLocaleString() }, `step ${s.step}`),
+          content,
+        );
+      }),
+    );
+  }
+}
+
+export const textView: ViewDef = {
+  id: "text",
+  title: "Text",
+  mount(host, ctx) {
+    return new TextView(host, ctx, {
+      what: "text",
+      plugin: "text",
+      empty: "No text in this experiment (tensorboardX add_text, tf.summary.text).",
+    }).start();
+  },
+};
+
+class TextView extends CardsView<TextCard> {
+  protected list(): Promise<Listing> {
+    return api<Listing>(this.ctx, "tensors/list", [["plugin", "text"]]);
+  }
+
+  protected make(tag: string, run: string): TextCard {
+    return new TextCard(tag, run);
+  }
+
+  protected async load(card: TextCard): Promise<void> {
+    const answer = await tensorboardData<TextAnswer>(this.ctx, "plugin/text/text", [
+      ["run", card.run],
+      ["tag", card.tag],
+    ]);
+    if (!this.alive) return;
+    card.answer = answer;
+    this.drawer.touch(card);
+  }
+}

@@ -1,0 +1,118 @@
+import { describe, expect, it } from "vitest";
+
+import { axisOf, compareCells, filterRows, metricKey, parseFilter, type Row, sortRows, tableOf } from "../src/views/hptable";
+
+// The shapes /api/v1/hparams/experiment and /session_groups answer (proto3 JSON).
+const experiment = {
+  hparamInfos: [
+    { name: "lr", displayName: "learning rate", type: "DATA_TYPE_FLOAT64" },
+    { name: "optimizer", type: "DATA_TYPE_STRING" },
+  ],
+  metricInfos: [{ name: { group: "validation", tag: "loss" } }, { name: { group: "", tag: "score" }, displayName: "Score" }],
+};
+const groups = {
+  sessionGroups: [
+    {
+      name: "a",
+      hparams: { lr: 0.1, optimizer: "sgd" },
+      sessions: [
+        { name: "a/0", status: "STATUS_SUCCESS", metricValues: [{ name: { group: "validation", tag: "loss" }, value: 0.5 }] },
+        { name: "a/1", status: "STATUS_FAILURE", metricValues: [{ name: { group: "validation", tag: "loss" }, value: "NaN" }] },
+      ],
+    },
+    {
+      name: "b",
+      hparams: { lr: 0.001, optimizer: "adam" },
+      sessions: [{ name: "b/0", status: "STATUS_RUNNING", metricValues: [{ name: { tag: "score" }, value: 3 }] }],
+    },
+  ],
+};
+
+describe("tableOf", () => {
+  it("makes a row per session with its group's hparams and its own metrics", () => {
+    const { columns, rows } = tableOf(experiment, groups);
+    expect(columns.map((c) => [c.key, c.label, c.kind, c.numeric])).toEqual([
+      ["lr", "learning rate", "hparam", true],
+      ["optimizer", "optimizer", "hparam", false],
+      ["validation/loss", "validation/loss", "metric", true],
+      ["score", "Score", "metric", true],
+      ["status", "status", "status", false],
+    ]);
+    expect(rows.map((r) => [r.session, r.group, r.status])).toEqual([
+      ["a/0", "a", "success"],
+      ["a/1", "a", "failure"],
+      ["b/0", "b", "running"],
+    ]);
+    expect(rows[0].values).toEqual({ lr: 0.1, optimizer: "sgd", "validation/loss": 0.5, status: "success" });
+    expect(rows[1].values["validation/loss"]).toBeNaN();
+    expect(rows[2].values["validation/loss"]).toBeUndefined();
+  });
+  it("names a metric by group/tag, or its tag alone", () => {
+    expect(metricKey({ group: "train", tag: "loss" })).toBe("train/loss");
+    expect(metricKey({ tag: "score" })).toBe("score");
+  });
+});
+
+function rowsOf(values: Record<string, number | string | null>[]): Row[] {
+  return values.map((v, i) => ({ session: `s${i}`, group: `g${i}`, status: "success", values: v }));
+}
+
+describe("sortRows", () => {
+  const rows = rowsOf([{ x: 3 }, { x: null }, { x: 1 }, { x: NaN }, { x: 2 }]);
+  it("sorts ascending and descending with missing values last either way", () => {
+    expect(sortRows(rows, "x", false).map((r) => r.values.x)).toEqual([1, 2, 3, NaN, null]);
+    expect(sortRows(rows, "x", true).map((r) => r.values.x)).toEqual([NaN, 3, 2, 1, null]);
+  });
+  it("breaks ties by session name, and sorts by session", () => {
+    const tied = rowsOf([{ x: 1 }, { x: 1 }, { x: 0 }]);
+    expect(sortRows(tied, "x", true).map((r) => r.session)).toEqual(["s0", "s1", "s2"]);
+    expect(sortRows(tied, "session", true).map((r) => r.session)).toEqual(["s2", "s1", "s0"]);
+  });
+  it("orders numbers before booleans before strings", () => {
+    expect(compareCells(1, true)).toBeLessThan(0);
+    expect(compareCells(false, "a")).toBeLessThan(0);
+    expect(compareCells("b", "a")).toBeGreaterThan(0);
+  });
+});
+
+describe("parseFilter", () => {
+  it("takes MIN..MAX (open ends) or a number for numeric columns", () => {
+    const f = parseFilter("0.01..0.1", true);
+    expect([0.001, 0.01, 0.05, 0.1, 0.2].map(f)).toEqual([false, true, true, true, false]);
+    expect([1, 5].map(parseFilter("..2", true))).toEqual([true, false]);
+    expect([1, 5].map(parseFilter("2..", true))).toEqual([false, true]);
+    expect([1, 2].map(parseFilter("2", true))).toEqual([false, true]);
+  });
+  it("takes a case-insensitive partial regex for text, plain text if it does not compile", () => {
+    expect(["adam", "SGD", "rmsprop"].map(parseFilter("^(adam|sgd)$", false))).toEqual([true, true, false]);
+    expect(["a(b", "ab"].map(parseFilter("a(", false))).toEqual([true, false]);
+  });
+  it("keeps everything when empty and never a missing value otherwise", () => {
+    expect(parseFilter("  ", true)(null)).toBe(true);
+    expect(parseFilter("..", true)(null)).toBe(false);
+    expect(parseFilter("x", false)(undefined)).toBe(false);
+  });
+});
+
+describe("filterRows", () => {
+  it("applies every column's filter, and the session filter to names", () => {
+    const { columns, rows } = tableOf(experiment, groups);
+    expect(filterRows(rows, columns, { optimizer: "sgd" }).map((r) => r.session)).toEqual(["a/0", "a/1"]);
+    expect(filterRows(rows, columns, { lr: "..0.01", session: "b" }).map((r) => r.session)).toEqual(["b/0"]);
+    expect(filterRows(rows, columns, { "validation/loss": "0..1" }).map((r) => r.session)).toEqual(["a/0"]);
+  });
+});
+
+describe("axisOf", () => {
+  it("maps numbers linearly, or on a log scale over several decades", () => {
+    const lin = axisOf({ key: "x", label: "x", kind: "hparam", numeric: true }, rowsOf([{ x: 1 }, { x: 3 }]));
+    expect([1, 2, 3, null].map((v) => lin.position(v))).toEqual([0, 0.5, 1, null]);
+    const log = axisOf({ key: "x", label: "x", kind: "hparam", numeric: true }, rowsOf([{ x: 0.001 }, { x: 0.1 }]));
+    expect(log.position(0.01)).toBeCloseTo(0.5, 10);
+  });
+  it("spreads text values evenly in sorted order", () => {
+    const axis = axisOf({ key: "o", label: "o", kind: "hparam", numeric: false }, rowsOf([{ o: "sgd" }, { o: "adam" }, { o: "rmsprop" }]));
+    expect(["adam", "rmsprop", "sgd", "other"].map((v) => axis.position(v))).toEqual([0, 0.5, 1, null]);
+    expect(axis.ticks.map(([, t]) => t)).toEqual(["adam", "rmsprop", "sgd"]);
+  });
+});
