@@ -91,6 +91,7 @@ def list_page(
     op = ">" if asc else "<"
     if field != _Field.ID:
         op += "="
+    token: pb.ListOperationNextPageToken | None = None
     if options.next_page_token:
         token = decode_token(options.next_page_token)
         previous = token.set_options.order_by_field
@@ -128,11 +129,13 @@ def list_page(
     if len(nodes) <= size:
         return nodes, ""
     nodes = nodes[:size]
-    return nodes, encode_token(_next_token(nodes, options))
+    return nodes, encode_token(_next_token(nodes, options, token))
 
 
 def _next_token(
-    nodes: list[Any], options: pb.ListOperationOptions
+    nodes: list[Any],
+    options: pb.ListOperationOptions,
+    previous: pb.ListOperationNextPageToken | None,
 ) -> pb.ListOperationNextPageToken:
     last = nodes[-1]
     token = pb.ListOperationNextPageToken()
@@ -147,6 +150,15 @@ def _next_token(
             if node.last_update_time_since_epoch != last.last_update_time_since_epoch:
                 break
             token.listed_ids.append(node.id)
+        # Unlike MLMD, the ids listed at this time on earlier pages stay listed: with more
+        # nodes than a page at one time (a batch written by one call shares its time here),
+        # MLMD's token would list the page before again, and its loop would not end.
+        if (
+            previous is not None
+            and previous.field_offset == token.field_offset
+            and len(token.listed_ids) == len(nodes)
+        ):
+            token.listed_ids.extend(previous.listed_ids)
     else:
         token.field_offset = last.id
         token.id_offset = last.id
