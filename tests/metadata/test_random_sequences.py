@@ -12,9 +12,9 @@ from tests.metadata.oracle import MlmdOracle
 from tests.metadata.parity import Both
 from tests.metadata.sequences import steps
 
-#: Sequences per test and steps per sequence: ~5,000 compared calls in all.
-SEEDS = range(40)
-STEPS = 120
+#: Sequences per test and steps per sequence: ~9,000 compared calls in all.
+SEEDS = range(60)
+STEPS = 150
 
 
 def run_sequence(seed: int, oracle: MlmdOracle, count: int = STEPS) -> dict[str, int]:
