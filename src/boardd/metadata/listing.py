@@ -46,7 +46,9 @@ def decode_token(text: str) -> pb.ListOperationNextPageToken:
     """Parses a page token; InvalidArgumentError if it is not one."""
     token = pb.ListOperationNextPageToken()
     try:
-        token.ParseFromString(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        standard = text.replace("-", "+").replace("_", "/")
+        raw = base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
+        token.ParseFromString(raw)
     except (binascii.Error, ValueError) as exc:
         raise errors.InvalidArgumentError("Failed to decode next page token string") from exc
     except Exception as exc:  # protobuf's DecodeError
