@@ -16,7 +16,7 @@ import binascii
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from boardd.metadata import errors
+from boardd.metadata import errors, queries
 from boardd.metadata.filter_query import compile_filter
 from boardd.metadata.proto import metadata_store_pb2 as pb
 from boardd.metadata.queries import IDS, NodeKind
@@ -119,11 +119,9 @@ def list_page(
     if field != _Field.ID:
         order += f", n.id {direction}"
     limit = min(size, MAX_PAGE + 1) + 1
-    ids_sql = (
-        f"SELECT DISTINCT n.id, n.{column} FROM {kind.table} AS n "
-        f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT {int(limit)}"
-    )
-    ids = [row[0] for row in db.execute(ids_sql, params)]
+    ids = [
+        row[0] for row in db.execute(queries.list_ids(kind, column, where, order, limit), params)
+    ]
     if not ids:
         return [], ""
     found = {node.id: node for node in store._find_nodes(db, kind, ids)}
