@@ -1,0 +1,1826 @@
+"""``MetadataStore``: ML Metadata's Python API over boardd's own SQLite lineage store.
+
+Method names, arguments, results, ids and exceptions are ml_metadata's (1.17), so a user's MLMD
+script runs unchanged once its imports name ``boardd.metadata``. The semantics follow MLMD's
+C++ store (metadata_store.cc, rdbms_metadata_access_object.cc), quirks included where a script
+could notice them (an update never renames an artifact; ``get_artifact_types()`` leaves out
+external ids; …): tests/metadata compares both stores call by call.
+
+Each public call is one SQLite transaction: it commits whole or not at all. A store is used by
+one thread at a time; another thread opens its own ``MetadataStore`` on the same file (WAL
+mode lets readers run beside the writer).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import enum
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import apsw
+from google.protobuf import json_format, struct_pb2
+from google.protobuf.message import Message
+
+from boardd.metadata import errors, queries, schema
+from boardd.metadata.proto import metadata_store_pb2 as pb
+from boardd.metadata.queries import ARTIFACT, CONTEXT, EXECUTION, NodeKind
+
+#: ml_metadata's page size for list calls.
+MAX_NUM_RESULT = 100
+
+_STRUCT_PREFIX = "mlmd-struct::"
+
+Node = TypeVar("Node", pb.Artifact, pb.Execution, pb.Context)
+NodeType = TypeVar("NodeType", pb.ArtifactType, pb.ExecutionType, pb.ContextType)
+
+
+@enum.unique
+class OrderByField(enum.Enum):
+    """The fields a list call can order by (ml_metadata's ``OrderByField``)."""
+
+    CREATE_TIME = pb.ListOperationOptions.OrderByField.Field.CREATE_TIME
+    UPDATE_TIME = pb.ListOperationOptions.OrderByField.Field.LAST_UPDATE_TIME
+    ID = pb.ListOperationOptions.OrderByField.Field.ID
+
+
+@dataclass
+class ListOptions:
+    """Options of ``get_artifacts`` / ``get_executions`` / ``get_contexts`` (MLMD's).
+
+    ``limit``: at most this many results (all when None); ``order_by`` with ``is_asc``: the
+    order (by id when not given); ``filter_query``: MLMD's filter language.
+    """
+
+    limit: int | None = None
+    order_by: OrderByField | None = None
+    is_asc: bool = True
+    filter_query: str | None = None
+
+
+class ExtraOptions:
+    """Accepted and ignored, as by ml_metadata's open-source store."""
+
+    def __init__(self, euc: object = None) -> None:
+        del euc
+
+
+# -- the simple system types ------------------------------------------------------------------
+
+_ARTIFACT_BASE_TYPES: dict[int, str] = {
+    pb.ArtifactType.DATASET: "mlmd.Dataset",
+    pb.ArtifactType.MODEL: "mlmd.Model",
+    pb.ArtifactType.METRICS: "mlmd.Metrics",
+    pb.ArtifactType.STATISTICS: "mlmd.Statistics",
+}
+_EXECUTION_BASE_TYPES: dict[int, str] = {
+    pb.ExecutionType.TRAIN: "mlmd.Train",
+    pb.ExecutionType.TRANSFORM: "mlmd.Transform",
+    pb.ExecutionType.PROCESS: "mlmd.Process",
+    pb.ExecutionType.EVALUATE: "mlmd.Evaluate",
+    pb.ExecutionType.DEPLOY: "mlmd.Deploy",
+}
+_BASE_TYPE_NAMES: dict[int, dict[int, str]] = {
+    schema.ARTIFACT_TYPE: _ARTIFACT_BASE_TYPES,
+    schema.EXECUTION_TYPE: _EXECUTION_BASE_TYPES,
+    schema.CONTEXT_TYPE: {},
+}
+_BASE_TYPE_ENUMS: dict[int, dict[str, int]] = {
+    kind: {name: value for value, name in names.items()} for kind, names in _BASE_TYPE_NAMES.items()
+}
+_SYSTEM_TYPE_NAMES = frozenset(name for name, _ in schema.SYSTEM_TYPES)
+
+_TYPE_CLASSES: dict[int, type[Message]] = {
+    schema.ARTIFACT_TYPE: pb.ArtifactType,
+    schema.EXECUTION_TYPE: pb.ExecutionType,
+    schema.CONTEXT_TYPE: pb.ContextType,
+}
+_NODE_CLASSES: dict[str, type[Message]] = {
+    "artifact": pb.Artifact,
+    "execution": pb.Execution,
+    "context": pb.Context,
+}
+_KIND_OF_NODE: dict[type[Message], NodeKind] = {
+    pb.Artifact: ARTIFACT,
+    pb.Execution: EXECUTION,
+    pb.Context: CONTEXT,
+}
+
+_VALUE_CHECK: dict[int, str] = {
+    pb.INT: "int_value",
+    pb.DOUBLE: "double_value",
+    pb.STRING: "string_value",
+    pb.STRUCT: "struct_value",
+    pb.PROTO: "proto_value",
+    pb.BOOLEAN: "bool_value",
+}
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _ids_json(ids: Iterable[int]) -> str:
+    return json.dumps([int(i) for i in ids])
+
+
+def _value_columns(value: pb.Value) -> tuple[Any, Any, Any, Any, Any]:
+    """A Value as the property table's (int, double, string, proto, bool) columns."""
+    which = value.WhichOneof("value")
+    if which == "int_value":
+        return (value.int_value, None, None, None, None)
+    if which == "double_value":
+        return (None, value.double_value, None, None, None)
+    if which == "string_value":
+        return (None, None, value.string_value, None, None)
+    if which == "struct_value":
+        encoded = base64.b64encode(value.struct_value.SerializeToString()).decode("ascii")
+        return (None, None, _STRUCT_PREFIX + encoded, None, None)
+    if which == "proto_value":
+        return (None, None, None, value.proto_value.SerializeToString(), None)
+    if which == "bool_value":
+        return (None, None, None, None, int(value.bool_value))
+    # An empty Value: MLMD stores a row with every column NULL (and cannot read it back).
+    return (None, None, None, None, None)
+
+
+def _fill_value(value: pb.Value, row: Sequence[Any]) -> None:
+    """Sets ``value`` from a property row's value columns (row[3:8])."""
+    int_value, double_value, string_value, proto_value, bool_value = row[3:8]
+    if int_value is not None:
+        value.int_value = int_value
+    elif double_value is not None:
+        value.double_value = double_value
+    elif string_value is not None:
+        if string_value.startswith(_STRUCT_PREFIX):
+            struct = struct_pb2.Struct()
+            struct.ParseFromString(base64.b64decode(string_value[len(_STRUCT_PREFIX) :]))
+            value.struct_value.CopyFrom(struct)
+        else:
+            value.string_value = string_value
+    elif proto_value is not None:
+        value.proto_value.ParseFromString(proto_value)
+    elif bool_value is not None:
+        value.bool_value = bool(bool_value)
+    else:
+        raise errors.InternalError(
+            "Attempt to populate property with null value in every known *_value column."
+        )
+
+
+@dataclass
+class _StoredType:
+    """What validation needs of a stored type."""
+
+    id: int
+    name: str
+    properties: dict[str, int]
+
+
+class MetadataStore:
+    """A lineage store: ML Metadata's ``MetadataStore`` on boardd's SQLite schema."""
+
+    def __init__(self, config: pb.ConnectionConfig, enable_upgrade_migration: bool = False) -> None:
+        del enable_upgrade_migration  # the schema ladder always migrates forward
+        if isinstance(config, pb.MetadataStoreClientConfig):
+            raise errors.InvalidArgumentError(
+                "boardd.metadata opens the lineage file itself; a gRPC MetadataStoreClientConfig "
+                "is not supported (use boardd's HTTP API /api/v1/metadata/ for a remote store)"
+            )
+        if not isinstance(config, pb.ConnectionConfig):
+            raise ValueError(
+                "MetadataStore is expecting a boardd.metadata ConnectionConfig "
+                "(boardd.metadata.proto.metadata_store_pb2.ConnectionConfig)"
+            )
+        self._config = config
+        self._owner = threading.get_ident()
+        self._closed = False
+        self._connection = self._open(config)
+        try:
+            self._prepare()
+        except BaseException:
+            self._connection.close()
+            raise
+
+    # -- connection ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _open(config: pb.ConnectionConfig) -> apsw.Connection:
+        which = config.WhichOneof("config")
+        if which == "fake_database":
+            return apsw.Connection(":memory:")
+        if which != "sqlite":
+            raise errors.InvalidArgumentError(
+                f"boardd keeps lineage in SQLite: a ConnectionConfig with {which or 'nothing'} "
+                "set is not supported; set sqlite.filename_uri (a file) or fake_database "
+                "(in memory)"
+            )
+        sqlite = config.sqlite
+        if not sqlite.filename_uri:
+            raise errors.InvalidArgumentError(
+                "ConnectionConfig.sqlite.filename_uri is empty: give the lineage file's path"
+            )
+        mode = sqlite.connection_mode
+        if mode == pb.SqliteMetadataSourceConfig.READONLY:
+            flags = apsw.SQLITE_OPEN_READONLY
+        elif mode == pb.SqliteMetadataSourceConfig.READWRITE:
+            flags = apsw.SQLITE_OPEN_READWRITE
+        else:
+            flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        filename = sqlite.filename_uri
+        if filename.startswith("file:"):
+            flags |= apsw.SQLITE_OPEN_URI
+        try:
+            return apsw.Connection(filename, flags=flags)
+        except apsw.CantOpenError as exc:
+            raise errors.UnavailableError(
+                f"cannot open the lineage store {filename!r} "
+                f"({pb.SqliteMetadataSourceConfig.ConnectionMode.Name(mode)}): {exc}"
+            ) from exc
+
+    def _prepare(self) -> None:
+        connection = self._connection
+        connection.setbusytimeout(10_000)
+        readonly = self._config.WhichOneof("config") == "sqlite" and (
+            self._config.sqlite.connection_mode == pb.SqliteMetadataSourceConfig.READONLY
+        )
+        try:
+            if readonly:
+                schema.check_identity(connection)
+                if connection.pragma("user_version") != schema.SCHEMA_VERSION:
+                    raise errors.FailedPreconditionError(
+                        "the lineage store is empty or from an older boardd: open it once "
+                        "read-write to create or migrate it"
+                    )
+                return
+            if self._config.WhichOneof("config") == "sqlite":
+                connection.pragma("journal_mode", "wal")
+                connection.pragma("synchronous", "normal")
+            schema.migrate(connection)
+        except schema.SchemaError as exc:
+            raise errors.FailedPreconditionError(str(exc)) from exc
+        except apsw.Error as exc:
+            raise errors.UnavailableError(f"cannot use the lineage store: {exc}") from exc
+
+    def close(self) -> None:
+        """Closes the connection (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._connection.close()
+
+    def __enter__(self) -> MetadataStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[apsw.Connection]:
+        """One call's transaction; SQLite errors become MLMD's exceptions."""
+        if self._closed:
+            raise errors.FailedPreconditionError("this MetadataStore is closed")
+        try:
+            with self._connection:
+                yield self._connection
+        except errors.StatusError:
+            raise
+        except apsw.ConstraintError as exc:
+            raise errors.AlreadyExistsError(f"Given node already exists: {exc}") from exc
+        except (apsw.BusyError, apsw.LockedError) as exc:
+            raise errors.AbortedError(f"the lineage store is busy, retry: {exc}") from exc
+        except apsw.ReadOnlyError as exc:
+            raise errors.PermissionDeniedError(
+                f"the lineage store is open read-only: {exc}"
+            ) from exc
+        except apsw.Error as exc:
+            raise errors.InternalError(f"lineage store error: {exc}") from exc
+
+    # -- types --------------------------------------------------------------------------------
+
+    def _type_rows_to_messages(
+        self,
+        db: apsw.Connection,
+        kind: int,
+        rows: list[tuple[Any, ...]],
+        *,
+        external_id: bool = True,
+        io_types: bool = True,
+        base_type: bool = True,
+    ) -> list[Any]:
+        """Type messages from ``(id, name, version, description, external_id, input_type,
+        output_type)`` rows, with their properties (and base types)."""
+        cls = _TYPE_CLASSES[kind]
+        out: list[Any] = []
+        for type_id, name, version, description, ext_id, input_type, output_type in rows:
+            message: Any = cls(id=type_id, name=name)
+            if version is not None:
+                message.version = version
+            if description is not None:
+                message.description = description
+            if external_id and ext_id is not None:
+                message.external_id = ext_id
+            if io_types and kind == schema.EXECUTION_TYPE:
+                if input_type:
+                    json_format.Parse(input_type, message.input_type)
+                if output_type:
+                    json_format.Parse(output_type, message.output_type)
+            out.append(message)
+        if not out:
+            return out
+        by_id: dict[int, list[Any]] = {}
+        for message in out:
+            by_id.setdefault(message.id, []).append(message)
+        ids = _ids_json(by_id)
+        for type_id, name, data_type in db.execute(queries.SELECT_TYPE_PROPERTIES, (ids,)):
+            for message in by_id[type_id]:
+                message.properties[name] = data_type
+        if base_type and _BASE_TYPE_ENUMS[kind]:
+            for type_id, parent_name in db.execute(queries.SELECT_PARENT_TYPE_NAMES, (ids,)):
+                enum_value = _BASE_TYPE_ENUMS[kind].get(parent_name)
+                if enum_value is not None:
+                    for message in by_id[type_id]:
+                        message.base_type = enum_value
+        return out
+
+    def _find_type_by_name(
+        self, db: apsw.Connection, kind: int, name: str, version: str | None
+    ) -> Any | None:
+        rows = list(db.execute(queries.SELECT_TYPE_BY_NAME, (kind, name, version or None)))
+        if not rows:
+            return None
+        return self._type_rows_to_messages(db, kind, rows[:1])[0]
+
+    def _stored_type(
+        self,
+        db: apsw.Connection,
+        kind: int,
+        type_id: int,
+        cache: dict[tuple[int, int], _StoredType],
+    ) -> _StoredType | None:
+        """A type of this kind (None if there is none), through a per-call cache."""
+        found = cache.get((kind, type_id))
+        if found is not None:
+            return found
+        row = db.execute(queries.SELECT_TYPE_BY_ID, (kind, type_id)).fetchone()
+        if row is None:
+            return None
+        properties = {
+            name: data_type
+            for _, name, data_type in db.execute(
+                queries.SELECT_TYPE_PROPERTIES, (_ids_json([type_id]),)
+            )
+        }
+        found = _StoredType(id=type_id, name=row[1], properties=properties)
+        cache[(kind, type_id)] = found
+        return found
+
+    def _upsert_type(
+        self,
+        db: apsw.Connection,
+        kind: int,
+        request: Any,
+        can_add_fields: bool,
+        can_omit_fields: bool,
+    ) -> int:
+        """MLMD's UpsertTypes for one type: create, or evolve compatibly; returns its id."""
+        version = request.version if request.HasField("version") and request.version else None
+        stored = self._find_type_by_name(db, kind, request.name, version)
+        if stored is None:
+            if not request.name:
+                raise errors.InvalidArgumentError("No type name is specified.")
+            input_type = output_type = None
+            if kind == schema.EXECUTION_TYPE:
+                if request.HasField("input_type"):
+                    input_type = json_format.MessageToJson(request.input_type, indent=None)
+                if request.HasField("output_type"):
+                    output_type = json_format.MessageToJson(request.output_type, indent=None)
+            if request.HasField("external_id"):
+                taken = db.execute(
+                    queries.TYPE_ID_BY_EXTERNAL_ID,
+                    (request.external_id, kind),
+                ).get
+                if taken is not None:
+                    raise errors.AlreadyExistsError(
+                        f"Conflict of external_id: {request.external_id} Found already "
+                        f"existing type {taken} with the same external_id"
+                    )
+            # As MLMD: an external id taken by a type of another kind is an internal error.
+            self._execute_internal(
+                db,
+                queries.INSERT_TYPE,
+                (
+                    request.name,
+                    version,
+                    kind,
+                    request.description if request.HasField("description") else None,
+                    input_type,
+                    output_type,
+                    request.external_id if request.HasField("external_id") else None,
+                ),
+            )
+            type_id = db.last_insert_rowid()
+            for name, data_type in request.properties.items():
+                if data_type == pb.UNKNOWN:
+                    raise errors.InvalidArgumentError(f"Property {name} is UNKNOWN.")
+                db.execute(queries.INSERT_TYPE_PROPERTY, (type_id, name, data_type))
+        else:
+            type_id = stored.id
+            self._evolve_type(db, stored, request, can_add_fields, can_omit_fields)
+        self._upsert_base_type(db, kind, request, type_id)
+        return int(type_id)
+
+    @staticmethod
+    def _evolve_type(
+        db: apsw.Connection,
+        stored: Any,
+        request: Any,
+        can_add_fields: bool,
+        can_omit_fields: bool,
+    ) -> None:
+        prefix = "Type already exists with different properties: "
+        omitted = 0
+        for name, data_type in stored.properties.items():
+            if name not in request.properties:
+                omitted += 1
+            elif request.properties[name] != data_type:
+                raise errors.AlreadyExistsError(
+                    prefix + "Conflicting property value type found in stored and given "
+                    f"types: property {name!r}"
+                )
+            if omitted and not can_omit_fields:
+                raise errors.AlreadyExistsError(
+                    prefix + "can_omit_fields is false while stored type has more properties"
+                )
+        added = [
+            (name, data_type)
+            for name, data_type in request.properties.items()
+            if name not in stored.properties
+        ]
+        if added and not can_add_fields:
+            raise errors.AlreadyExistsError(
+                prefix + "can_add_fields is false while the given type has more properties"
+            )
+        for name, data_type in added:
+            if data_type == pb.UNKNOWN:
+                raise errors.InvalidArgumentError(f"Property:{name} type should not be UNKNOWN.")
+            db.execute(queries.INSERT_TYPE_PROPERTY, (stored.id, name, data_type))
+        if request.external_id:
+            # MLMD compares against a stored type read without its external id, so any
+            # non-empty external id in the request is written.
+            MetadataStore._execute_internal(
+                db, queries.UPDATE_TYPE_EXTERNAL_ID, (request.external_id, stored.id)
+            )
+
+    @staticmethod
+    def _execute_internal(db: apsw.Connection, sql: str, params: tuple[Any, ...]) -> None:
+        try:
+            db.execute(sql, params)
+        except apsw.ConstraintError as exc:
+            raise errors.InternalError(f"Error when executing query: {exc}") from exc
+
+    def _upsert_base_type(self, db: apsw.Connection, kind: int, request: Any, type_id: int) -> None:
+        if kind == schema.CONTEXT_TYPE or not request.HasField("base_type"):
+            return
+        names = _BASE_TYPE_NAMES[kind]
+        if request.base_type not in names:
+            raise errors.UnimplementedError("base_type deletion is not supported yet")
+        wanted = names[request.base_type]
+        current = db.execute(queries.SELECT_PARENT_TYPE_NAMES, (_ids_json([type_id]),)).fetchall()
+        if not current:
+            parent = db.execute(queries.SELECT_SYSTEM_TYPE_ID, (wanted, kind)).get
+            if parent is None:
+                raise errors.NotFoundError(f"No type found for query, name: `{wanted}`")
+            db.execute(queries.INSERT_PARENT_TYPE, (type_id, parent))
+        elif current[0][1] != wanted:
+            raise errors.UnimplementedError("base_type update is not supported yet")
+
+    def _put_type(
+        self, kind: int, type_message: Any, can_add_fields: bool, can_omit_fields: bool
+    ) -> int:
+        with self._transaction() as db:
+            return self._upsert_type(db, kind, type_message, can_add_fields, can_omit_fields)
+
+    def put_artifact_type(
+        self,
+        artifact_type: pb.ArtifactType,
+        can_add_fields: bool = False,
+        can_omit_fields: bool = False,
+        extra_options: ExtraOptions | None = None,
+    ) -> int:
+        """Inserts or updates an artifact type; returns its id.
+
+        An existing type (same name and version) may gain properties only with
+        ``can_add_fields`` and lose them only with ``can_omit_fields``; a property's value
+        type never changes (AlreadyExistsError).
+        """
+        return self._put_type(schema.ARTIFACT_TYPE, artifact_type, can_add_fields, can_omit_fields)
+
+    def put_execution_type(
+        self,
+        execution_type: pb.ExecutionType,
+        can_add_fields: bool = False,
+        can_omit_fields: bool = False,
+        extra_options: ExtraOptions | None = None,
+    ) -> int:
+        """Inserts or updates an execution type; returns its id (see put_artifact_type)."""
+        return self._put_type(
+            schema.EXECUTION_TYPE, execution_type, can_add_fields, can_omit_fields
+        )
+
+    def put_context_type(
+        self,
+        context_type: pb.ContextType,
+        can_add_fields: bool = False,
+        can_omit_fields: bool = False,
+        extra_options: ExtraOptions | None = None,
+    ) -> int:
+        """Inserts or updates a context type; returns its id (see put_artifact_type)."""
+        return self._put_type(schema.CONTEXT_TYPE, context_type, can_add_fields, can_omit_fields)
+
+    def _get_type(self, kind: int, type_name: str, type_version: str | None) -> Any:
+        with self._transaction() as db:
+            found = self._find_type_by_name(db, kind, type_name, type_version or None)
+            if found is None:
+                raise errors.NotFoundError(
+                    f"No type found for query, name: `{type_name}`, version: "
+                    f"`{type_version or 'nullopt'}`"
+                )
+            return found
+
+    def get_artifact_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.ArtifactType:
+        """The artifact type of this name (and version); NotFoundError if there is none."""
+        result: pb.ArtifactType = self._get_type(schema.ARTIFACT_TYPE, type_name, type_version)
+        return result
+
+    def get_execution_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.ExecutionType:
+        """The execution type of this name (and version); NotFoundError if there is none."""
+        result: pb.ExecutionType = self._get_type(schema.EXECUTION_TYPE, type_name, type_version)
+        return result
+
+    def get_context_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.ContextType:
+        """The context type of this name (and version); NotFoundError if there is none."""
+        result: pb.ContextType = self._get_type(schema.CONTEXT_TYPE, type_name, type_version)
+        return result
+
+    def _get_types(self, kind: int) -> list[Any]:
+        with self._transaction() as db:
+            rows = [
+                row
+                for row in db.execute(queries.SELECT_ALL_TYPES, (kind,))
+                if row[1] not in _SYSTEM_TYPE_NAMES
+            ]
+            return self._type_rows_to_messages(db, kind, rows, external_id=False)
+
+    def get_artifact_types(
+        self, extra_options: ExtraOptions | None = None
+    ) -> list[pb.ArtifactType]:
+        """Every artifact type (MLMD's system types aside), without external ids as MLMD."""
+        return self._get_types(schema.ARTIFACT_TYPE)
+
+    def get_execution_types(
+        self, extra_options: ExtraOptions | None = None
+    ) -> list[pb.ExecutionType]:
+        """Every execution type (MLMD's system types aside), without external ids."""
+        return self._get_types(schema.EXECUTION_TYPE)
+
+    def get_context_types(self, extra_options: ExtraOptions | None = None) -> list[pb.ContextType]:
+        """Every context type, without external ids."""
+        return self._get_types(schema.CONTEXT_TYPE)
+
+    def _get_types_by_id(self, kind: int, type_ids: Iterable[int]) -> list[Any]:
+        wanted = [int(i) for i in type_ids]
+        with self._transaction() as db:
+            rows = {
+                row[0]: row
+                for row in db.execute(queries.SELECT_TYPES_BY_IDS, (kind, _ids_json(wanted)))
+            }
+            # In the order asked, repeats kept, unknown ids skipped (as MLMD).
+            ordered = [rows[i] for i in wanted if i in rows]
+            return self._type_rows_to_messages(
+                db, kind, ordered, base_type=kind != schema.CONTEXT_TYPE
+            )
+
+    def get_artifact_types_by_id(
+        self, type_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ArtifactType]:
+        """The artifact types of these ids, in that order; unknown ids are skipped."""
+        return self._get_types_by_id(schema.ARTIFACT_TYPE, type_ids)
+
+    def get_execution_types_by_id(
+        self, type_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ExecutionType]:
+        """The execution types of these ids, in that order; unknown ids are skipped."""
+        return self._get_types_by_id(schema.EXECUTION_TYPE, type_ids)
+
+    def get_context_types_by_id(
+        self, type_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ContextType]:
+        """The context types of these ids, in that order; unknown ids are skipped."""
+        return self._get_types_by_id(schema.CONTEXT_TYPE, type_ids)
+
+    def _get_types_by_external_ids(self, kind: int, external_ids: Iterable[str]) -> list[Any]:
+        wanted = list(external_ids)
+        if not wanted:
+            return []
+        if any(not e for e in wanted):
+            raise errors.InvalidArgumentError(
+                "Invalid argument because at least one empty external_id exists."
+            )
+        with self._transaction() as db:
+            rows = list(
+                db.execute(queries.SELECT_TYPES_BY_EXTERNAL_IDS, (kind, json.dumps(wanted)))
+            )
+            if not rows:
+                raise errors.NotFoundError("No types found for external_ids.")
+            return self._type_rows_to_messages(db, kind, rows, io_types=False, base_type=False)
+
+    def get_artifact_types_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ArtifactType]:
+        """The artifact types with these external ids (NotFoundError when none has one)."""
+        return self._get_types_by_external_ids(schema.ARTIFACT_TYPE, external_ids)
+
+    def get_execution_types_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ExecutionType]:
+        """The execution types with these external ids (NotFoundError when none has one)."""
+        return self._get_types_by_external_ids(schema.EXECUTION_TYPE, external_ids)
+
+    def get_context_types_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ContextType]:
+        """The context types with these external ids (NotFoundError when none has one)."""
+        return self._get_types_by_external_ids(schema.CONTEXT_TYPE, external_ids)
+
+    # -- nodes: reading -----------------------------------------------------------------------
+
+    @staticmethod
+    def _nodes_from_rows(
+        db: apsw.Connection, kind: NodeKind, rows: Iterable[tuple[Any, ...]]
+    ) -> list[Any]:
+        """Node messages from ``kind.select`` rows, in row order, with their properties."""
+        cls = _NODE_CLASSES[kind.name]
+        columns = kind.columns
+        out: list[Any] = []
+        by_id: dict[int, Any] = {}
+        for row in rows:
+            fields: dict[str, Any] = {"id": row[0], "type_id": row[1], "type": row[2]}
+            for column, value in zip(columns, row[3:-2], strict=True):
+                if value is not None:
+                    fields[column] = value
+            fields["create_time_since_epoch"] = row[-2]
+            fields["last_update_time_since_epoch"] = row[-1]
+            node = cls(**fields)
+            out.append(node)
+            by_id[row[0]] = node
+        if by_id:
+            for prop in db.execute(kind.select_properties, (_ids_json(by_id),)):
+                node = by_id[prop[0]]
+                target = node.custom_properties if prop[2] else node.properties
+                _fill_value(target[prop[1]], prop)
+        return out
+
+    def _find_nodes(self, db: apsw.Connection, kind: NodeKind, ids: Sequence[int]) -> list[Any]:
+        """Nodes of these ids, by id ascending, unknown ids skipped (as MLMD's IN query)."""
+        if not ids:
+            return []
+        rows = db.execute(
+            kind.select_where(f"n.id IN {queries.IDS} ORDER BY n.id"), (_ids_json(ids),)
+        )
+        return self._nodes_from_rows(db, kind, rows)
+
+    def _get_nodes_by_id(self, kind: NodeKind, ids: Iterable[int]) -> list[Any]:
+        wanted = [int(i) for i in ids]
+        with self._transaction() as db:
+            return self._find_nodes(db, kind, wanted)
+
+    def get_artifacts_by_id(
+        self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Artifact]:
+        """The artifacts of these ids (by id; unknown ids are skipped)."""
+        return self._get_nodes_by_id(ARTIFACT, artifact_ids)
+
+    def get_executions_by_id(
+        self, execution_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Execution]:
+        """The executions of these ids (by id; unknown ids are skipped)."""
+        return self._get_nodes_by_id(EXECUTION, execution_ids)
+
+    def get_contexts_by_id(
+        self, context_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The contexts of these ids (by id; unknown ids are skipped)."""
+        return self._get_nodes_by_id(CONTEXT, context_ids)
+
+    def get_artifacts_and_types_by_artifact_ids(
+        self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> tuple[list[pb.Artifact], list[pb.ArtifactType]]:
+        """The artifacts of these ids and their types (each type once)."""
+        wanted = [int(i) for i in artifact_ids]
+        with self._transaction() as db:
+            artifacts = self._find_nodes(db, ARTIFACT, wanted)
+            type_ids = list(dict.fromkeys(a.type_id for a in artifacts))
+            by_id = {
+                row[0]: row
+                for row in db.execute(
+                    queries.SELECT_TYPES_BY_IDS, (schema.ARTIFACT_TYPE, _ids_json(type_ids))
+                )
+            }
+            # Each type once, in the order the artifacts first name it (as MLMD).
+            rows = [by_id[i] for i in type_ids if i in by_id]
+            types = self._type_rows_to_messages(
+                db, schema.ARTIFACT_TYPE, rows, io_types=False, base_type=False
+            )
+            return artifacts, types
+
+    # -- nodes: writing -----------------------------------------------------------------------
+
+    @staticmethod
+    def _validate_properties(
+        node: Any, stored_type: _StoredType, masked: set[str] | None = None
+    ) -> None:
+        for name, value in node.properties.items():
+            if masked is not None and name not in masked:
+                continue
+            data_type = stored_type.properties.get(name)
+            if data_type is None:
+                raise errors.InvalidArgumentError(f"Found unknown property: {name}")
+            if value.WhichOneof("value") != _VALUE_CHECK.get(data_type):
+                raise errors.InvalidArgumentError(f"Found unmatched property type: {name}")
+
+    def _create_node(
+        self,
+        db: apsw.Connection,
+        kind: NodeKind,
+        node: Any,
+        now: int,
+        types: dict[tuple[int, int], _StoredType],
+        validate: bool = True,
+    ) -> int:
+        if validate:
+            if not node.HasField("type_id"):
+                raise errors.InvalidArgumentError("Type id is missing.")
+            stored_type = self._stored_type(db, kind.type_kind, node.type_id, types)
+            if stored_type is None:
+                raise errors.NotFoundError(f"No type found for query, type_id: {node.type_id}")
+            self._validate_properties(node, stored_type)
+        if kind is ARTIFACT:
+            values: tuple[Any, ...] = (
+                node.type_id,
+                node.uri,
+                node.state if node.HasField("state") else None,
+                node.name if node.HasField("name") else None,
+                node.external_id if node.HasField("external_id") else None,
+            )
+        elif kind is EXECUTION:
+            values = (
+                node.type_id,
+                node.last_known_state if node.HasField("last_known_state") else None,
+                node.name if node.HasField("name") else None,
+                node.external_id if node.HasField("external_id") else None,
+            )
+        else:
+            if not node.name:
+                raise errors.InvalidArgumentError("Context name should not be empty")
+            values = (
+                node.type_id,
+                node.name,
+                node.external_id if node.HasField("external_id") else None,
+            )
+        try:
+            db.execute(kind.insert, (*values, now, now))
+        except apsw.ConstraintError as exc:
+            raise errors.AlreadyExistsError(f"Given node already exists: {node} {exc}") from exc
+        node_id = int(db.last_insert_rowid())
+        rows = [
+            (node_id, name, 0, *_value_columns(value)) for name, value in node.properties.items()
+        ]
+        rows.extend(
+            (node_id, name, 1, *_value_columns(value))
+            for name, value in node.custom_properties.items()
+        )
+        if rows:
+            db.executemany(kind.insert_property, rows)
+        return node_id
+
+    def _update_node(
+        self,
+        db: apsw.Connection,
+        kind: NodeKind,
+        node: Any,
+        now: int,
+        types: dict[tuple[int, int], _StoredType],
+        mask: Sequence[str] = (),
+        force_update_time: bool = False,
+    ) -> int:
+        found = self._find_nodes(db, kind, [node.id])
+        if not found:
+            raise errors.InvalidArgumentError(f"Cannot find the given id {node.id}")
+        stored = found[0]
+        if node.HasField("type_id") and node.type_id != stored.type_id:
+            raise errors.InvalidArgumentError(
+                f"Given type_id {node.type_id} is different from the one known before: "
+                f"{stored.type_id}"
+            )
+        stored_type = self._stored_type(db, kind.type_kind, stored.type_id, types)
+        if stored_type is None:
+            raise errors.NotFoundError(f"No type found for query, type_id: {stored.type_id}")
+        field_mask = _FieldMask.parse(mask, kind)
+        self._validate_properties(
+            node, stored_type, field_mask.property_names(False) if field_mask else None
+        )
+        changed = self._modify_properties(
+            db, kind, node.id, node.properties, stored.properties, False, field_mask
+        )
+        changed += self._modify_properties(
+            db, kind, node.id, node.custom_properties, stored.custom_properties, True, field_mask
+        )
+        if not force_update_time and not changed and _same_node_fields(node, stored):
+            return int(node.id)
+        if field_mask is not None:
+            merged = type(stored)()
+            merged.CopyFrom(stored)
+            for name in field_mask.fields:
+                if node.HasField(name):
+                    setattr(merged, name, getattr(node, name))
+                else:
+                    merged.ClearField(name)
+            source = merged
+        else:
+            source = node
+        if kind is ARTIFACT:
+            values: tuple[Any, ...] = (
+                stored.type_id,
+                source.uri,
+                source.state if source.HasField("state") else None,
+                source.external_id if source.HasField("external_id") else None,
+            )
+        elif kind is EXECUTION:
+            values = (
+                stored.type_id,
+                source.last_known_state if source.HasField("last_known_state") else None,
+                source.external_id if source.HasField("external_id") else None,
+            )
+        else:
+            if not source.name:
+                raise errors.InvalidArgumentError("Context name should not be empty")
+            values = (
+                stored.type_id,
+                source.name,
+                source.external_id if source.HasField("external_id") else None,
+            )
+        # As MLMD: a name or external id taken by another node fails an update as an
+        # internal error (creating such a node is AlreadyExists).
+        self._execute_internal(db, kind.update, (*values, now, node.id))
+        return int(node.id)
+
+    @staticmethod
+    def _modify_properties(
+        db: apsw.Connection,
+        kind: NodeKind,
+        node_id: int,
+        current: Any,
+        previous: Any,
+        is_custom: bool,
+        field_mask: _FieldMask | None,
+    ) -> int:
+        """MLMD's ModifyProperties: writes the differences; returns how many changed."""
+        names: Iterable[str]
+        masked = field_mask.property_names(is_custom) if field_mask else None
+        if masked is not None:
+            names = masked
+        else:
+            names = list(dict.fromkeys([*previous.keys(), *current.keys()]))
+        changed = 0
+        for name in sorted(names):
+            before = name in previous
+            after = name in current
+            if before and not after:
+                db.execute(kind.delete_property, (node_id, name))
+                changed += 1
+            elif after and before and previous[name] != current[name] and not is_custom:
+                # As MLMD: an UPDATE of the value's column by node and name (a custom property
+                # of the same name gets that column too).
+                columns = _value_columns(current[name])
+                for column, value in zip(queries.VALUE_COLUMNS, columns, strict=True):
+                    if value is not None:
+                        db.execute(kind.update_property(column), (value, node_id, name))
+                        break
+                changed += 1
+            elif after and (not before or previous[name] != current[name]):
+                if before:
+                    db.execute(kind.delete_property, (node_id, name))
+                db.execute(
+                    kind.insert_property,
+                    (node_id, name, int(is_custom), *_value_columns(current[name])),
+                )
+                changed += 1
+        return changed
+
+    def _upsert_node(
+        self,
+        db: apsw.Connection,
+        kind: NodeKind,
+        node: Any,
+        now: int,
+        types: dict[tuple[int, int], _StoredType],
+        mask: Sequence[str] = (),
+    ) -> int:
+        if node.HasField("id"):
+            return self._update_node(db, kind, node, now, types, mask)
+        return self._create_node(db, kind, node, now, types)
+
+    def _put_nodes(
+        self, kind: NodeKind, nodes: Sequence[Any], field_mask_paths: Sequence[str] | None
+    ) -> list[int]:
+        types: dict[tuple[int, int], _StoredType] = {}
+        mask = list(field_mask_paths or ())
+        with self._transaction() as db:
+            now = _now_ms()
+            return [self._upsert_node(db, kind, node, now, types, mask) for node in nodes]
+
+    def put_artifacts(
+        self,
+        artifacts: Sequence[pb.Artifact],
+        field_mask_paths: Sequence[str] | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[int]:
+        """Inserts (no id) or updates (id) artifacts; returns their ids, index-aligned.
+
+        With ``field_mask_paths``, an update changes only those fields (``uri``, ``state``,
+        ``external_id``, ``properties.NAME``, ``custom_properties.NAME``, …).
+        """
+        return self._put_nodes(ARTIFACT, artifacts, field_mask_paths)
+
+    def put_executions(
+        self,
+        executions: Sequence[pb.Execution],
+        field_mask_paths: Sequence[str] | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[int]:
+        """Inserts or updates executions; returns their ids, index-aligned."""
+        return self._put_nodes(EXECUTION, executions, field_mask_paths)
+
+    def put_contexts(
+        self,
+        contexts: Sequence[pb.Context],
+        field_mask_paths: Sequence[str] | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[int]:
+        """Inserts or updates contexts; returns their ids, index-aligned."""
+        return self._put_nodes(CONTEXT, contexts, field_mask_paths)
+
+    # -- nodes by type, name, uri, external id ------------------------------------------------
+
+    def _type_id_for(
+        self, db: apsw.Connection, kind: NodeKind, type_name: str, type_version: str | None
+    ) -> int | None:
+        row = db.execute(
+            queries.TYPE_ID_BY_NAME,
+            (kind.type_kind, type_name, type_version or None),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def _get_nodes_by_type(
+        self, kind: NodeKind, type_name: str, type_version: str | None
+    ) -> list[Any]:
+        with self._transaction() as db:
+            type_id = self._type_id_for(db, kind, type_name, type_version)
+            if type_id is None:
+                return []
+            rows = db.execute(kind.select_where("n.type_id = ? ORDER BY n.id"), (type_id,))
+            return self._nodes_from_rows(db, kind, rows)
+
+    def get_artifacts_by_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[pb.Artifact]:
+        """The artifacts of a type (none when the type does not exist)."""
+        return self._get_nodes_by_type(ARTIFACT, type_name, type_version)
+
+    def get_executions_by_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[pb.Execution]:
+        """The executions of a type (none when the type does not exist)."""
+        return self._get_nodes_by_type(EXECUTION, type_name, type_version)
+
+    def get_contexts_by_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[pb.Context]:
+        """The contexts of a type (none when the type does not exist)."""
+        return self._get_nodes_by_type(CONTEXT, type_name, type_version)
+
+    def _get_node_by_type_and_name(
+        self, kind: NodeKind, type_name: str, name: str, type_version: str | None
+    ) -> Any | None:
+        with self._transaction() as db:
+            type_id = self._type_id_for(db, kind, type_name, type_version)
+            if type_id is None:
+                return None
+            rows = db.execute(kind.select_where("n.type_id = ? AND n.name = ?"), (type_id, name))
+            found = self._nodes_from_rows(db, kind, rows)
+            return found[0] if found else None
+
+    def get_artifact_by_type_and_name(
+        self,
+        type_name: str,
+        artifact_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.Artifact | None:
+        """The artifact of this type and name, or None."""
+        result: pb.Artifact | None = self._get_node_by_type_and_name(
+            ARTIFACT, type_name, artifact_name, type_version
+        )
+        return result
+
+    def get_execution_by_type_and_name(
+        self,
+        type_name: str,
+        execution_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.Execution | None:
+        """The execution of this type and name, or None."""
+        result: pb.Execution | None = self._get_node_by_type_and_name(
+            EXECUTION, type_name, execution_name, type_version
+        )
+        return result
+
+    def get_context_by_type_and_name(
+        self,
+        type_name: str,
+        context_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.Context | None:
+        """The context of this type and name, or None."""
+        result: pb.Context | None = self._get_node_by_type_and_name(
+            CONTEXT, type_name, context_name, type_version
+        )
+        return result
+
+    def get_artifacts_by_uri(
+        self, uri: str, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Artifact]:
+        """The artifacts with this uri."""
+        with self._transaction() as db:
+            rows = db.execute(ARTIFACT.select_where("n.uri = ? ORDER BY n.id"), (uri,))
+            return self._nodes_from_rows(db, ARTIFACT, rows)
+
+    def _get_nodes_by_external_ids(self, kind: NodeKind, external_ids: Iterable[str]) -> list[Any]:
+        wanted = list(external_ids)
+        if not wanted:
+            return []
+        if any(not e for e in wanted):
+            raise errors.InvalidArgumentError(
+                "Invalid argument because at least one empty external_id exists."
+            )
+        with self._transaction() as db:
+            rows = db.execute(
+                kind.select_where(
+                    "n.external_id IN (SELECT value FROM json_each(?)) ORDER BY n.id"
+                ),
+                (json.dumps(wanted),),
+            )
+            found = self._nodes_from_rows(db, kind, rows)
+            if not found:
+                raise errors.NotFoundError(f"No {kind.name}s found for external_ids.")
+            return found
+
+    def get_artifacts_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Artifact]:
+        """The artifacts with these external ids (NotFoundError when none has one)."""
+        return self._get_nodes_by_external_ids(ARTIFACT, external_ids)
+
+    def get_executions_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Execution]:
+        """The executions with these external ids (NotFoundError when none has one)."""
+        return self._get_nodes_by_external_ids(EXECUTION, external_ids)
+
+    def get_contexts_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The contexts with these external ids (NotFoundError when none has one)."""
+        return self._get_nodes_by_external_ids(CONTEXT, external_ids)
+
+    # -- events -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _insert_event(db: apsw.Connection, event: pb.Event, validate: bool, now: int) -> None:
+        """MLMD's CreateEvent."""
+        if not event.HasField("artifact_id"):
+            raise errors.InvalidArgumentError("No artifact id is specified.")
+        if not event.HasField("execution_id"):
+            raise errors.InvalidArgumentError("No execution id is specified.")
+        if not event.HasField("type") or event.type == pb.Event.UNKNOWN:
+            raise errors.InvalidArgumentError("No event type is specified.")
+        if validate:
+            if db.execute(queries.ARTIFACT_EXISTS, (event.artifact_id,)).get is None:
+                raise errors.InvalidArgumentError(
+                    f"No artifact with the given id {event.artifact_id}"
+                )
+            if db.execute(queries.EXECUTION_EXISTS, (event.execution_id,)).get is None:
+                raise errors.InvalidArgumentError(
+                    f"No execution with the given id {event.execution_id}"
+                )
+        when = event.milliseconds_since_epoch if event.HasField("milliseconds_since_epoch") else now
+        try:
+            db.execute(
+                queries.INSERT_EVENT, (event.artifact_id, event.execution_id, event.type, when)
+            )
+        except apsw.ConstraintError as exc:
+            raise errors.AlreadyExistsError(f"Given event already exists: {event}") from exc
+        steps = event.path.steps
+        if steps:
+            event_id = db.last_insert_rowid()
+            db.executemany(
+                queries.INSERT_EVENT_PATH,
+                [
+                    (event_id, 1, step.index, None)
+                    if step.WhichOneof("value") == "index"
+                    else (event_id, 0, None, step.key)
+                    for step in steps
+                ],
+            )
+
+    def put_events(
+        self, events: Sequence[pb.Event], extra_options: ExtraOptions | None = None
+    ) -> None:
+        """Inserts events (their artifact and execution must exist; events never change)."""
+        with self._transaction() as db:
+            now = _now_ms()
+            for event in events:
+                self._insert_event(db, event, True, now)
+
+    @staticmethod
+    def _events(db: apsw.Connection, sql: str, ids: Iterable[int]) -> list[pb.Event]:
+        rows: list[tuple[Any, ...]] = db.execute(sql, (_ids_json(ids),)).fetchall()
+        if not rows:
+            return []
+        by_id: dict[int, pb.Event] = {}
+        out: list[pb.Event] = []
+        for event_id, artifact_id, execution_id, event_type, when in rows:
+            event = pb.Event(artifact_id=artifact_id, execution_id=execution_id, type=event_type)
+            if when is not None:
+                event.milliseconds_since_epoch = when
+            by_id[event_id] = event
+            out.append(event)
+        for event_id, is_index, index, key in db.execute(
+            queries.SELECT_EVENT_PATHS, (_ids_json(by_id),)
+        ):
+            step = by_id[event_id].path.steps.add()
+            if is_index:
+                step.index = index
+            else:
+                step.key = key
+        return out
+
+    def get_events_by_execution_ids(
+        self, execution_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Event]:
+        """The events of these executions."""
+        wanted = [int(i) for i in execution_ids]
+        with self._transaction() as db:
+            return self._events(db, queries.SELECT_EVENTS_BY_EXECUTIONS, wanted)
+
+    def get_events_by_artifact_ids(
+        self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Event]:
+        """The events of these artifacts."""
+        wanted = [int(i) for i in artifact_ids]
+        with self._transaction() as db:
+            return self._events(db, queries.SELECT_EVENTS_BY_ARTIFACTS, wanted)
+
+    # -- contexts: membership and nesting -----------------------------------------------------
+
+    @staticmethod
+    def _insert_attribution(
+        db: apsw.Connection, context_id: int, artifact_id: int, validate: bool
+    ) -> None:
+        """MLMD's InsertAttributionIfNotExist."""
+        if validate:
+            if db.execute(queries.CONTEXT_EXISTS, (context_id,)).get is None:
+                raise errors.InvalidArgumentError("Context id not found.")
+            if db.execute(queries.ARTIFACT_EXISTS, (artifact_id,)).get is None:
+                raise errors.InvalidArgumentError("Artifact id not found.")
+        db.execute(queries.INSERT_ATTRIBUTION, (context_id, artifact_id))
+
+    @staticmethod
+    def _insert_association(
+        db: apsw.Connection, context_id: int, execution_id: int, validate: bool
+    ) -> None:
+        """MLMD's InsertAssociationIfNotExist."""
+        if validate:
+            if db.execute(queries.CONTEXT_EXISTS, (context_id,)).get is None:
+                raise errors.InvalidArgumentError("Context id not found.")
+            if db.execute(queries.EXECUTION_EXISTS, (execution_id,)).get is None:
+                raise errors.InvalidArgumentError("Execution id not found.")
+        db.execute(queries.INSERT_ASSOCIATION, (context_id, execution_id))
+
+    def put_attributions_and_associations(
+        self,
+        attributions: Sequence[pb.Attribution],
+        associations: Sequence[pb.Association],
+        extra_options: ExtraOptions | None = None,
+    ) -> None:
+        """Adds artifacts and executions to contexts (an existing link is kept as is)."""
+        with self._transaction() as db:
+            for attribution in attributions:
+                if not attribution.HasField("context_id"):
+                    raise errors.InvalidArgumentError("No context id is specified.")
+                if not attribution.HasField("artifact_id"):
+                    raise errors.InvalidArgumentError("No artifact id is specified")
+                self._insert_attribution(db, attribution.context_id, attribution.artifact_id, True)
+            for association in associations:
+                if not association.HasField("context_id"):
+                    raise errors.InvalidArgumentError("No context id is specified.")
+                if not association.HasField("execution_id"):
+                    raise errors.InvalidArgumentError("No execution id is specified")
+                self._insert_association(db, association.context_id, association.execution_id, True)
+
+    def put_parent_contexts(
+        self,
+        parent_contexts: Sequence[pb.ParentContext],
+        extra_options: ExtraOptions | None = None,
+    ) -> None:
+        """Nests contexts: each ParentContext makes ``parent_id`` a parent of ``child_id``.
+
+        InvalidArgumentError for an unknown id or a cycle; AlreadyExistsError for a link that
+        exists.
+        """
+        with self._transaction() as db:
+            for link in parent_contexts:
+                if not link.HasField("parent_id") or not link.HasField("child_id"):
+                    raise errors.InvalidArgumentError(
+                        f"Missing parent / child id in the parent_context: {link}"
+                    )
+                found = db.execute(
+                    queries.COUNT_CONTEXTS,
+                    (_ids_json([link.parent_id, link.child_id]),),
+                ).get
+                if found < 2:
+                    raise errors.InvalidArgumentError(
+                        f"Given parent / child id in the parent_context cannot be found: {link}"
+                    )
+                # A cycle: the child is the parent, or one of the parent's ancestors.
+                ancestors = {
+                    row[0] for row in db.execute(queries.SELECT_ANCESTORS, (link.parent_id,))
+                }
+                if link.child_id in ancestors:
+                    raise errors.InvalidArgumentError(
+                        "There is a cycle detected of the given relationship."
+                    )
+                try:
+                    db.execute(queries.INSERT_PARENT_CONTEXT, (link.child_id, link.parent_id))
+                except apsw.ConstraintError as exc:
+                    raise errors.AlreadyExistsError(
+                        f"Given parent_context already exists: {link}"
+                    ) from exc
+
+    def _linked_contexts(
+        self, sql: str, node_id: int, none_found: str | None = None
+    ) -> list[pb.Context]:
+        with self._transaction() as db:
+            ids = [row[0] for row in db.execute(sql, (node_id,))]
+            if not ids and none_found is not None:
+                raise errors.NotFoundError(f"{none_found}{node_id}")
+            return self._find_nodes(db, CONTEXT, ids)
+
+    def get_parent_contexts_by_context(
+        self, context_id: int, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The parents of a context."""
+        return self._linked_contexts(queries.SELECT_PARENT_IDS, context_id)
+
+    def get_children_contexts_by_context(
+        self, context_id: int, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The children of a context."""
+        return self._linked_contexts(queries.SELECT_CHILD_IDS, context_id)
+
+    def get_contexts_by_artifact(
+        self, artifact_id: int, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The contexts an artifact is attributed to (NotFoundError when none, as MLMD)."""
+        return self._linked_contexts(
+            queries.SELECT_CONTEXT_IDS_BY_ARTIFACT,
+            artifact_id,
+            "No contexts found for artifact_id: ",
+        )
+
+    def get_contexts_by_execution(
+        self, execution_id: int, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The contexts an execution is associated with (NotFoundError when none, as MLMD)."""
+        return self._linked_contexts(
+            queries.SELECT_CONTEXT_IDS_BY_EXECUTION,
+            execution_id,
+            "No contexts found for execution_id: ",
+        )
+
+    def get_artifacts_by_context(
+        self,
+        context_id: int,
+        list_options: ListOptions | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[pb.Artifact]:
+        """The artifacts attributed to a context (all, or as ``list_options`` says)."""
+        from boardd.metadata import listing
+
+        return listing.list_nodes(
+            self,
+            ARTIFACT,
+            list_options,
+            lambda db: [
+                row[0] for row in db.execute(queries.SELECT_ARTIFACT_IDS_BY_CONTEXT, (context_id,))
+            ],
+        )
+
+    def get_executions_by_context(
+        self,
+        context_id: int,
+        list_options: ListOptions | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[pb.Execution]:
+        """The executions associated with a context (newest first unless ``list_options``)."""
+        from boardd.metadata import listing
+
+        if list_options is None:
+            list_options = ListOptions(order_by=OrderByField.CREATE_TIME, is_asc=False)
+        return listing.list_nodes(
+            self,
+            EXECUTION,
+            list_options,
+            lambda db: [
+                row[0] for row in db.execute(queries.SELECT_EXECUTION_IDS_BY_CONTEXT, (context_id,))
+            ],
+        )
+
+    # -- put_execution and put_lineage_subgraph -----------------------------------------------
+
+    def _upsert_artifact_reusing(
+        self,
+        db: apsw.Connection,
+        artifact: pb.Artifact,
+        now: int,
+        types: dict[tuple[int, int], _StoredType],
+        reuse_by_external_id: bool,
+    ) -> int:
+        if reuse_by_external_id and not artifact.HasField("id") and artifact.external_id:
+            row = db.execute(queries.ARTIFACT_ID_BY_EXTERNAL_ID, (artifact.external_id,)).get
+            if row is not None:
+                copy = pb.Artifact()
+                copy.CopyFrom(artifact)
+                copy.id = row
+                return self._update_node(db, ARTIFACT, copy, now, types)
+        return self._upsert_node(db, ARTIFACT, artifact, now, types)
+
+    def _upsert_context_with_options(
+        self,
+        db: apsw.Connection,
+        context: pb.Context,
+        now: int,
+        types: dict[tuple[int, int], _StoredType],
+        reuse_if_exists: bool,
+        validate: bool = True,
+    ) -> int:
+        """MLMD's UpsertContextWithOptions."""
+        if not context.HasField("type_id"):
+            raise errors.InvalidArgumentError(f"Context is missing a type_id: {context}")
+        if not context.HasField("name"):
+            raise errors.InvalidArgumentError(f"Context is missing a name: {context}")
+        if reuse_if_exists and not context.HasField("id"):
+            row = db.execute(
+                queries.CONTEXT_ID_BY_TYPE_AND_NAME,
+                (context.type_id, context.name),
+            ).get
+            if row is not None:
+                return int(row)
+        if context.HasField("id"):
+            return self._update_node(db, CONTEXT, context, now, types)
+        try:
+            return self._create_node(db, CONTEXT, context, now, types, validate=validate)
+        except errors.AlreadyExistsError as exc:
+            if not reuse_if_exists:
+                raise
+            # As MLMD: the context appeared meanwhile (another writer); retrying reuses it.
+            raise errors.AbortedError(
+                "Concurrent creation of the same context at the first time. Retry the "
+                f"transaction to reuse the context: {context}"
+            ) from exc
+
+    def put_execution(
+        self,
+        execution: pb.Execution,
+        artifact_and_events: Sequence[tuple[pb.Artifact, pb.Event | None] | Sequence[Any]],
+        contexts: Sequence[pb.Context] | None,
+        reuse_context_if_already_exist: bool = False,
+        reuse_artifact_if_already_exist_by_external_id: bool = False,
+        force_reuse_context: bool = False,
+        force_update_time: bool = False,
+        extra_options: ExtraOptions | None = None,
+    ) -> tuple[int, list[int], list[int]]:
+        """Writes an execution, its artifacts and events, and its contexts, atomically.
+
+        Returns the execution id, the artifact ids (aligned with ``artifact_and_events``) and
+        the context ids; every artifact is attributed and the execution associated to every
+        context.
+        """
+        pairs: list[tuple[pb.Artifact | None, pb.Event | None]] = []
+        for pair in artifact_and_events:
+            if not pair:
+                continue
+            artifact = pair[0]
+            event = pair[1] if len(pair) == 2 else None
+            pairs.append((artifact, event))
+        types: dict[tuple[int, int], _StoredType] = {}
+        with self._transaction() as db:
+            now = _now_ms()
+            artifact_ids_by_pair: list[int | None] = []
+            for artifact, _event in pairs:
+                if artifact is None:
+                    artifact_ids_by_pair.append(None)
+                    continue
+                artifact_ids_by_pair.append(
+                    self._upsert_artifact_reusing(
+                        db, artifact, now, types, reuse_artifact_if_already_exist_by_external_id
+                    )
+                )
+            if execution.HasField("id"):
+                execution_id = self._update_node(
+                    db, EXECUTION, execution, now, types, force_update_time=force_update_time
+                )
+            else:
+                execution_id = self._create_node(db, EXECUTION, execution, now, types)
+            artifact_ids: list[int] = []
+            for (artifact, event), artifact_id in zip(pairs, artifact_ids_by_pair, strict=True):
+                if event is not None:
+                    copy = pb.Event()
+                    copy.CopyFrom(event)
+                    if copy.HasField("execution_id") and copy.execution_id != execution_id:
+                        raise errors.InvalidArgumentError(
+                            "Request's event.execution_id does not match with the given execution: "
+                        )
+                    copy.execution_id = execution_id
+                    if artifact is not None:
+                        assert artifact_id is not None
+                        if copy.HasField("artifact_id") and copy.artifact_id != artifact_id:
+                            raise errors.InvalidArgumentError(
+                                "Given event.artifact_id is not aligned with the artifact: "
+                                f"{artifact}"
+                            )
+                        copy.artifact_id = artifact_id
+                    elif not copy.HasField("artifact_id"):
+                        raise errors.InvalidArgumentError(
+                            "If no artifact is present, given event must have an artifact_id"
+                        )
+                    self._insert_event(db, copy, False, now)
+                if artifact is not None:
+                    assert artifact_id is not None
+                    artifact_ids.append(artifact_id)
+                elif event is not None:
+                    artifact_ids.append(event.artifact_id)
+                else:
+                    artifact_ids.append(-1)
+            distinct_artifacts = list(dict.fromkeys(artifact_ids))
+            context_ids: list[int] = []
+            for context in contexts or ():
+                if context.HasField("id") and force_reuse_context:
+                    if db.execute(queries.CONTEXT_EXISTS, (context.id,)).get is None:
+                        raise errors.NotFoundError(
+                            f"Context with ID {context.id} was not found in MLMD"
+                        )
+                    context_id = int(context.id)
+                else:
+                    context_id = self._upsert_context_with_options(
+                        db, context, now, types, reuse_context_if_already_exist
+                    )
+                context_ids.append(context_id)
+                db.execute(queries.INSERT_ASSOCIATION_IF_NEW, (context_id, execution_id))
+                db.executemany(
+                    queries.INSERT_ATTRIBUTION_IF_NEW,
+                    [(context_id, artifact_id) for artifact_id in distinct_artifacts],
+                )
+            return execution_id, artifact_ids, context_ids
+
+    def put_lineage_subgraph(
+        self,
+        executions: Sequence[pb.Execution],
+        artifacts: Sequence[pb.Artifact],
+        contexts: Sequence[pb.Context],
+        event_edges: Sequence[tuple[int | None, int | None, pb.Event]],
+        reuse_context_if_already_exist: bool = False,
+        reuse_artifact_if_already_exist_by_external_id: bool = False,
+        extra_options: ExtraOptions | None = None,
+    ) -> tuple[list[int], list[int], list[int]]:
+        """Writes executions, artifacts, contexts and the events among them, atomically.
+
+        ``event_edges`` are ``(execution_index, artifact_index, event)``: an index into the
+        lists given here, or None with the event's own id. Returns the execution, artifact and
+        context ids, index-aligned.
+        """
+        edges = [tuple(edge) for edge in event_edges]
+        _check_event_edges(edges, executions, artifacts)
+        types: dict[tuple[int, int], _StoredType] = {}
+        with self._transaction() as db:
+            now = _now_ms()
+            # MLMD's BatchTypeAndPropertyValidation, kind by kind: every node names a type,
+            # every type named exists (of that kind), then each node's properties match.
+            for kind, nodes in (
+                (ARTIFACT, artifacts),
+                (EXECUTION, executions),
+                (CONTEXT, contexts),
+            ):
+                if not nodes:
+                    continue
+                if any(not node.HasField("type_id") for node in nodes):
+                    raise errors.InvalidArgumentError("Type id is missing.")
+                wanted = sorted({node.type_id for node in nodes})
+                found = {
+                    type_id: self._stored_type(db, kind.type_kind, type_id, types)
+                    for type_id in wanted
+                }
+                missing = [type_id for type_id, stored in found.items() if stored is None]
+                if missing:
+                    present = [type_id for type_id in wanted if type_id not in missing]
+                    raise errors.NotFoundError(
+                        f"Results missing for ids: {{{','.join(map(str, wanted))}}}. "
+                        f"Found results for {{{','.join(map(str, present))}}}"
+                    )
+                for node in nodes:
+                    stored = found[node.type_id]
+                    assert stored is not None
+                    self._validate_properties(node, stored)
+            context_ids = [
+                self._upsert_context_with_options(
+                    db, context, now, types, reuse_context_if_already_exist, validate=False
+                )
+                for context in contexts
+            ]
+            # MLMD maps external ids to stored artifacts once, before writing any artifact.
+            reuse: dict[str, int] = {}
+            if reuse_artifact_if_already_exist_by_external_id:
+                externals = [a.external_id for a in artifacts if a.external_id]
+                if externals:
+                    reuse = {
+                        row[1]: row[0]
+                        for row in db.execute(
+                            queries.ARTIFACT_IDS_BY_EXTERNAL_IDS,
+                            (json.dumps(externals),),
+                        )
+                    }
+            artifact_ids = []
+            for artifact in artifacts:
+                if not artifact.HasField("id") and artifact.external_id in reuse:
+                    copy = pb.Artifact()
+                    copy.CopyFrom(artifact)
+                    copy.id = reuse[artifact.external_id]
+                    artifact_ids.append(self._update_node(db, ARTIFACT, copy, now, types))
+                else:
+                    artifact_ids.append(self._upsert_node(db, ARTIFACT, artifact, now, types))
+            execution_ids = [
+                self._update_node(db, EXECUTION, execution, now, types)
+                if execution.HasField("id")
+                else self._create_node(db, EXECUTION, execution, now, types, validate=False)
+                for execution in executions
+            ]
+            distinct_contexts = list(dict.fromkeys(context_ids))
+            distinct_executions = list(dict.fromkeys(execution_ids))
+            distinct_artifacts = list(dict.fromkeys(artifact_ids))
+            for context_id in distinct_contexts:
+                db.executemany(
+                    queries.INSERT_ASSOCIATION_IF_NEW,
+                    [(context_id, execution_id) for execution_id in distinct_executions],
+                )
+                db.executemany(
+                    queries.INSERT_ATTRIBUTION_IF_NEW,
+                    [(context_id, artifact_id) for artifact_id in distinct_artifacts],
+                )
+            for execution_index, artifact_index, event in edges:
+                assert isinstance(event, pb.Event)
+                copy = pb.Event()
+                copy.CopyFrom(event)
+                if not copy.HasField("execution_id"):
+                    assert isinstance(execution_index, int)
+                    copy.execution_id = execution_ids[execution_index]
+                if not copy.HasField("artifact_id"):
+                    assert isinstance(artifact_index, int)
+                    copy.artifact_id = artifact_ids[artifact_index]
+                self._insert_event(db, copy, False, now)
+            return execution_ids, artifact_ids, context_ids
+
+    # -- lineage ------------------------------------------------------------------------------
+
+    def get_lineage_subgraph(
+        self,
+        query_options: pb.LineageSubgraphQueryOptions,
+        field_mask_paths: Sequence[str] | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.LineageGraph:
+        """The subgraph around the starting nodes (see boardd.metadata.lineage)."""
+        from boardd.metadata import lineage
+
+        with self._transaction() as db:
+            return lineage.subgraph(self, db, query_options, field_mask_paths)
+
+    # -- lists with ListOptions ---------------------------------------------------------------
+
+    def _list_nodes(self, kind: NodeKind, list_options: ListOptions | None) -> list[Any]:
+        from boardd.metadata import listing
+
+        return listing.list_nodes(self, kind, list_options, None)
+
+    def list_page(self, kind: str, options: pb.ListOperationOptions) -> tuple[list[Any], str]:
+        """One page of ``kind`` ("artifact", "execution" or "context") and the next page's
+        token ("" after the last page): MLMD's GetArtifacts/… RPCs with their
+        ListOperationOptions, for callers that page themselves (boardd's HTTP API)."""
+        from boardd.metadata import listing
+
+        kinds = {"artifact": ARTIFACT, "execution": EXECUTION, "context": CONTEXT}
+        if kind not in kinds:
+            raise errors.InvalidArgumentError(
+                f"unknown node kind {kind!r}: artifact, execution or context"
+            )
+        with self._transaction() as db:
+            return listing.list_page(self, db, kinds[kind], options)
+
+    def get_artifacts(
+        self, list_options: ListOptions | None = None, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Artifact]:
+        """Artifacts, all or as ``list_options`` says (limit, order, filter_query)."""
+        return self._list_nodes(ARTIFACT, list_options)
+
+    def get_executions(
+        self, list_options: ListOptions | None = None, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Execution]:
+        """Executions, all or as ``list_options`` says."""
+        return self._list_nodes(EXECUTION, list_options)
+
+    def get_contexts(
+        self, list_options: ListOptions | None = None, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """Contexts, all or as ``list_options`` says."""
+        return self._list_nodes(CONTEXT, list_options)
+
+
+def _check_event_edges(
+    edges: Sequence[tuple[Any, ...]],
+    executions: Sequence[pb.Execution],
+    artifacts: Sequence[pb.Artifact],
+) -> None:
+    """MLMD's CheckEventEdges: every edge names its execution and artifact consistently."""
+    for edge in edges:
+        execution_index, artifact_index, event = edge
+        if event is None:
+            raise errors.InvalidArgumentError("No event found for event_edge")
+        if execution_index is None and not event.HasField("execution_id"):
+            raise errors.InvalidArgumentError(
+                "Event_edge is missing an execution. Could not find either an "
+                "execution_index or an event.execution_id"
+            )
+        if execution_index is not None:
+            if not 0 <= execution_index < len(executions):
+                raise errors.OutOfRangeError(
+                    f"The event_edge has an execution_index {execution_index} that is outside "
+                    f"the bounds of the request's executions list, [0, {len(executions)})"
+                )
+            if event.HasField("execution_id"):
+                execution = executions[execution_index]
+                if not execution.HasField("id"):
+                    raise errors.InvalidArgumentError(
+                        f"Missing execution ID. The referenced execution at execution_index "
+                        f"{execution_index} does not have an ID even though the event_edge "
+                        f"specifies an event.execution_id of {event.execution_id}"
+                    )
+                if execution.id != event.execution_id:
+                    raise errors.InvalidArgumentError(
+                        f"Execution ID mismatch. The referenced execution at execution_index "
+                        f"{execution_index} has an ID of {execution.id} that does not match "
+                        f"the event_edge's event.execution_id of {event.execution_id}"
+                    )
+        if artifact_index is None and not event.HasField("artifact_id"):
+            raise errors.InvalidArgumentError(
+                "Event_edge is missing an artifact. Could not find either an artifact_index "
+                "or an event.artifact_id"
+            )
+        if artifact_index is not None:
+            if not 0 <= artifact_index < len(artifacts):
+                raise errors.OutOfRangeError(
+                    f"The event_edge has an artifact_index {artifact_index} that is outside "
+                    f"the bounds of the request's artifacts list, [0, {len(artifacts)})"
+                )
+            if event.HasField("artifact_id"):
+                artifact = artifacts[artifact_index]
+                if not artifact.HasField("id"):
+                    raise errors.InvalidArgumentError(
+                        f"Missing artifact ID. The referenced artifact at artifact_index "
+                        f"{artifact_index} does not have an ID even though the event_edge "
+                        f"specifies an event.artifact_id of {event.artifact_id}"
+                    )
+                if artifact.id != event.artifact_id:
+                    raise errors.InvalidArgumentError(
+                        f"Artifact ID mismatch. The referenced artifact at artifact_index "
+                        f"{artifact_index} has an ID of {artifact.id} that does not match the "
+                        f"event_edge's event.artifact_id of {event.artifact_id}"
+                    )
+
+
+def _same_node_fields(node: Any, stored: Any) -> bool:
+    """MLMD's update check: the nodes equal but for type_id, properties and timestamps."""
+    a = type(node)()
+    a.CopyFrom(node)
+    b = type(stored)()
+    b.CopyFrom(stored)
+    for message in (a, b):
+        for name in (
+            "type_id",
+            "properties",
+            "custom_properties",
+            "create_time_since_epoch",
+            "last_update_time_since_epoch",
+        ):
+            message.ClearField(name)
+    return bool(a == b)
+
+
+@dataclass
+class _FieldMask:
+    """A put call's ``field_mask_paths``, split as MLMD splits them (field_mask_utils.cc)."""
+
+    #: The node's own fields named (unknown names are ignored, as by MLMD).
+    fields: list[str]
+    #: Property names named ("properties.NAME"); None when the mask names ``properties``
+    #: as a whole, which means all of them.
+    properties: set[str] | None
+    custom_properties: set[str] | None
+
+    @classmethod
+    def parse(cls, paths: Sequence[str], kind: NodeKind) -> _FieldMask | None:
+        if not paths:
+            return None
+        message_fields = _NODE_CLASSES[kind.name].DESCRIPTOR.fields_by_name
+        fields = [
+            p
+            for p in paths
+            if not p.startswith("properties")
+            and not p.startswith("custom_properties")
+            and p in message_fields
+        ]
+        return cls(
+            fields=fields,
+            properties=_mask_names(paths, "properties"),
+            custom_properties=_mask_names(paths, "custom_properties"),
+        )
+
+    def property_names(self, is_custom: bool) -> set[str] | None:
+        return self.custom_properties if is_custom else self.properties
+
+
+def _mask_names(paths: Sequence[str], prefix: str) -> set[str] | None:
+    names: set[str] = set()
+    for path in paths:
+        if path == prefix:
+            return None
+        if path.startswith(prefix):
+            names.add(path.removeprefix(prefix + "."))
+    return names
+
+
+def downgrade_schema(config: pb.ConnectionConfig, downgrade_to_schema_version: int) -> None:
+    """ml_metadata's schema downgrade. boardd's lineage schema has its own ladder (one version
+    so far), so there is nothing to downgrade to: InvalidArgumentError."""
+    raise errors.InvalidArgumentError(
+        f"boardd's lineage store has schema version {schema.SCHEMA_VERSION} (its own, not "
+        f"MLMD's); it cannot be downgraded to {downgrade_to_schema_version}"
+    )
