@@ -91,8 +91,16 @@ MLMD_INVALID: list[tuple[str, str, tuple[NodeKind, ...]]] = [
     ("events_0.field_1 = '1'", "Field name field_1 does not exist", NOT_CONTEXT),
     ("events", "Unrecognized name", NOT_CONTEXT),
     ("events_0.execution_id.", "Unexpected end of expression", NOT_CONTEXT),
-    ("events_0.type = SOME_ENUM", "Unsupported enum value specified in the query: SOME_ENUM", NOT_CONTEXT),
-    ("events_0.type IN (SOME_ENUM)", "Unsupported enum value specified in the query: SOME_ENUM", NOT_CONTEXT),
+    (
+        "events_0.type = SOME_ENUM",
+        "Unsupported enum value specified in the query: SOME_ENUM",
+        NOT_CONTEXT,
+    ),
+    (
+        "events_0.type IN (SOME_ENUM)",
+        "Unsupported enum value specified in the query: SOME_ENUM",
+        NOT_CONTEXT,
+    ),
     ("events_0.artifact_id = 1", "Field name artifact_id does not exist", ARTIFACT),
     ("events_0.execution_id = 1", "Field name execution_id does not exist", EXECUTION),
     ("events_0.artifact_id = 1", "Unrecognized name", CONTEXT),
@@ -189,9 +197,9 @@ def test_values_and_property_names_are_parameters_never_sql(
     "query",
     [
         "name = 'x' OR 1=1 --'",
-        "name = \"x\\\" OR 1=1 --\"",
+        'name = "x\\" OR 1=1 --"',
         "properties.`x' OR 1=1 --`.int_value = 1",
-        "properties.`a\" OR \"1\"=\"1`.string_value = 'b'",
+        'properties.`a" OR "1"="1`.string_value = \'b\'',
         "custom_properties.`p) OR (1=1`.bool_value = TRUE",
     ],
 )
