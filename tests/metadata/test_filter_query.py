@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from boardd.metadata import errors, metadata_store
+from boardd.metadata import errors, filter_query, metadata_store
 from boardd.metadata.filter_query import NodeKind
 from boardd.metadata.proto import metadata_store_pb2 as pb
 from tests.metadata.oracle import MlmdOracle
@@ -463,12 +463,20 @@ def _theirs(oracle: MlmdOracle, kind: NodeKind, options: metadata_store.ListOpti
     return [node.id for node in oracle.call(_GETTERS[kind], list_options=options)]
 
 
+@pytest.mark.parametrize("plan", ["lookup", "check"])
 @pytest.mark.parametrize(
     ("kind", "query"), [(kind, query) for query, kinds in VALID for kind in kinds]
 )
 def test_query_lists_what_mlmd_lists(
-    stores: tuple[metadata_store.MetadataStore, MlmdOracle], kind: NodeKind, query: str
+    stores: tuple[metadata_store.MetadataStore, MlmdOracle],
+    kind: NodeKind,
+    query: str,
+    plan: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Both SQL shapes of a neighbour condition (looked up first, or checked row by row)."""
+    if plan == "check":  # no neighbour is ever few enough to be looked up first
+        monkeypatch.setattr(filter_query, "LOOKUP_CAP", 0)
     ours, theirs = stores
     options = metadata_store.ListOptions(filter_query=query)
     assert _ids(ours, kind, options) == _theirs(theirs, kind, options)

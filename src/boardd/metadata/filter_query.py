@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
+import apsw
 import lark
 from lark import Lark, Token, Transformer, v_args
 
@@ -461,6 +462,7 @@ class _Sql:
     type: str
     uses: frozenset[str] = frozenset()
     token: Token | None = None
+    on_node: bool = False  # whether it reads the listed node's own columns
 
     @staticmethod
     def join(
@@ -468,7 +470,8 @@ class _Sql:
     ) -> _Sql:
         params = [p for part in parts for p in part.params]
         uses = frozenset().union(*(part.uses for part in parts))
-        return _Sql(template(*(part.text for part in parts)), params, type_, uses, token)
+        on_node = any(part.on_node for part in parts)
+        return _Sql(template(*(part.text for part in parts)), params, type_, uses, token, on_node)
 
 
 @dataclass
@@ -477,9 +480,10 @@ class _Join:
 
     key: str
     alias: str
-    from_sql: str  # FROM items, may reference ``{node}``
-    link_sql: str  # the condition tying it to the listed node
-    params: list[object]
+    from_sql: str  # FROM items (tables joined among themselves, never to the node)
+    node_column: str  # the column holding the listed node's id
+    filter_sql: str = ""  # conditions of its own (a property's name), with ``params``
+    params: list[object] = field(default_factory=list)
     type_join: str | None = None  # the alias of its Type row, when ``.type`` is used
 
 
@@ -500,13 +504,12 @@ class _Translator:
         key = f"{'custom_properties' if custom else 'properties'}\0{name}"
         if key not in self.joins:
             alias = self._alias()
-            table = f"{_TABLE[self.kind]}Property"
             self.joins[key] = _Join(
                 key,
                 alias,
-                f"{table} AS {alias}",
-                f"{alias}.{self.kind}_id = {self.node}.id AND {alias}.name = ? "
-                f"AND {alias}.is_custom_property = ?",
+                f"{_TABLE[self.kind]}Property AS {alias}",
+                f"{alias}.{self.kind}_id",
+                f"{alias}.name = ? AND {alias}.is_custom_property = ?",
                 [name, 1 if custom else 0],
             )
         return self.joins[key]
@@ -515,15 +518,13 @@ class _Translator:
         if key in self.joins:
             return self.joins[key]
         alias, link = self._alias(), self._alias()
-        node = self.node
         if prefix == "contexts_":
             via = "Attribution" if self.kind == "artifact" else "Association"
-            own = f"{self.kind}_id"
             from_sql = f"{via} AS {link} JOIN Context AS {alias} ON {alias}.id = {link}.context_id"
-            link_sql = f"{link}.{own} = {node}.id"
+            node_column = f"{link}.{self.kind}_id"
         elif prefix == "events_":
             from_sql = f"Event AS {alias}"
-            link_sql = f"{alias}.{self.kind}_id = {node}.id"
+            node_column = f"{alias}.{self.kind}_id"
         elif prefix in ("parent_contexts_", "child_contexts_"):
             near, far = (
                 ("context_id", "parent_context_id")
@@ -533,15 +534,15 @@ class _Translator:
             from_sql = (
                 f"ParentContext AS {link} JOIN Context AS {alias} ON {alias}.id = {link}.{far}"
             )
-            link_sql = f"{link}.{near} = {node}.id"
+            node_column = f"{link}.{near}"
         else:
             other = "Artifact" if prefix == "artifacts_" else "Execution"
             via = "Attribution" if prefix == "artifacts_" else "Association"
             from_sql = (
                 f"{via} AS {link} JOIN {other} AS {alias} ON {alias}.id = {link}.{other.lower()}_id"
             )
-            link_sql = f"{link}.context_id = {node}.id"
-        self.joins[key] = _Join(key, alias, from_sql, link_sql, [])
+            node_column = f"{link}.context_id"
+        self.joins[key] = _Join(key, alias, from_sql, node_column)
         return self.joins[key]
 
     def _type_of(self, join: _Join) -> str:
@@ -571,7 +572,7 @@ class _Translator:
             name_tok = path.parts[1]
             name = parts[1][1:-1] if name_tok.type == "QUOTED_NAME" else parts[1]
             join = self._join_property(parts[0] == "custom_properties", name)
-            column = self._field(path, 2, _PROPERTY_FIELDS, join.alias)
+            column = self._field(path, 2, _PROPERTY_FIELDS, _GUARD + join.alias)
             column.uses = frozenset([join.key])
             return column, None
         neighbour = self._neighbour(parts[0]) if len(parts) > 1 else None
@@ -584,7 +585,7 @@ class _Translator:
                 text = f"(SELECT name FROM Type WHERE id = {self.node}.type_id)"
             else:
                 text = f"{self.node}.{attribute}"
-            column = _Sql(text, [], attributes[attribute], token=head)
+            column = _Sql(text, [], attributes[attribute], token=head, on_node=True)
             if len(parts) > 1:
                 raise _error(
                     f"Cannot access field {parts[1]} on a value with type {column.type}",
@@ -698,15 +699,10 @@ class _Translator:
             return None
         value = _enum_value(node.right, enum)
         if node.op == "=":
-            return _Sql(f"({column.text} = {value})", [], "BOOL", column.uses, node.token)
-        # MLMD rewrites ``state != X`` so that a node without a state is listed too
-        return _Sql(
-            f"(({column.text} != {value}) OR ({column.text} IS NULL))",
-            [],
-            "BOOL",
-            column.uses,
-            node.token,
-        )
+            text = f"({column.text} = {value})"
+        else:  # MLMD rewrites ``state != X`` so that a node without a state is listed too
+            text = f"(({column.text} != {value}) OR ({column.text} IS NULL))"
+        return _Sql(text, [], "BOOL", column.uses, node.token, column.on_node)
 
     def _in(self, node: InList) -> _Sql:
         if (
@@ -721,7 +717,7 @@ class _Translator:
                     text = f"((NOT ({column.text} IN ({values}))) OR ({column.text} IS NULL))"
                 else:
                     text = f"({column.text} IN ({values}))"
-                return _Sql(text, [], "BOOL", column.uses, node.token)
+                return _Sql(text, [], "BOOL", column.uses, node.token, column.on_node)
         operand = self.expr(node.operand)
         items = [self.expr(item) for item in node.items]
         self._comparable("IN", [operand, *items], node.token)
@@ -865,12 +861,18 @@ def _conjuncts(node: Node) -> Iterator[Node]:
         yield node
 
 
-def compile_filter(kind: NodeKind, query: str, alias: str) -> tuple[str, list[object]]:
+def compile_filter(
+    kind: NodeKind, query: str, alias: str, db: apsw.Connection | None = None
+) -> tuple[str, list[object]]:
     """Translates an MLMD filter query into a SQL boolean expression over the row ``alias``.
 
     ``kind`` says which table ``alias`` names (``Artifact``, ``Execution`` or ``Context``).
     The result is SQL text with ``?`` placeholders and their values, to be ANDed into the
     caller's WHERE clause. Raises InvalidArgumentError for a query MLMD would reject.
+
+    With ``db`` (the connection the expression will run on), each condition on neighbours
+    is planned for speed: few matching neighbours (counted, up to a cap, through the
+    lineage store's indexes) are looked up first; many are checked row by row.
     """
     if kind not in _TABLE:
         raise ValueError(f"unknown node kind {kind!r}")
@@ -886,21 +888,34 @@ def compile_filter(kind: NodeKind, query: str, alias: str) -> tuple[str, list[ob
         raise InvalidArgumentError(
             f"Invalid `filter_query`: Given query string is not a valid boolean expression: {query}"
         )
-    return _group(translator, parts)
+    texts: list[str] = []
+    params: list[object] = []
+    for joins, members in _groups(translator, parts):
+        text, more = _render(alias, joins, members, db)
+        texts.append(text)
+        params.extend(more)
+    return " AND ".join(texts), params
 
 
-def _group(translator: _Translator, parts: list[_Sql]) -> tuple[str, list[object]]:
-    """ANDs the conjuncts, each set sharing a neighbour inside one EXISTS over its joins.
+#: Marks a property's value column: ``+`` in a row-by-row check (so SQLite probes the
+#: property's primary key, not a value index), nothing in a lookup (so it uses that index).
+_GUARD = "\x01"
+#: Up to this many matching neighbours, a condition is looked up first (``IN``).
+LOOKUP_CAP = 1000
+
+
+def _groups(translator: _Translator, parts: list[_Sql]) -> list[tuple[list[_Join], list[_Sql]]]:
+    """The conjuncts, those sharing a neighbour grouped with the joins they need.
 
     MLMD keeps a node when one row of the joined neighbours satisfies the whole expression;
     conjuncts over disjoint neighbours can be satisfied independently, so splitting them
-    gives the same answer and lets SQLite probe each neighbour by index.
+    gives the same answer and lets each be planned on its own.
     """
     groups: list[tuple[set[str], list[_Sql]]] = []
-    plain: list[_Sql] = []
+    result: list[tuple[list[_Join], list[_Sql]]] = []
     for part in parts:
         if not part.uses:
-            plain.append(part)
+            result.append(([], [part]))
             continue
         merged: tuple[set[str], list[_Sql]] = (set(part.uses), [part])
         for group in [g for g in groups if g[0] & part.uses]:
@@ -908,18 +923,29 @@ def _group(translator: _Translator, parts: list[_Sql]) -> tuple[str, list[object
             merged[0].update(group[0])
             merged[1][:0] = group[1]
         groups.append(merged)
-    texts: list[str] = []
-    params: list[object] = []
-    for part in plain:
-        texts.append(part.text)
-        params.extend(part.params)
     for keys, members in groups:
-        joins = [j for j in translator.joins.values() if j.key in keys]
-        from_sql = ", ".join(j.from_sql for j in joins)
-        conditions = [j.link_sql for j in joins] + [m.text for m in members]
-        texts.append(f"EXISTS (SELECT 1 FROM {from_sql} WHERE {' AND '.join(conditions)})")
-        for j in joins:
-            params.extend(j.params)
-        for m in members:
-            params.extend(m.params)
-    return " AND ".join(texts), params
+        result.append(([j for j in translator.joins.values() if j.key in keys], members))
+    return result
+
+
+def _render(
+    node: str, joins: list[_Join], members: list[_Sql], db: apsw.Connection | None
+) -> tuple[str, list[object]]:
+    """One group as SQL: plain, a lookup (``node.id IN (…)``) or a check (``EXISTS (…)``)."""
+    if not joins:
+        (member,) = members
+        return member.text, list(member.params)
+    from_sql = ", ".join(j.from_sql for j in joins)
+    own = [j.filter_sql for j in joins if j.filter_sql]
+    params = [p for j in joins for p in j.params] + [p for m in members for p in m.params]
+    if db is not None and not any(m.on_node for m in members):
+        head = joins[0].node_column
+        where = [f"{j.node_column} = {head}" for j in joins[1:]] + own
+        where += [m.text.replace(_GUARD, "") for m in members]
+        lookup = f"SELECT {head} FROM {from_sql} WHERE {' AND '.join(where)}"
+        found = db.execute(f"SELECT count(*) FROM ({lookup} LIMIT {LOOKUP_CAP})", params).get
+        if isinstance(found, int) and found < LOOKUP_CAP:
+            return f"{node}.id IN ({lookup})", params
+    where = [f"{j.node_column} = {node}.id" for j in joins] + own
+    where += [m.text.replace(_GUARD, "+") for m in members]
+    return f"EXISTS (SELECT 1 FROM {from_sql} WHERE {' AND '.join(where)})", params
