@@ -8,6 +8,11 @@ those semantics with its own parser: a node that lacks a mentioned property or c
 listed, even under ``OR`` or ``IS NULL`` (MLMD's join drops it), and each neighbour alias
 (``contexts_a``, ``events_0``, ``properties.p``) is one joined row shared by all its mentions.
 
+Each group of conditions on neighbours becomes either a lookup (``node.id IN (SELECT …)``,
+when few neighbours match: SQLite starts from the property-value or link index) or a row-by-row
+check (``EXISTS (…)`` on the neighbour's primary key, when many do, so that a page of an
+ordered listing stops early); both give MLMD's answer, and the tests compare both with it.
+
 The translation never pastes a value or a name into SQL: literals and property names are ``?``
 parameters, and the only identifiers written out are this module's own column and table names.
 Errors are :class:`~boardd.metadata.errors.InvalidArgumentError` with MLMD's wording (``Syntax
@@ -20,7 +25,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 import apsw
@@ -314,8 +319,12 @@ def _error(message: str, token: Token | None, query: str | None = None) -> Inval
     return InvalidArgumentError(f"Invalid `filter_query`: {message}{where}")
 
 
+@lru_cache(maxsize=256)
 def parse(query: str) -> Node:
-    """Parses a filter query into its syntax tree; InvalidArgumentError on a syntax error."""
+    """Parses a filter query into its syntax tree; InvalidArgumentError on a syntax error.
+
+    Cached: a listing compiles its filter once per page, and the tree is immutable.
+    """
     try:
         tree = _parser().parse(query)
     except lark.UnexpectedInput as exc:
@@ -901,7 +910,7 @@ def compile_filter(
 #: property's primary key, not a value index), nothing in a lookup (so it uses that index).
 _GUARD = "\x01"
 #: Up to this many matching neighbours, a condition is looked up first (``IN``).
-LOOKUP_CAP = 1000
+LOOKUP_CAP = 2000
 
 
 def _groups(translator: _Translator, parts: list[_Sql]) -> list[tuple[list[_Join], list[_Sql]]]:
