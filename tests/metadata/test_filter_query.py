@@ -89,6 +89,10 @@ def populate(both: Both) -> None:
     pipeline_id = both("put_context_type", pb.ContextType(name="Pipeline"))
 
     live, pending, deleted = pb.Artifact.LIVE, pb.Artifact.PENDING, pb.Artifact.DELETED
+    with_struct = _artifact(
+        model_id, name="m3", state=pb.Artifact.MARKED_FOR_DELETION, custom={"p": 5}
+    )
+    with_struct.custom_properties["cfg"].struct_value.fields["lr"].number_value = 0.1
     both(
         "put_artifacts",
         [
@@ -134,7 +138,7 @@ def populate(both: Both) -> None:
                 props={"version": 2},
                 custom={"accuracy": 0.9, "0 b": "x"},
             ),
-            _artifact(model_id, name="m3", state=pb.Artifact.MARKED_FOR_DELETION, custom={"p": 5}),
+            with_struct,
         ],
     )
     run = pb.Execution(type_id=trainer_id, name="run1", last_known_state=pb.Execution.RUNNING)
@@ -391,6 +395,10 @@ VALID: list[tuple[str, tuple[NodeKind, ...]]] = [
     ("name < 'e'", ALL),
     ("properties.day.int_value > 0.5", A),
     ("properties.score.double_value > 0", A),
+    # a struct is kept as MLMD keeps it (a prefixed string)
+    ("custom_properties.cfg.string_value IS NOT NULL", A),
+    ("custom_properties.cfg.string_value LIKE 'mlmd-struct%'", A),
+    ("custom_properties.cfg.int_value IS NULL", A),
 ]
 
 # (query, node kinds): MLMD answers InvalidArgumentError, and so must boardd.
