@@ -1,4 +1,4 @@
-"""filter_query's errors and its SQL, without a store: malformed queries, positions, injection.
+"""filter_query's errors and its SQL: malformed queries, positions, injection attempts.
 
 The invalid queries and their messages are MLMD's own table (filter_query_ast_resolver_test.cc,
 kInValidTestQueriesWithErrors); test_filter_query.py checks each against the real ml-metadata.
@@ -7,13 +7,16 @@ kInValidTestQueriesWithErrors); test_filter_query.py checks each against the rea
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from boardd.metadata import metadata_store
 from boardd.metadata.errors import InvalidArgumentError
 from boardd.metadata.filter_query import NodeKind, compile_filter
+from boardd.metadata.proto import metadata_store_pb2 as pb
 
 ALL: tuple[NodeKind, ...] = ("artifact", "execution", "context")
 ARTIFACT: tuple[NodeKind, ...] = ("artifact",)
@@ -220,3 +223,32 @@ def test_injection_attempts_stay_parameters(query: str) -> None:
 def test_injection_attempts_that_are_not_one_expression_are_rejected(query: str) -> None:
     with pytest.raises(InvalidArgumentError, match="Syntax error"):
         compile_filter("artifact", query, "n")
+
+
+def test_injection_through_a_real_store_finds_only_what_it_names(tmp_path: Path) -> None:
+    """Hostile names and values reach SQLite as data: the right rows, the tables intact."""
+    config = pb.ConnectionConfig()
+    config.sqlite.filename_uri = str(tmp_path / "lineage.sqlite")
+    config.sqlite.connection_mode = pb.SqliteMetadataSourceConfig.READWRITE_OPENCREATE
+    store = metadata_store.MetadataStore(config)
+    try:
+        type_id = store.put_artifact_type(pb.ArtifactType(name="T"))
+        hostile = 'x" OR "1"="1\'); DROP TABLE Artifact; --'
+        marked = pb.Artifact(type_id=type_id, uri=hostile, name="marked")
+        marked.custom_properties[hostile].string_value = hostile
+        plain = pb.Artifact(type_id=type_id, uri="plain", name="plain")
+        plain.custom_properties["x"].string_value = "x"
+        marked_id, plain_id = store.put_artifacts([marked, plain])
+        escaped = hostile.replace("\\", "\\\\").replace("'", "\\'")
+        for query, expected in [
+            (f"uri = '{escaped}'", [marked_id]),
+            (f"custom_properties.`{hostile}`.string_value = '{escaped}'", [marked_id]),
+            (f"custom_properties.`{hostile}`.string_value != '{escaped}'", []),
+            ("custom_properties.x.string_value = 'x'", [plain_id]),
+            (f"name = 'plain' OR uri LIKE '{escaped}'", [marked_id, plain_id]),
+        ]:
+            found = store.get_artifacts(list_options=metadata_store.ListOptions(filter_query=query))
+            assert [a.id for a in found] == expected, query
+        assert [a.id for a in store.get_artifacts()] == [marked_id, plain_id]
+    finally:
+        store.close()
