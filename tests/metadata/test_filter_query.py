@@ -424,6 +424,7 @@ INVALID: list[tuple[str, tuple[NodeKind, ...]]] = [
     ("parent_contexts_0.id = 1", AE),
     ("state = 'LIVE'", A),
     ("state = 1", A),
+    ("state = 0x02", A),
     ("state = live", A),
     ("state = RUNNING", A),
     ("state IN (NEW)", A),

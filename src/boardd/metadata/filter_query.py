@@ -847,7 +847,7 @@ def _is_word(node: Node) -> bool:
     """Whether MLMD's enum rewrite would take this operand as a value name (``[[:word:]]+``)."""
     if isinstance(node, Path):
         return len(node.parts) == 1 and node.parts[0].type == "NAME"
-    return isinstance(node, Literal_) and node.token.type == "INT" and str(node.token).isdigit()
+    return isinstance(node, Literal_) and node.token.type == "INT"  # 2, 0x02
 
 
 def _enum_value(node: Node, enum: dict[str, int]) -> int:
