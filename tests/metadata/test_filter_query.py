@@ -588,3 +588,25 @@ def test_where_mlmd_is_wrong_boardd_answers(
             _theirs(theirs, kind, options)
     else:
         assert _theirs(theirs, kind, options) != expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "query"),
+    [
+        ("artifact", "uri LIKE 'GS://BUCKET/%'"),
+        ("artifact", "uri LIKE 'gs://bucket/data/day_'"),
+        ("artifact", "uri LIKE '/local/%' AND name IS NULL"),
+        ("artifact", "uri LIKE 'path/to/model/file'"),
+        ("artifact", "name IN ('d0', 'm1', 'nope') AND uri LIKE '%'"),
+        ("artifact", "(name = 'd1')"),
+        ("execution", "Name = 'run2'"),
+        ("context", "name IN ('exp1', 'pipe1')"),
+    ],
+)
+def test_lookups_on_the_node_own_columns_list_what_mlmd_lists(
+    stores: tuple[metadata_store.MetadataStore, MlmdOracle], kind: NodeKind, query: str
+) -> None:
+    """name = / name IN / uri LIKE 'prefix%' start from an index when few rows match."""
+    ours, theirs = stores
+    options = metadata_store.ListOptions(filter_query=query)
+    assert _ids(ours, kind, options) == _theirs(theirs, kind, options)

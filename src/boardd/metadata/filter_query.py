@@ -889,7 +889,8 @@ def compile_filter(
         raise ValueError(f"alias must be an identifier, not {alias!r}")
     tree = parse(query)
     translator = _Translator(kind, alias, query)
-    parts = [translator.expr(conjunct) for conjunct in _conjuncts(tree)]
+    conjuncts = list(_conjuncts(tree))
+    parts = [translator.expr(conjunct) for conjunct in conjuncts]
     if len(parts) > 1:
         for part in parts:
             translator._expect(part, ("BOOL",), "AND", parts)
@@ -900,6 +901,13 @@ def compile_filter(
     texts: list[str] = []
     params: list[object] = []
     for joins, members in _groups(translator, parts):
+        if not joins and db is not None:
+            index = next(i for i, part in enumerate(parts) if part is members[0])
+            lookup = _attribute_lookup(kind, conjuncts[index])
+            if lookup is not None and _few(db, *lookup):
+                texts.append(f"{alias}.id IN ({lookup[0]})")
+                params.extend(lookup[1])
+                continue
         text, more = _render(alias, joins, members, db)
         texts.append(text)
         params.extend(more)
@@ -935,6 +943,63 @@ def _groups(translator: _Translator, parts: list[_Sql]) -> list[tuple[list[_Join
     for keys, members in groups:
         result.append(([j for j in translator.joins.values() if j.key in keys], members))
     return result
+
+
+def _few(db: apsw.Connection, lookup: str, params: list[object]) -> bool:
+    """Whether ``lookup`` finds fewer rows than LOOKUP_CAP (counting no further)."""
+    found = db.execute(f"SELECT count(*) FROM ({lookup} LIMIT {LOOKUP_CAP})", params).get
+    return isinstance(found, int) and found < LOOKUP_CAP
+
+
+def _attribute_lookup(kind: NodeKind, node: Node) -> tuple[str, list[object]] | None:
+    """An index-driven query for the ids a condition on the node's own columns selects.
+
+    ``name = 'x'`` and ``name IN (…)`` go through the (type_id, name) unique index, one type
+    after the other; ``uri LIKE 'prefix%'`` through the uri index, on the range every case
+    variant of the prefix falls in (SQLite's LIKE ignores ASCII case). None when the condition
+    has no such shape.
+    """
+    table = _TABLE[kind]
+    by_name = f"SELECT x.id FROM Type AS t CROSS JOIN {table} AS x ON x.type_id = t.id WHERE x.name"
+    if (
+        isinstance(node, Binary)
+        and node.op == "="
+        and _names(node.left, "name")
+        and isinstance(node.right, Literal_)
+        and node.right.type == "STRING"
+    ):
+        return f"{by_name} = ?", [node.right.value]
+    if isinstance(node, InList) and not node.negated and _names(node.operand, "name"):
+        values = [i.value for i in node.items if isinstance(i, Literal_) and i.type == "STRING"]
+        if len(values) == len(node.items):
+            return f"{by_name} IN ({', '.join('?' for _ in values)})", list(values)
+    if (
+        kind == "artifact"
+        and isinstance(node, Binary)
+        and node.op == "LIKE"
+        and _names(node.left, "uri")
+        and isinstance(node.right, Literal_)
+        and node.right.type == "STRING"
+    ):
+        pattern = str(node.right.value)
+        prefix = pattern[: min((pattern + "%").index("%"), (pattern + "_").index("_"))]
+        if prefix and prefix.isascii():
+            low, high = prefix.upper(), prefix.lower()[:-1] + chr(ord(prefix.lower()[-1]) + 1)
+            return (
+                f"SELECT x.id FROM {table} AS x WHERE x.uri >= ? AND x.uri < ? AND x.uri LIKE ?",
+                [low, high, pattern],
+            )
+    return None
+
+
+def _names(node: Node, attribute: str) -> bool:
+    """Whether ``node`` is the node's own attribute ``attribute`` (ZetaSQL: any case)."""
+    while isinstance(node, Paren):
+        node = node.inner
+    if not isinstance(node, Path) or len(node.parts) != 1:
+        return False
+    text = str(node.parts[0])
+    return (text[1:-1] if node.parts[0].type == "QUOTED_NAME" else text).lower() == attribute
 
 
 def _render(
