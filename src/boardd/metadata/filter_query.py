@@ -12,6 +12,8 @@ Each group of conditions on neighbours becomes either a lookup (``node.id IN (SE
 when few neighbours match: SQLite starts from the property-value or link index) or a row-by-row
 check (``EXISTS (…)`` on the neighbour's primary key, when many do, so that a page of an
 ordered listing stops early); both give MLMD's answer, and the tests compare both with it.
+Likewise ``name = 'x'``, ``name IN (…)`` and ``uri LIKE 'prefix%'`` on the node itself are
+looked up through the (type_id, name) and uri indexes when few rows match.
 
 The translation never pastes a value or a name into SQL: literals and property names are ``?``
 parameters, and the only identifiers written out are this module's own column and table names.
