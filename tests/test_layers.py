@@ -32,6 +32,16 @@ FORBIDDEN = {
     "api": ("boardd.store", "boardd.reader", "boardd.ingest", "boardd.daemon", "boardd.cli"),
     "systemd": ("boardd.cli", "boardd.daemon", "boardd.api"),
     "client": ("boardd.api", "boardd.store", "boardd.data", "boardd.daemon", "boardd.cli"),
+    # The lineage store stands alone: ML Metadata's API over its own SQLite file.
+    "metadata": (
+        "boardd.store",
+        "boardd.ingest",
+        "boardd.data",
+        "boardd.api",
+        "boardd.daemon",
+        "boardd.cli",
+        "boardd.lineage",
+    ),
 }
 
 

@@ -1662,6 +1662,20 @@ class MetadataStore:
 
         return listing.list_nodes(self, kind, list_options, None)
 
+    def list_page(self, kind: str, options: pb.ListOperationOptions) -> tuple[list[Any], str]:
+        """One page of ``kind`` ("artifact", "execution" or "context") and the next page's
+        token ("" after the last page): MLMD's GetArtifacts/… RPCs with their
+        ListOperationOptions, for callers that page themselves (boardd's HTTP API)."""
+        from boardd.metadata import listing
+
+        kinds = {"artifact": ARTIFACT, "execution": EXECUTION, "context": CONTEXT}
+        if kind not in kinds:
+            raise errors.InvalidArgumentError(
+                f"unknown node kind {kind!r}: artifact, execution or context"
+            )
+        with self._transaction() as db:
+            return listing.list_page(self, db, kinds[kind], options)
+
     def get_artifacts(
         self, list_options: ListOptions | None = None, extra_options: ExtraOptions | None = None
     ) -> list[pb.Artifact]:
