@@ -84,7 +84,7 @@ def list_page(
     where: list[str] = []
     params: list[object] = []
     if options.filter_query:
-        expression, filter_params = compile_filter(kind.name, options.filter_query, "n")  # type: ignore[arg-type]
+        expression, filter_params = compile_filter(kind.name, options.filter_query, "n", db)  # type: ignore[arg-type]
         where.append(f"({expression})")
         params.extend(filter_params)
     if candidate_ids is not None:
