@@ -35,6 +35,7 @@ from boardd.daemon.http import Server, server_config
 from boardd.daemon.memory import tune_malloc
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner, describe
+from boardd.lineage import LineageService
 from boardd.store.bus import ChangeHub
 from boardd.store.location import state_directory
 
@@ -167,6 +168,17 @@ class Service:
             )
             for spec in settings.experiments
         ]
+        # The lineage store (ML Metadata): refreshed from the runners' commits on the bus.
+        self.lineage = (
+            LineageService(
+                settings.lineage,
+                settings.experiments,
+                hub=self.hub,
+                idle_seconds=settings.hparams_idle_seconds,
+            )
+            if settings.lineage is not None
+            else None
+        )
         self._server: _Server | None = None
         self._stopping = threading.Event()
 
@@ -188,11 +200,14 @@ class Service:
             },
             sampling=self.settings.sampling,
             hparams_idle_seconds=self.settings.hparams_idle_seconds,
+            lineage=self.lineage,
         )
         config = server_config(app, graceful=3.0)
         self._server = _Server(config, self)
         for runner in self.runners:
             runner.start()
+        if self.lineage is not None:
+            self.lineage.start()
         for runner in self.runners:
             runner.opened.wait()
         self._write_port_file(sock)
@@ -231,6 +246,8 @@ class Service:
         """Stops the runners (final commit, lease release, checkpoint); idempotent."""
         self._stopping.set()
         self.notifier.stopping()
+        if self.lineage is not None:
+            self.lineage.close()
         for runner in self.runners:
             runner.stop()
         port_file = self.settings.port_file
