@@ -1,6 +1,6 @@
 """Regenerate (or, with --check, verify) the Python code for boardd's .proto sources.
 
-    python tools/gen_protos.py           # rewrite src/boardd/proto/*_pb2.py and *_pb2.pyi
+    python tools/gen_protos.py           # rewrite the *_pb2.py and *_pb2.pyi beside each .proto
     python tools/gen_protos.py --check   # exit 1 if the committed files are out of date
 
 Needs grpcio-tools (the ``test`` extra installs it). The check ignores the protobuf version
@@ -20,7 +20,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src"
-PROTO_DIR = SRC / "boardd" / "proto"
+# Every directory of .proto sources, relative to src/ (the import path protoc sees).
+PROTO_DIRS = (Path("boardd") / "proto", Path("boardd") / "metadata" / "proto")
+PROTO_DIR = SRC / PROTO_DIRS[0]
 GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi")
 
 # protoc writes its own version into every file twice: a comment and the arguments of the
@@ -35,11 +37,11 @@ EXIT_NO_TOOLS = 2
 
 def proto_sources() -> list[Path]:
     """The .proto files of the package, sorted."""
-    return sorted(PROTO_DIR.glob("*.proto"))
+    return sorted(p for d in PROTO_DIRS for p in (SRC / d).glob("*.proto"))
 
 
 def generate(out_dir: Path) -> None:
-    """Run protoc on every source, writing ``boardd/proto/*_pb2.py[i]`` under ``out_dir``."""
+    """Run protoc on every source, writing ``<dir>/*_pb2.py[i]`` under ``out_dir``."""
     from grpc_tools import protoc  # imported late: only this tool needs grpcio-tools
 
     # grpc_tools ships the well-known types (google/protobuf/struct.proto) in its package.
@@ -59,11 +61,12 @@ def generate(out_dir: Path) -> None:
 
 
 def generated_files(root: Path) -> dict[str, str]:
-    """Generated files under ``root/boardd/proto``, by file name."""
-    directory = root / "boardd" / "proto"
+    """Generated files under each of ``root/PROTO_DIRS``, by path relative to ``root``."""
     return {
-        p.name: p.read_text(encoding="utf-8")
-        for p in sorted(directory.iterdir())
+        (d / p.name).as_posix(): p.read_text(encoding="utf-8")
+        for d in PROTO_DIRS
+        if (root / d).is_dir()
+        for p in sorted((root / d).iterdir())
         if p.name.endswith(GENERATED_SUFFIXES)
     }
 
@@ -116,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_NO_TOOLS
     if not args.check:
         generate(SRC)
-        print(f"generated code for {len(proto_sources())} .proto files in {PROTO_DIR}")
+        dirs = ", ".join(str(SRC / d) for d in PROTO_DIRS)
+        print(f"generated code for {len(proto_sources())} .proto files in {dirs}")
         return EXIT_OK
     problems = stale_files()
     if problems:

@@ -1,0 +1,1187 @@
+"""``MetadataStore``: ML Metadata's Python API over boardd's own SQLite lineage store.
+
+Method names, arguments, results, ids and exceptions are ml_metadata's (1.17), so a user's MLMD
+script runs unchanged once its imports name ``boardd.metadata``. The semantics follow MLMD's
+C++ store (metadata_store.cc, rdbms_metadata_access_object.cc), quirks included where a script
+could notice them (an update never renames an artifact; ``get_artifact_types()`` leaves out
+external ids; …): tests/metadata compares both stores call by call.
+
+Each public call is one SQLite transaction: it commits whole or not at all. A store is used by
+one thread at a time; another thread opens its own ``MetadataStore`` on the same file (WAL
+mode lets readers run beside the writer).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import enum
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import apsw
+from google.protobuf import json_format, struct_pb2
+from google.protobuf.message import Message
+
+from boardd.metadata import errors, queries, schema
+from boardd.metadata.proto import metadata_store_pb2 as pb
+from boardd.metadata.queries import ARTIFACT, CONTEXT, EXECUTION, NodeKind
+
+#: ml_metadata's page size for list calls.
+MAX_NUM_RESULT = 100
+
+_STRUCT_PREFIX = "mlmd-struct::"
+
+Node = TypeVar("Node", pb.Artifact, pb.Execution, pb.Context)
+NodeType = TypeVar("NodeType", pb.ArtifactType, pb.ExecutionType, pb.ContextType)
+
+
+@enum.unique
+class OrderByField(enum.Enum):
+    """The fields a list call can order by (ml_metadata's ``OrderByField``)."""
+
+    CREATE_TIME = pb.ListOperationOptions.OrderByField.Field.CREATE_TIME
+    UPDATE_TIME = pb.ListOperationOptions.OrderByField.Field.LAST_UPDATE_TIME
+    ID = pb.ListOperationOptions.OrderByField.Field.ID
+
+
+@dataclass
+class ListOptions:
+    """Options of ``get_artifacts`` / ``get_executions`` / ``get_contexts`` (MLMD's).
+
+    ``limit``: at most this many results (all when None); ``order_by`` with ``is_asc``: the
+    order (by id when not given); ``filter_query``: MLMD's filter language.
+    """
+
+    limit: int | None = None
+    order_by: OrderByField | None = None
+    is_asc: bool = True
+    filter_query: str | None = None
+
+
+class ExtraOptions:
+    """Accepted and ignored, as by ml_metadata's open-source store."""
+
+    def __init__(self, euc: object = None) -> None:
+        del euc
+
+
+# -- the simple system types ------------------------------------------------------------------
+
+_ARTIFACT_BASE_TYPES: dict[int, str] = {
+    pb.ArtifactType.DATASET: "mlmd.Dataset",
+    pb.ArtifactType.MODEL: "mlmd.Model",
+    pb.ArtifactType.METRICS: "mlmd.Metrics",
+    pb.ArtifactType.STATISTICS: "mlmd.Statistics",
+}
+_EXECUTION_BASE_TYPES: dict[int, str] = {
+    pb.ExecutionType.TRAIN: "mlmd.Train",
+    pb.ExecutionType.TRANSFORM: "mlmd.Transform",
+    pb.ExecutionType.PROCESS: "mlmd.Process",
+    pb.ExecutionType.EVALUATE: "mlmd.Evaluate",
+    pb.ExecutionType.DEPLOY: "mlmd.Deploy",
+}
+_BASE_TYPE_NAMES: dict[int, dict[int, str]] = {
+    schema.ARTIFACT_TYPE: _ARTIFACT_BASE_TYPES,
+    schema.EXECUTION_TYPE: _EXECUTION_BASE_TYPES,
+    schema.CONTEXT_TYPE: {},
+}
+_BASE_TYPE_ENUMS: dict[int, dict[str, int]] = {
+    kind: {name: value for value, name in names.items()} for kind, names in _BASE_TYPE_NAMES.items()
+}
+_SYSTEM_TYPE_NAMES = frozenset(name for name, _ in schema.SYSTEM_TYPES)
+
+_TYPE_CLASSES: dict[int, type[Message]] = {
+    schema.ARTIFACT_TYPE: pb.ArtifactType,
+    schema.EXECUTION_TYPE: pb.ExecutionType,
+    schema.CONTEXT_TYPE: pb.ContextType,
+}
+_NODE_CLASSES: dict[str, type[Message]] = {
+    "artifact": pb.Artifact,
+    "execution": pb.Execution,
+    "context": pb.Context,
+}
+_KIND_OF_NODE: dict[type[Message], NodeKind] = {
+    pb.Artifact: ARTIFACT,
+    pb.Execution: EXECUTION,
+    pb.Context: CONTEXT,
+}
+
+_VALUE_CHECK: dict[int, str] = {
+    pb.INT: "int_value",
+    pb.DOUBLE: "double_value",
+    pb.STRING: "string_value",
+    pb.STRUCT: "struct_value",
+    pb.PROTO: "proto_value",
+    pb.BOOLEAN: "bool_value",
+}
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _ids_json(ids: Iterable[int]) -> str:
+    return json.dumps([int(i) for i in ids])
+
+
+def _value_columns(value: pb.Value) -> tuple[Any, Any, Any, Any, Any]:
+    """A Value as the property table's (int, double, string, proto, bool) columns."""
+    which = value.WhichOneof("value")
+    if which == "int_value":
+        return (value.int_value, None, None, None, None)
+    if which == "double_value":
+        return (None, value.double_value, None, None, None)
+    if which == "string_value":
+        return (None, None, value.string_value, None, None)
+    if which == "struct_value":
+        encoded = base64.b64encode(value.struct_value.SerializeToString()).decode("ascii")
+        return (None, None, _STRUCT_PREFIX + encoded, None, None)
+    if which == "proto_value":
+        return (None, None, None, value.proto_value.SerializeToString(), None)
+    if which == "bool_value":
+        return (None, None, None, None, int(value.bool_value))
+    # An empty Value: MLMD stores a row with every column NULL (and cannot read it back).
+    return (None, None, None, None, None)
+
+
+def _fill_value(value: pb.Value, row: Sequence[Any]) -> None:
+    """Sets ``value`` from a property row's value columns (row[3:8])."""
+    int_value, double_value, string_value, proto_value, bool_value = row[3:8]
+    if int_value is not None:
+        value.int_value = int_value
+    elif double_value is not None:
+        value.double_value = double_value
+    elif string_value is not None:
+        if string_value.startswith(_STRUCT_PREFIX):
+            struct = struct_pb2.Struct()
+            struct.ParseFromString(base64.b64decode(string_value[len(_STRUCT_PREFIX) :]))
+            value.struct_value.CopyFrom(struct)
+        else:
+            value.string_value = string_value
+    elif proto_value is not None:
+        value.proto_value.ParseFromString(proto_value)
+    elif bool_value is not None:
+        value.bool_value = bool(bool_value)
+    else:
+        raise errors.InternalError(
+            "Attempt to populate property with null value in every known *_value column."
+        )
+
+
+@dataclass
+class _StoredType:
+    """What validation needs of a stored type."""
+
+    id: int
+    name: str
+    properties: dict[str, int]
+
+
+class MetadataStore:
+    """A lineage store: ML Metadata's ``MetadataStore`` on boardd's SQLite schema."""
+
+    def __init__(self, config: pb.ConnectionConfig, enable_upgrade_migration: bool = False) -> None:
+        del enable_upgrade_migration  # the schema ladder always migrates forward
+        if isinstance(config, pb.MetadataStoreClientConfig):
+            raise errors.InvalidArgumentError(
+                "boardd.metadata opens the lineage file itself; a gRPC MetadataStoreClientConfig "
+                "is not supported (use boardd's HTTP API /api/v1/metadata/ for a remote store)"
+            )
+        if not isinstance(config, pb.ConnectionConfig):
+            raise ValueError(
+                "MetadataStore is expecting a boardd.metadata ConnectionConfig "
+                "(boardd.metadata.proto.metadata_store_pb2.ConnectionConfig)"
+            )
+        self._config = config
+        self._owner = threading.get_ident()
+        self._closed = False
+        self._connection = self._open(config)
+        try:
+            self._prepare()
+        except BaseException:
+            self._connection.close()
+            raise
+
+    # -- connection ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _open(config: pb.ConnectionConfig) -> apsw.Connection:
+        which = config.WhichOneof("config")
+        if which == "fake_database":
+            return apsw.Connection(":memory:")
+        if which != "sqlite":
+            raise errors.InvalidArgumentError(
+                f"boardd keeps lineage in SQLite: a ConnectionConfig with {which or 'nothing'} "
+                "set is not supported; set sqlite.filename_uri (a file) or fake_database "
+                "(in memory)"
+            )
+        sqlite = config.sqlite
+        if not sqlite.filename_uri:
+            raise errors.InvalidArgumentError(
+                "ConnectionConfig.sqlite.filename_uri is empty: give the lineage file's path"
+            )
+        mode = sqlite.connection_mode
+        if mode == pb.SqliteMetadataSourceConfig.READONLY:
+            flags = apsw.SQLITE_OPEN_READONLY
+        elif mode == pb.SqliteMetadataSourceConfig.READWRITE:
+            flags = apsw.SQLITE_OPEN_READWRITE
+        else:
+            flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        filename = sqlite.filename_uri
+        if filename.startswith("file:"):
+            flags |= apsw.SQLITE_OPEN_URI
+        try:
+            return apsw.Connection(filename, flags=flags)
+        except apsw.CantOpenError as exc:
+            raise errors.UnavailableError(
+                f"cannot open the lineage store {filename!r} "
+                f"({pb.SqliteMetadataSourceConfig.ConnectionMode.Name(mode)}): {exc}"
+            ) from exc
+
+    def _prepare(self) -> None:
+        connection = self._connection
+        connection.setbusytimeout(10_000)
+        readonly = self._config.WhichOneof("config") == "sqlite" and (
+            self._config.sqlite.connection_mode == pb.SqliteMetadataSourceConfig.READONLY
+        )
+        try:
+            if readonly:
+                schema.check_identity(connection)
+                if connection.pragma("user_version") != schema.SCHEMA_VERSION:
+                    raise errors.FailedPreconditionError(
+                        "the lineage store is empty or from an older boardd: open it once "
+                        "read-write to create or migrate it"
+                    )
+                return
+            if self._config.WhichOneof("config") == "sqlite":
+                connection.pragma("journal_mode", "wal")
+                connection.pragma("synchronous", "normal")
+            schema.migrate(connection)
+        except schema.SchemaError as exc:
+            raise errors.FailedPreconditionError(str(exc)) from exc
+        except apsw.Error as exc:
+            raise errors.UnavailableError(f"cannot use the lineage store: {exc}") from exc
+
+    def close(self) -> None:
+        """Closes the connection (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._connection.close()
+
+    def __enter__(self) -> MetadataStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[apsw.Connection]:
+        """One call's transaction; SQLite errors become MLMD's exceptions."""
+        if self._closed:
+            raise errors.FailedPreconditionError("this MetadataStore is closed")
+        try:
+            with self._connection:
+                yield self._connection
+        except errors.StatusError:
+            raise
+        except apsw.ConstraintError as exc:
+            raise errors.AlreadyExistsError(f"Given node already exists: {exc}") from exc
+        except (apsw.BusyError, apsw.LockedError) as exc:
+            raise errors.AbortedError(f"the lineage store is busy, retry: {exc}") from exc
+        except apsw.ReadOnlyError as exc:
+            raise errors.PermissionDeniedError(
+                f"the lineage store is open read-only: {exc}"
+            ) from exc
+        except apsw.Error as exc:
+            raise errors.InternalError(f"lineage store error: {exc}") from exc
+
+    # -- types --------------------------------------------------------------------------------
+
+    def _type_rows_to_messages(
+        self,
+        db: apsw.Connection,
+        kind: int,
+        rows: list[tuple[Any, ...]],
+        *,
+        external_id: bool = True,
+        io_types: bool = True,
+        base_type: bool = True,
+    ) -> list[Any]:
+        """Type messages from ``(id, name, version, description, external_id, input_type,
+        output_type)`` rows, with their properties (and base types)."""
+        cls = _TYPE_CLASSES[kind]
+        out: list[Any] = []
+        for type_id, name, version, description, ext_id, input_type, output_type in rows:
+            message: Any = cls(id=type_id, name=name)
+            if version is not None:
+                message.version = version
+            if description is not None:
+                message.description = description
+            if external_id and ext_id is not None:
+                message.external_id = ext_id
+            if io_types and kind == schema.EXECUTION_TYPE:
+                if input_type:
+                    json_format.Parse(input_type, message.input_type)
+                if output_type:
+                    json_format.Parse(output_type, message.output_type)
+            out.append(message)
+        if not out:
+            return out
+        by_id: dict[int, list[Any]] = {}
+        for message in out:
+            by_id.setdefault(message.id, []).append(message)
+        ids = _ids_json(by_id)
+        for type_id, name, data_type in db.execute(queries.SELECT_TYPE_PROPERTIES, (ids,)):
+            for message in by_id[type_id]:
+                message.properties[name] = data_type
+        if base_type and _BASE_TYPE_ENUMS[kind]:
+            for type_id, parent_name in db.execute(queries.SELECT_PARENT_TYPE_NAMES, (ids,)):
+                enum_value = _BASE_TYPE_ENUMS[kind].get(parent_name)
+                if enum_value is not None:
+                    for message in by_id[type_id]:
+                        message.base_type = enum_value
+        return out
+
+    def _find_type_by_name(
+        self, db: apsw.Connection, kind: int, name: str, version: str | None
+    ) -> Any | None:
+        rows = list(db.execute(queries.SELECT_TYPE_BY_NAME, (kind, name, version or None)))
+        if not rows:
+            return None
+        return self._type_rows_to_messages(db, kind, rows[:1])[0]
+
+    def _stored_type(
+        self, db: apsw.Connection, kind: int, type_id: int, cache: dict[int, _StoredType]
+    ) -> _StoredType | None:
+        found = cache.get(type_id)
+        if found is not None:
+            return found
+        row = db.execute(queries.SELECT_TYPE_BY_ID, (kind, type_id)).fetchone()
+        if row is None:
+            return None
+        properties = {
+            name: data_type
+            for _, name, data_type in db.execute(
+                queries.SELECT_TYPE_PROPERTIES, (_ids_json([type_id]),)
+            )
+        }
+        found = _StoredType(id=type_id, name=row[1], properties=properties)
+        cache[type_id] = found
+        return found
+
+    def _upsert_type(
+        self,
+        db: apsw.Connection,
+        kind: int,
+        request: Any,
+        can_add_fields: bool,
+        can_omit_fields: bool,
+    ) -> int:
+        """MLMD's UpsertTypes for one type: create, or evolve compatibly; returns its id."""
+        version = request.version if request.HasField("version") and request.version else None
+        stored = self._find_type_by_name(db, kind, request.name, version)
+        if stored is None:
+            if not request.name:
+                raise errors.InvalidArgumentError("No type name is specified.")
+            input_type = output_type = None
+            if kind == schema.EXECUTION_TYPE:
+                if request.HasField("input_type"):
+                    input_type = json_format.MessageToJson(request.input_type, indent=None)
+                if request.HasField("output_type"):
+                    output_type = json_format.MessageToJson(request.output_type, indent=None)
+            db.execute(
+                queries.INSERT_TYPE,
+                (
+                    request.name,
+                    version,
+                    kind,
+                    request.description if request.HasField("description") else None,
+                    input_type,
+                    output_type,
+                    request.external_id if request.HasField("external_id") else None,
+                ),
+            )
+            type_id = db.last_insert_rowid()
+            for name, data_type in request.properties.items():
+                if data_type == pb.UNKNOWN:
+                    raise errors.InvalidArgumentError(f"Property {name} is UNKNOWN.")
+                db.execute(queries.INSERT_TYPE_PROPERTY, (type_id, name, data_type))
+        else:
+            type_id = stored.id
+            self._evolve_type(db, stored, request, can_add_fields, can_omit_fields)
+        self._upsert_base_type(db, kind, request, type_id)
+        return int(type_id)
+
+    @staticmethod
+    def _evolve_type(
+        db: apsw.Connection,
+        stored: Any,
+        request: Any,
+        can_add_fields: bool,
+        can_omit_fields: bool,
+    ) -> None:
+        prefix = "Type already exists with different properties: "
+        omitted = 0
+        for name, data_type in stored.properties.items():
+            if name not in request.properties:
+                omitted += 1
+            elif request.properties[name] != data_type:
+                raise errors.AlreadyExistsError(
+                    prefix + "Conflicting property value type found in stored and given "
+                    f"types: property {name!r}"
+                )
+            if omitted and not can_omit_fields:
+                raise errors.AlreadyExistsError(
+                    prefix + "can_omit_fields is false while stored type has more properties"
+                )
+        added = [
+            (name, data_type)
+            for name, data_type in request.properties.items()
+            if name not in stored.properties
+        ]
+        if added and not can_add_fields:
+            raise errors.AlreadyExistsError(
+                prefix + "can_add_fields is false while the given type has more properties"
+            )
+        for name, data_type in added:
+            if data_type == pb.UNKNOWN:
+                raise errors.InvalidArgumentError(f"Property:{name} type should not be UNKNOWN.")
+            db.execute(queries.INSERT_TYPE_PROPERTY, (stored.id, name, data_type))
+        if request.external_id:
+            # MLMD compares against a stored type read without its external id, so any
+            # non-empty external id in the request is written.
+            db.execute(queries.UPDATE_TYPE_EXTERNAL_ID, (request.external_id, stored.id))
+
+    def _upsert_base_type(self, db: apsw.Connection, kind: int, request: Any, type_id: int) -> None:
+        if kind == schema.CONTEXT_TYPE or not request.HasField("base_type"):
+            return
+        names = _BASE_TYPE_NAMES[kind]
+        if request.base_type not in names:
+            raise errors.UnimplementedError("base_type deletion is not supported yet")
+        wanted = names[request.base_type]
+        current = db.execute(queries.SELECT_PARENT_TYPE_NAMES, (_ids_json([type_id]),)).fetchall()
+        if not current:
+            parent = db.execute(queries.SELECT_SYSTEM_TYPE_ID, (wanted, kind)).get
+            if parent is None:
+                raise errors.NotFoundError(f"No type found for query, name: `{wanted}`")
+            db.execute(queries.INSERT_PARENT_TYPE, (type_id, parent))
+        elif current[0][1] != wanted:
+            raise errors.UnimplementedError("base_type update is not supported yet")
+
+    def _put_type(
+        self, kind: int, type_message: Any, can_add_fields: bool, can_omit_fields: bool
+    ) -> int:
+        with self._transaction() as db:
+            return self._upsert_type(db, kind, type_message, can_add_fields, can_omit_fields)
+
+    def put_artifact_type(
+        self,
+        artifact_type: pb.ArtifactType,
+        can_add_fields: bool = False,
+        can_omit_fields: bool = False,
+        extra_options: ExtraOptions | None = None,
+    ) -> int:
+        """Inserts or updates an artifact type; returns its id.
+
+        An existing type (same name and version) may gain properties only with
+        ``can_add_fields`` and lose them only with ``can_omit_fields``; a property's value
+        type never changes (AlreadyExistsError).
+        """
+        return self._put_type(schema.ARTIFACT_TYPE, artifact_type, can_add_fields, can_omit_fields)
+
+    def put_execution_type(
+        self,
+        execution_type: pb.ExecutionType,
+        can_add_fields: bool = False,
+        can_omit_fields: bool = False,
+        extra_options: ExtraOptions | None = None,
+    ) -> int:
+        """Inserts or updates an execution type; returns its id (see put_artifact_type)."""
+        return self._put_type(
+            schema.EXECUTION_TYPE, execution_type, can_add_fields, can_omit_fields
+        )
+
+    def put_context_type(
+        self,
+        context_type: pb.ContextType,
+        can_add_fields: bool = False,
+        can_omit_fields: bool = False,
+        extra_options: ExtraOptions | None = None,
+    ) -> int:
+        """Inserts or updates a context type; returns its id (see put_artifact_type)."""
+        return self._put_type(schema.CONTEXT_TYPE, context_type, can_add_fields, can_omit_fields)
+
+    def _get_type(self, kind: int, type_name: str, type_version: str | None) -> Any:
+        with self._transaction() as db:
+            found = self._find_type_by_name(db, kind, type_name, type_version or None)
+            if found is None:
+                raise errors.NotFoundError(
+                    f"No type found for query, name: `{type_name}`, version: "
+                    f"`{type_version or 'nullopt'}`"
+                )
+            return found
+
+    def get_artifact_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.ArtifactType:
+        """The artifact type of this name (and version); NotFoundError if there is none."""
+        result: pb.ArtifactType = self._get_type(schema.ARTIFACT_TYPE, type_name, type_version)
+        return result
+
+    def get_execution_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.ExecutionType:
+        """The execution type of this name (and version); NotFoundError if there is none."""
+        result: pb.ExecutionType = self._get_type(schema.EXECUTION_TYPE, type_name, type_version)
+        return result
+
+    def get_context_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.ContextType:
+        """The context type of this name (and version); NotFoundError if there is none."""
+        result: pb.ContextType = self._get_type(schema.CONTEXT_TYPE, type_name, type_version)
+        return result
+
+    def _get_types(self, kind: int) -> list[Any]:
+        with self._transaction() as db:
+            rows = [
+                row
+                for row in db.execute(queries.SELECT_ALL_TYPES, (kind,))
+                if row[1] not in _SYSTEM_TYPE_NAMES
+            ]
+            return self._type_rows_to_messages(db, kind, rows, external_id=False)
+
+    def get_artifact_types(
+        self, extra_options: ExtraOptions | None = None
+    ) -> list[pb.ArtifactType]:
+        """Every artifact type (MLMD's system types aside), without external ids as MLMD."""
+        return self._get_types(schema.ARTIFACT_TYPE)
+
+    def get_execution_types(
+        self, extra_options: ExtraOptions | None = None
+    ) -> list[pb.ExecutionType]:
+        """Every execution type (MLMD's system types aside), without external ids."""
+        return self._get_types(schema.EXECUTION_TYPE)
+
+    def get_context_types(self, extra_options: ExtraOptions | None = None) -> list[pb.ContextType]:
+        """Every context type, without external ids."""
+        return self._get_types(schema.CONTEXT_TYPE)
+
+    def _get_types_by_id(self, kind: int, type_ids: Iterable[int]) -> list[Any]:
+        wanted = [int(i) for i in type_ids]
+        with self._transaction() as db:
+            rows = {
+                row[0]: row
+                for row in db.execute(queries.SELECT_TYPES_BY_IDS, (kind, _ids_json(wanted)))
+            }
+            # In the order asked, repeats kept, unknown ids skipped (as MLMD).
+            ordered = [rows[i] for i in wanted if i in rows]
+            return self._type_rows_to_messages(
+                db, kind, ordered, base_type=kind != schema.CONTEXT_TYPE
+            )
+
+    def get_artifact_types_by_id(
+        self, type_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ArtifactType]:
+        """The artifact types of these ids, in that order; unknown ids are skipped."""
+        return self._get_types_by_id(schema.ARTIFACT_TYPE, type_ids)
+
+    def get_execution_types_by_id(
+        self, type_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ExecutionType]:
+        """The execution types of these ids, in that order; unknown ids are skipped."""
+        return self._get_types_by_id(schema.EXECUTION_TYPE, type_ids)
+
+    def get_context_types_by_id(
+        self, type_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ContextType]:
+        """The context types of these ids, in that order; unknown ids are skipped."""
+        return self._get_types_by_id(schema.CONTEXT_TYPE, type_ids)
+
+    def _get_types_by_external_ids(self, kind: int, external_ids: Iterable[str]) -> list[Any]:
+        wanted = list(external_ids)
+        if not wanted:
+            return []
+        if any(not e for e in wanted):
+            raise errors.InvalidArgumentError(
+                "Invalid argument because at least one empty external_id exists."
+            )
+        with self._transaction() as db:
+            rows = list(
+                db.execute(queries.SELECT_TYPES_BY_EXTERNAL_IDS, (kind, json.dumps(wanted)))
+            )
+            if not rows:
+                raise errors.NotFoundError("No types found for external_ids.")
+            return self._type_rows_to_messages(db, kind, rows, io_types=False, base_type=False)
+
+    def get_artifact_types_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ArtifactType]:
+        """The artifact types with these external ids (NotFoundError when none has one)."""
+        return self._get_types_by_external_ids(schema.ARTIFACT_TYPE, external_ids)
+
+    def get_execution_types_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ExecutionType]:
+        """The execution types with these external ids (NotFoundError when none has one)."""
+        return self._get_types_by_external_ids(schema.EXECUTION_TYPE, external_ids)
+
+    def get_context_types_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.ContextType]:
+        """The context types with these external ids (NotFoundError when none has one)."""
+        return self._get_types_by_external_ids(schema.CONTEXT_TYPE, external_ids)
+
+    # -- nodes: reading -----------------------------------------------------------------------
+
+    @staticmethod
+    def _nodes_from_rows(
+        db: apsw.Connection, kind: NodeKind, rows: Iterable[tuple[Any, ...]]
+    ) -> list[Any]:
+        """Node messages from ``kind.select`` rows, in row order, with their properties."""
+        cls = _NODE_CLASSES[kind.name]
+        columns = kind.columns
+        out: list[Any] = []
+        by_id: dict[int, Any] = {}
+        for row in rows:
+            fields: dict[str, Any] = {"id": row[0], "type_id": row[1], "type": row[2]}
+            for column, value in zip(columns, row[3:-2], strict=True):
+                if value is not None:
+                    fields[column] = value
+            fields["create_time_since_epoch"] = row[-2]
+            fields["last_update_time_since_epoch"] = row[-1]
+            node = cls(**fields)
+            out.append(node)
+            by_id[row[0]] = node
+        if by_id:
+            for prop in db.execute(kind.select_properties, (_ids_json(by_id),)):
+                node = by_id[prop[0]]
+                target = node.custom_properties if prop[2] else node.properties
+                _fill_value(target[prop[1]], prop)
+        return out
+
+    def _find_nodes(self, db: apsw.Connection, kind: NodeKind, ids: Sequence[int]) -> list[Any]:
+        """Nodes of these ids, by id ascending, unknown ids skipped (as MLMD's IN query)."""
+        if not ids:
+            return []
+        rows = db.execute(
+            kind.select_where(f"n.id IN {queries.IDS} ORDER BY n.id"), (_ids_json(ids),)
+        )
+        return self._nodes_from_rows(db, kind, rows)
+
+    def _get_nodes_by_id(self, kind: NodeKind, ids: Iterable[int]) -> list[Any]:
+        wanted = [int(i) for i in ids]
+        with self._transaction() as db:
+            return self._find_nodes(db, kind, wanted)
+
+    def get_artifacts_by_id(
+        self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Artifact]:
+        """The artifacts of these ids (by id; unknown ids are skipped)."""
+        return self._get_nodes_by_id(ARTIFACT, artifact_ids)
+
+    def get_executions_by_id(
+        self, execution_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Execution]:
+        """The executions of these ids (by id; unknown ids are skipped)."""
+        return self._get_nodes_by_id(EXECUTION, execution_ids)
+
+    def get_contexts_by_id(
+        self, context_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The contexts of these ids (by id; unknown ids are skipped)."""
+        return self._get_nodes_by_id(CONTEXT, context_ids)
+
+    def get_artifacts_and_types_by_artifact_ids(
+        self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> tuple[list[pb.Artifact], list[pb.ArtifactType]]:
+        """The artifacts of these ids and their types (each type once)."""
+        wanted = [int(i) for i in artifact_ids]
+        with self._transaction() as db:
+            artifacts = self._find_nodes(db, ARTIFACT, wanted)
+            type_ids = list(dict.fromkeys(a.type_id for a in artifacts))
+            rows = list(
+                db.execute(queries.SELECT_TYPES_BY_IDS, (schema.ARTIFACT_TYPE, _ids_json(type_ids)))
+            )
+            types = self._type_rows_to_messages(
+                db, schema.ARTIFACT_TYPE, rows, io_types=False, base_type=False
+            )
+            return artifacts, types
+
+    # -- nodes: writing -----------------------------------------------------------------------
+
+    @staticmethod
+    def _validate_properties(
+        node: Any, stored_type: _StoredType, masked: set[str] | None = None
+    ) -> None:
+        for name, value in node.properties.items():
+            if masked is not None and name not in masked:
+                continue
+            data_type = stored_type.properties.get(name)
+            if data_type is None:
+                raise errors.InvalidArgumentError(f"Found unknown property: {name}")
+            if value.WhichOneof("value") != _VALUE_CHECK.get(data_type):
+                raise errors.InvalidArgumentError(f"Found unmatched property type: {name}")
+
+    def _create_node(
+        self,
+        db: apsw.Connection,
+        kind: NodeKind,
+        node: Any,
+        now: int,
+        types: dict[int, _StoredType],
+        validate: bool = True,
+    ) -> int:
+        if validate:
+            if not node.HasField("type_id"):
+                raise errors.InvalidArgumentError("Type id is missing.")
+            stored_type = self._stored_type(db, kind.type_kind, node.type_id, types)
+            if stored_type is None:
+                raise errors.NotFoundError(f"No type found for query, type_id: {node.type_id}")
+            self._validate_properties(node, stored_type)
+        if kind is ARTIFACT:
+            values: tuple[Any, ...] = (
+                node.type_id,
+                node.uri,
+                node.state if node.HasField("state") else None,
+                node.name if node.HasField("name") else None,
+                node.external_id if node.HasField("external_id") else None,
+            )
+        elif kind is EXECUTION:
+            values = (
+                node.type_id,
+                node.last_known_state if node.HasField("last_known_state") else None,
+                node.name if node.HasField("name") else None,
+                node.external_id if node.HasField("external_id") else None,
+            )
+        else:
+            if not node.name:
+                raise errors.InvalidArgumentError("Context name should not be empty")
+            values = (
+                node.type_id,
+                node.name,
+                node.external_id if node.HasField("external_id") else None,
+            )
+        db.execute(kind.insert, (*values, now, now))
+        node_id = int(db.last_insert_rowid())
+        rows = [
+            (node_id, name, 0, *_value_columns(value)) for name, value in node.properties.items()
+        ]
+        rows.extend(
+            (node_id, name, 1, *_value_columns(value))
+            for name, value in node.custom_properties.items()
+        )
+        if rows:
+            db.executemany(kind.insert_property, rows)
+        return node_id
+
+    def _update_node(
+        self,
+        db: apsw.Connection,
+        kind: NodeKind,
+        node: Any,
+        now: int,
+        types: dict[int, _StoredType],
+        mask: Sequence[str] = (),
+        force_update_time: bool = False,
+    ) -> int:
+        found = self._find_nodes(db, kind, [node.id])
+        if not found:
+            raise errors.InvalidArgumentError(f"Cannot find the given id {node.id}")
+        stored = found[0]
+        if node.HasField("type_id") and node.type_id != stored.type_id:
+            raise errors.InvalidArgumentError(
+                f"Given type_id {node.type_id} is different from the one known before: "
+                f"{stored.type_id}"
+            )
+        stored_type = self._stored_type(db, kind.type_kind, stored.type_id, types)
+        if stored_type is None:
+            raise errors.NotFoundError(f"No type found for query, type_id: {stored.type_id}")
+        field_mask = _FieldMask.parse(mask, kind)
+        self._validate_properties(
+            node, stored_type, field_mask.property_names(False) if field_mask else None
+        )
+        changed = self._modify_properties(
+            db, kind, node.id, node.properties, stored.properties, False, field_mask
+        )
+        changed += self._modify_properties(
+            db, kind, node.id, node.custom_properties, stored.custom_properties, True, field_mask
+        )
+        if not force_update_time and not changed and _same_node_fields(node, stored):
+            return int(node.id)
+        if field_mask is not None and field_mask.fields is not None:
+            merged = type(stored)()
+            merged.CopyFrom(stored)
+            for name in field_mask.fields:
+                if node.HasField(name):
+                    setattr(merged, name, getattr(node, name))
+                else:
+                    merged.ClearField(name)
+            source = merged
+        else:
+            source = node
+        if kind is ARTIFACT:
+            values: tuple[Any, ...] = (
+                stored.type_id,
+                source.uri,
+                source.state if source.HasField("state") else None,
+                source.external_id if source.HasField("external_id") else None,
+            )
+        elif kind is EXECUTION:
+            values = (
+                stored.type_id,
+                source.last_known_state if source.HasField("last_known_state") else None,
+                source.external_id if source.HasField("external_id") else None,
+            )
+        else:
+            if not source.name:
+                raise errors.InvalidArgumentError("Context name should not be empty")
+            values = (
+                stored.type_id,
+                source.name,
+                source.external_id if source.HasField("external_id") else None,
+            )
+        db.execute(kind.update, (*values, now, node.id))
+        return int(node.id)
+
+    @staticmethod
+    def _modify_properties(
+        db: apsw.Connection,
+        kind: NodeKind,
+        node_id: int,
+        current: Any,
+        previous: Any,
+        is_custom: bool,
+        field_mask: _FieldMask | None,
+    ) -> int:
+        """MLMD's ModifyProperties: writes the differences; returns how many changed."""
+        names: Iterable[str]
+        masked = field_mask.property_names(is_custom) if field_mask else None
+        if masked is not None:
+            names = masked
+        elif field_mask is not None and field_mask.has_properties:
+            return 0
+        else:
+            names = list(dict.fromkeys([*previous.keys(), *current.keys()]))
+        changed = 0
+        for name in sorted(names):
+            before = name in previous
+            after = name in current
+            if before and not after:
+                db.execute(kind.delete_property, (node_id, name))
+                changed += 1
+            elif after and (not before or previous[name] != current[name]):
+                if before:
+                    db.execute(kind.delete_property, (node_id, name))
+                db.execute(
+                    kind.insert_property,
+                    (node_id, name, int(is_custom), *_value_columns(current[name])),
+                )
+                changed += 1
+        return changed
+
+    def _upsert_node(
+        self,
+        db: apsw.Connection,
+        kind: NodeKind,
+        node: Any,
+        now: int,
+        types: dict[int, _StoredType],
+        mask: Sequence[str] = (),
+    ) -> int:
+        if node.HasField("id"):
+            return self._update_node(db, kind, node, now, types, mask)
+        return self._create_node(db, kind, node, now, types)
+
+    def _put_nodes(
+        self, kind: NodeKind, nodes: Sequence[Any], field_mask_paths: Sequence[str] | None
+    ) -> list[int]:
+        types: dict[int, _StoredType] = {}
+        mask = list(field_mask_paths or ())
+        with self._transaction() as db:
+            now = _now_ms()
+            return [self._upsert_node(db, kind, node, now, types, mask) for node in nodes]
+
+    def put_artifacts(
+        self,
+        artifacts: Sequence[pb.Artifact],
+        field_mask_paths: Sequence[str] | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[int]:
+        """Inserts (no id) or updates (id) artifacts; returns their ids, index-aligned.
+
+        With ``field_mask_paths``, an update changes only those fields (``uri``, ``state``,
+        ``external_id``, ``properties.NAME``, ``custom_properties.NAME``, …).
+        """
+        return self._put_nodes(ARTIFACT, artifacts, field_mask_paths)
+
+    def put_executions(
+        self,
+        executions: Sequence[pb.Execution],
+        field_mask_paths: Sequence[str] | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[int]:
+        """Inserts or updates executions; returns their ids, index-aligned."""
+        return self._put_nodes(EXECUTION, executions, field_mask_paths)
+
+    def put_contexts(
+        self,
+        contexts: Sequence[pb.Context],
+        field_mask_paths: Sequence[str] | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[int]:
+        """Inserts or updates contexts; returns their ids, index-aligned."""
+        return self._put_nodes(CONTEXT, contexts, field_mask_paths)
+
+    # -- nodes by type, name, uri, external id ------------------------------------------------
+
+    def _type_id_for(
+        self, db: apsw.Connection, kind: NodeKind, type_name: str, type_version: str | None
+    ) -> int | None:
+        row = db.execute(
+            "SELECT id FROM Type WHERE type_kind = ? AND name = ? AND version IS ?",
+            (kind.type_kind, type_name, type_version or None),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def _get_nodes_by_type(
+        self, kind: NodeKind, type_name: str, type_version: str | None
+    ) -> list[Any]:
+        with self._transaction() as db:
+            type_id = self._type_id_for(db, kind, type_name, type_version)
+            if type_id is None:
+                return []
+            rows = db.execute(kind.select_where("n.type_id = ? ORDER BY n.id"), (type_id,))
+            return self._nodes_from_rows(db, kind, rows)
+
+    def get_artifacts_by_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[pb.Artifact]:
+        """The artifacts of a type (none when the type does not exist)."""
+        return self._get_nodes_by_type(ARTIFACT, type_name, type_version)
+
+    def get_executions_by_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[pb.Execution]:
+        """The executions of a type (none when the type does not exist)."""
+        return self._get_nodes_by_type(EXECUTION, type_name, type_version)
+
+    def get_contexts_by_type(
+        self,
+        type_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[pb.Context]:
+        """The contexts of a type (none when the type does not exist)."""
+        return self._get_nodes_by_type(CONTEXT, type_name, type_version)
+
+    def _get_node_by_type_and_name(
+        self, kind: NodeKind, type_name: str, name: str, type_version: str | None
+    ) -> Any | None:
+        with self._transaction() as db:
+            type_id = self._type_id_for(db, kind, type_name, type_version)
+            if type_id is None:
+                return None
+            rows = db.execute(kind.select_where("n.type_id = ? AND n.name = ?"), (type_id, name))
+            found = self._nodes_from_rows(db, kind, rows)
+            return found[0] if found else None
+
+    def get_artifact_by_type_and_name(
+        self,
+        type_name: str,
+        artifact_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.Artifact | None:
+        """The artifact of this type and name, or None."""
+        result: pb.Artifact | None = self._get_node_by_type_and_name(
+            ARTIFACT, type_name, artifact_name, type_version
+        )
+        return result
+
+    def get_execution_by_type_and_name(
+        self,
+        type_name: str,
+        execution_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.Execution | None:
+        """The execution of this type and name, or None."""
+        result: pb.Execution | None = self._get_node_by_type_and_name(
+            EXECUTION, type_name, execution_name, type_version
+        )
+        return result
+
+    def get_context_by_type_and_name(
+        self,
+        type_name: str,
+        context_name: str,
+        type_version: str | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.Context | None:
+        """The context of this type and name, or None."""
+        result: pb.Context | None = self._get_node_by_type_and_name(
+            CONTEXT, type_name, context_name, type_version
+        )
+        return result
+
+    def get_artifacts_by_uri(
+        self, uri: str, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Artifact]:
+        """The artifacts with this uri."""
+        with self._transaction() as db:
+            rows = db.execute(ARTIFACT.select_where("n.uri = ? ORDER BY n.id"), (uri,))
+            return self._nodes_from_rows(db, ARTIFACT, rows)
+
+    def _get_nodes_by_external_ids(self, kind: NodeKind, external_ids: Iterable[str]) -> list[Any]:
+        wanted = list(external_ids)
+        if not wanted:
+            return []
+        if any(not e for e in wanted):
+            raise errors.InvalidArgumentError(
+                "Invalid argument because at least one empty external_id exists."
+            )
+        with self._transaction() as db:
+            rows = db.execute(
+                kind.select_where(
+                    "n.external_id IN (SELECT value FROM json_each(?)) ORDER BY n.id"
+                ),
+                (json.dumps(wanted),),
+            )
+            found = self._nodes_from_rows(db, kind, rows)
+            if not found:
+                raise errors.NotFoundError(f"No {kind.name}s found for external_ids.")
+            return found
+
+    def get_artifacts_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Artifact]:
+        """The artifacts with these external ids (NotFoundError when none has one)."""
+        return self._get_nodes_by_external_ids(ARTIFACT, external_ids)
+
+    def get_executions_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Execution]:
+        """The executions with these external ids (NotFoundError when none has one)."""
+        return self._get_nodes_by_external_ids(EXECUTION, external_ids)
+
+    def get_contexts_by_external_ids(
+        self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The contexts with these external ids (NotFoundError when none has one)."""
+        return self._get_nodes_by_external_ids(CONTEXT, external_ids)
+
+    # -- lists with ListOptions ---------------------------------------------------------------
+
+    def _list_nodes(self, kind: NodeKind, list_options: ListOptions | None) -> list[Any]:
+        from boardd.metadata import listing
+
+        return listing.list_nodes(self, kind, list_options)
+
+    def get_artifacts(
+        self, list_options: ListOptions | None = None, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Artifact]:
+        """Artifacts, all or as ``list_options`` says (limit, order, filter_query)."""
+        return self._list_nodes(ARTIFACT, list_options)
+
+    def get_executions(
+        self, list_options: ListOptions | None = None, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Execution]:
+        """Executions, all or as ``list_options`` says."""
+        return self._list_nodes(EXECUTION, list_options)
+
+    def get_contexts(
+        self, list_options: ListOptions | None = None, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """Contexts, all or as ``list_options`` says."""
+        return self._list_nodes(CONTEXT, list_options)
+
+
+def _same_node_fields(node: Any, stored: Any) -> bool:
+    """MLMD's update check: the nodes equal but for type_id, properties and timestamps."""
+    a = type(node)()
+    a.CopyFrom(node)
+    b = type(stored)()
+    b.CopyFrom(stored)
+    for message in (a, b):
+        for name in (
+            "type_id",
+            "properties",
+            "custom_properties",
+            "create_time_since_epoch",
+            "last_update_time_since_epoch",
+        ):
+            message.ClearField(name)
+    return bool(a == b)
+
+
+@dataclass
+class _FieldMask:
+    """A put call's ``field_mask_paths``, split as MLMD splits them."""
+
+    #: Top-level fields named (None when the mask names properties only).
+    fields: list[str] | None
+    properties: set[str] | None
+    custom_properties: set[str] | None
+    has_properties: bool
+
+    @classmethod
+    def parse(cls, paths: Sequence[str], kind: NodeKind) -> _FieldMask | None:
+        if not paths:
+            return None
+        message_fields = _NODE_CLASSES[kind.name].DESCRIPTOR.fields_by_name
+        fields: list[str] = []
+        properties: set[str] | None = None
+        custom: set[str] | None = None
+        for path in paths:
+            head, _, rest = path.partition(".")
+            if head == "properties":
+                properties = properties or set()
+                if rest:
+                    properties.add(rest)
+            elif head == "custom_properties":
+                custom = custom or set()
+                if rest:
+                    custom.add(rest)
+            elif head in message_fields and not rest:
+                fields.append(head)
+            else:
+                raise errors.InvalidArgumentError(f"Invalid field mask path: {path}")
+        return cls(
+            fields=fields or None,
+            properties=properties,
+            custom_properties=custom,
+            has_properties=properties is not None or custom is not None,
+        )
+
+    def property_names(self, is_custom: bool) -> set[str] | None:
+        return self.custom_properties if is_custom else self.properties
+
+
+def downgrade_schema(config: pb.ConnectionConfig, downgrade_to_schema_version: int) -> None:
+    """ml_metadata's schema downgrade. boardd's lineage schema has its own ladder (one version
+    so far), so there is nothing to downgrade to: InvalidArgumentError."""
+    raise errors.InvalidArgumentError(
+        f"boardd's lineage store has schema version {schema.SCHEMA_VERSION} (its own, not "
+        f"MLMD's); it cannot be downgraded to {downgrade_to_schema_version}"
+    )
