@@ -65,9 +65,7 @@ def test_graph_hops(populated: Populated) -> None:
         {"source": run["id"], "target": f"artifact:{artifact.id}", "type": "OUTPUT"}
     ]
     two = populated.read(lambda s: lineage_graph(s, artifact.id, 2))
-    outputs = populated.read(
-        lambda s: s.get_events_by_execution_ids([run["record_id"]])
-    )
+    outputs = populated.read(lambda s: s.get_events_by_execution_ids([run["record_id"]]))
     assert {n["id"] for n in two["nodes"] if n["kind"] == "artifact"} == {
         f"artifact:{e.artifact_id}" for e in outputs
     }

@@ -65,14 +65,18 @@ def test_experiment_runs_and_hparams(populated: Populated) -> None:
     for run, (hparams, _metrics) in TRIALS.items():
         execution = runs[f"exp/{run}"]
         # tensorboardX writes the session into a sub-run: the run inherits its hparams.
-        assert values(execution) == {k: float(v) if type(v) is int else v for k, v in hparams.items()}
+        assert values(execution) == {
+            k: float(v) if type(v) is int else v for k, v in hparams.items()
+        }
         assert execution.last_known_state == pb.Execution.COMPLETE
         assert execution.properties["status"].string_value == "STATUS_SUCCESS"
         assert execution.properties["last_step"].int_value == 40
         assert execution.properties["run"].string_value == run
         assert execution.external_id == f"boardd:run:exp/{run}"
     official = runs[f"exp/{OFFICIAL}"]
-    assert values(official) == {k: float(v) if type(v) is int else v for k, v in OFFICIAL_HPARAMS.items()}
+    assert values(official) == {
+        k: float(v) if type(v) is int else v for k, v in OFFICIAL_HPARAMS.items()
+    }
     assert official.last_known_state == pb.Execution.FAILED
     assert official.properties["start_time"].int_value == int(WALL * 1000)
     assert official.properties["end_time"].int_value == int((WALL + 60) * 1000)
@@ -236,7 +240,11 @@ def test_state_follows_inactivity_without_session_end(tmp_path: Path) -> None:
         [run] = store.get_executions_by_type(types.TRAINING_RUN)
         assert run.last_known_state == pb.Execution.RUNNING
         assert run.properties["status"].string_value == "active"
-        assert not run.properties["end_time"].HasField("int_value") if "end_time" in run.properties else True
+        assert (
+            not run.properties["end_time"].HasField("int_value")
+            if "end_time" in run.properties
+            else True
+        )
         populator.refresh(scan(spec), now=WALL + 3600)
         [run] = store.get_executions_by_type(types.TRAINING_RUN)
         assert run.last_known_state == pb.Execution.COMPLETE

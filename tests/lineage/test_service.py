@@ -15,14 +15,10 @@ from tests.conftest import LiveStore
 from tests.daemon.conftest import wait_until
 
 
-def test_a_commit_on_the_bus_brings_its_files_in(
-    tmp_path: Path, live_stores: object
-) -> None:
+def test_a_commit_on_the_bus_brings_its_files_in(tmp_path: Path, live_stores: object) -> None:
     hub = ChangeHub()
     live: LiveStore = live_stores("exp", hub)  # type: ignore[operator]
-    service = LineageService(
-        tmp_path / "lineage.sqlite", [live.spec], hub=hub, min_interval=0.05
-    )
+    service = LineageService(tmp_path / "lineage.sqlite", [live.spec], hub=hub, min_interval=0.05)
     service.start()
     try:
         run = live.run("train")
@@ -37,10 +33,10 @@ def test_a_commit_on_the_bus_brings_its_files_in(
         live.commit()
         wait_until(
             lambda: service.read(
-                lambda s: s.get_artifacts_by_type(types.EVENT_FILE)[0]
-                .properties["records"]
-                .int_value
-                == 4
+                lambda s: (
+                    s.get_artifacts_by_type(types.EVENT_FILE)[0].properties["records"].int_value
+                    == 4
+                )
             ),
             what="the grown file's record count",
         )

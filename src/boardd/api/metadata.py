@@ -103,8 +103,11 @@ def _list_options(value: object, where: str) -> Any:
     allowed = {"limit", "order_by", "is_asc", "filter_query"}
     unknown = sorted(set(value) - allowed)
     if unknown:
-        raise ApiError(400, f"{where}: unknown field(s) {', '.join(unknown)}; allowed: "
-                       + ", ".join(sorted(allowed)))
+        raise ApiError(
+            400,
+            f"{where}: unknown field(s) {', '.join(unknown)}; allowed: "
+            + ", ".join(sorted(allowed)),
+        )
     kwargs: dict[str, Any] = {}
     if value.get("limit") is not None:
         kwargs["limit"] = _integer(value["limit"], f"{where}.limit")
@@ -165,9 +168,7 @@ def convert(arg: Arg, value: object) -> object:
         for i, item in enumerate(_list(value, where)):
             triple = _list(item, f"{where}[{i}]")
             if len(triple) != 3:
-                raise ApiError(
-                    400, f"{where}[{i}]: give [Event, artifact index, execution index]"
-                )
+                raise ApiError(400, f"{where}[{i}]: give [Event, artifact index, execution index]")
             triples.append(
                 (
                     _message("Event", triple[0], f"{where}[{i}][0]"),

@@ -54,9 +54,7 @@ def _types(kind: str) -> list[Operation]:
         Operation(f"get_{kind}_type", (Arg("type_name", "str", True), Arg("type_version", "str"))),
         Operation(f"get_{kind}_types", ()),
         Operation(f"get_{kind}_types_by_id", (Arg("type_ids", "ints", True),)),
-        Operation(
-            f"get_{kind}_types_by_external_ids", (Arg("type_external_ids", "strs", True),)
-        ),
+        Operation(f"get_{kind}_types_by_external_ids", (Arg("type_external_ids", "strs", True),)),
     ]
 
 

@@ -541,7 +541,7 @@ ROUTES: tuple[RouteDef, ...] = (
         "ML Metadata's Python API over HTTP: POST the method's keyword arguments as a JSON "
         "object (names as in `ml_metadata.metadata_store.MetadataStore`, messages of "
         "metadata_store.proto as proto3 JSON, `list_options` as `{limit, order_by, is_asc, "
-        "filter_query}`), get `{\"result\": …}` (messages as proto3 JSON). get_* read (open "
+        'filter_query}`), get `{"result": …}` (messages as proto3 JSON). get_* read (open '
         "to all who may read); put_* write and need `Authorization: Bearer <token>` even on "
         "loopback (403 when the server has no token). MLMD's errors map to 400 "
         "(InvalidArgument), 404 (NotFound), 409 (AlreadyExists, FailedPrecondition).",

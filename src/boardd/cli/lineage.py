@@ -91,7 +91,9 @@ def render(found: list[dict[str, Any]], out: TextIO) -> None:
     for n, artifact in enumerate(found):
         if n:
             out.write("\n")
-        out.write(f"{artifact['type']} {artifact['name'] or artifact['uri']}  [{artifact['state']}]\n")
+        out.write(
+            f"{artifact['type']} {artifact['name'] or artifact['uri']}  [{artifact['state']}]\n"
+        )
         out.write(f"  uri: {artifact['uri']}\n")
         if artifact["properties"]:
             out.write(f"  properties: {_values(artifact['properties'])}\n")

@@ -3,6 +3,6 @@ automatically) and of what users write, in one SQLite file beside the logdir sto
 
 from __future__ import annotations
 
-from boardd.lineage.service import LineageUnavailable, LineageService
+from boardd.lineage.service import LineageService, LineageUnavailable
 
-__all__ = ["LineageUnavailable", "LineageService"]
+__all__ = ["LineageService", "LineageUnavailable"]

@@ -4,7 +4,7 @@ its data (``boardd lineage``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from google.protobuf import json_format
@@ -22,6 +22,17 @@ MAX_NODES = 2000
 
 class LineageNotFound(LookupError):
     """No artifact has that id or URI."""
+
+
+def found(call: Callable[..., list[Any]], *args: Any) -> list[Any]:
+    """``call(*args)``, or [] where ML Metadata answers "none" with NotFoundError (its
+    lookups by external ids do)."""
+    from boardd.metadata import errors
+
+    try:
+        return call(*args)
+    except errors.NotFoundError:
+        return []
 
 
 def value_of(value: Any) -> object:
@@ -53,7 +64,7 @@ def _type_names(store: Any, kind: str, ids: Iterable[int]) -> dict[int, str]:
     if not wanted:
         return {}
     get = store.get_artifact_types_by_id if kind == "artifact" else store.get_execution_types_by_id
-    return {t.id: t.name for t in get(wanted)}
+    return {t.id: t.name for t in found(get, wanted)}
 
 
 def _node(kind: str, message: Any, type_name: str, state: str) -> dict[str, Any]:
@@ -80,22 +91,23 @@ def lineage_graph(store: Any, artifact_id: int, hops: int) -> dict[str, Any]:
     :data:`MAX_NODES` stopped the walk."""
     from boardd.metadata.proto import metadata_store_pb2 as pb
 
-    found = store.get_artifacts_by_id([artifact_id])
-    if not found:
+    start = found(store.get_artifacts_by_id, [artifact_id])
+    if not start:
         raise LineageNotFound(f"no artifact has id {artifact_id}")
-    artifacts: dict[int, Any] = {artifact_id: found[0]}
+    artifacts: dict[int, Any] = {artifact_id: start[0]}
     executions: dict[int, Any] = {}
     edges: dict[tuple[int, int, str], dict[str, Any]] = {}
-    frontier_a, frontier_e = {artifact_id}, set()
+    frontier_a: set[int] = {artifact_id}
+    frontier_e: set[int] = set()
     truncated = False
     for _ in range(hops):
         if not frontier_a and not frontier_e:
             break
         events = []
         if frontier_a:
-            events += store.get_events_by_artifact_ids(sorted(frontier_a))
+            events += found(store.get_events_by_artifact_ids, sorted(frontier_a))
         if frontier_e:
-            events += store.get_events_by_execution_ids(sorted(frontier_e))
+            events += found(store.get_events_by_execution_ids, sorted(frontier_e))
         new_a: set[int] = set()
         new_e: set[int] = set()
         for event in events:
@@ -113,9 +125,9 @@ def lineage_graph(store: Any, artifact_id: int, hops: int) -> dict[str, Any]:
                 new_a.add(a)
             if e not in executions:
                 new_e.add(e)
-        for a in store.get_artifacts_by_id(sorted(new_a)) if new_a else []:
+        for a in found(store.get_artifacts_by_id, sorted(new_a)) if new_a else []:
             artifacts[a.id] = a
-        for e in store.get_executions_by_id(sorted(new_e)) if new_e else []:
+        for e in found(store.get_executions_by_id, sorted(new_e)) if new_e else []:
             executions[e.id] = e
         frontier_a, frontier_e = new_a, new_e
         if truncated:
@@ -160,7 +172,7 @@ def artifacts_for(store: Any, path_or_uri: str) -> list[Any]:
         candidates.append(path_or_uri[len("file://") :])
     seen: dict[int, Any] = {}
     for uri in dict.fromkeys(candidates):
-        for artifact in store.get_artifacts_by_uri(uri):
+        for artifact in found(store.get_artifacts_by_uri, uri):
             seen.setdefault(artifact.id, artifact)
     return [seen[k] for k in sorted(seen)]
 
@@ -171,23 +183,21 @@ def chain(store: Any, path_or_uri: str) -> list[dict[str, Any]]:
     outputs (the event files: the run's data). LineageNotFound if no artifact has it."""
     from boardd.metadata.proto import metadata_store_pb2 as pb
 
-    found = artifacts_for(store, path_or_uri)
-    if not found:
+    artifacts = artifacts_for(store, path_or_uri)
+    if not artifacts:
         raise LineageNotFound(
             f"no artifact in the lineage store has the URI {path_or_uri!r} (boardd records "
             "event files and checkpoints of the logdirs it serves; is boardd serve running?)"
         )
     out = []
-    for artifact in found:
+    for artifact in artifacts:
         [a_type] = store.get_artifact_types_by_id([artifact.type_id])
         producers = []
-        events = store.get_events_by_artifact_ids([artifact.id])
-        run_ids = sorted(
-            {e.execution_id for e in events if _event_type(pb, e.type) in _OUTPUTS}
-        )
-        for execution in store.get_executions_by_id(run_ids) if run_ids else []:
+        events = found(store.get_events_by_artifact_ids, [artifact.id])
+        run_ids = sorted({e.execution_id for e in events if _event_type(pb, e.type) in _OUTPUTS})
+        for execution in found(store.get_executions_by_id, run_ids) if run_ids else []:
             [e_type] = store.get_execution_types_by_id([execution.type_id])
-            run_events = store.get_events_by_execution_ids([execution.id])
+            run_events = found(store.get_events_by_execution_ids, [execution.id])
             inputs = sorted(
                 {ev.artifact_id for ev in run_events if _event_type(pb, ev.type) in _INPUTS}
             )
@@ -208,7 +218,7 @@ def chain(store: Any, path_or_uri: str) -> list[dict[str, Any]]:
                     "hparams": custom_properties_of(execution),
                     "contexts": [
                         {"id": c.id, "name": c.name, "properties": properties_of(c)}
-                        for c in store.get_contexts_by_execution(execution.id)
+                        for c in found(store.get_contexts_by_execution, execution.id)
                     ],
                     "inputs": _briefs(store, inputs),
                     "outputs": _briefs(store, outputs),
@@ -231,8 +241,8 @@ def chain(store: Any, path_or_uri: str) -> list[dict[str, Any]]:
 def _briefs(store: Any, ids: list[int]) -> list[dict[str, Any]]:
     if not ids:
         return []
-    found = store.get_artifacts_by_id(ids)
-    names = _type_names(store, "artifact", (a.type_id for a in found))
+    briefs = found(store.get_artifacts_by_id, ids)
+    names = _type_names(store, "artifact", (a.type_id for a in briefs))
     return [
         {
             "artifact_id": a.id,
@@ -241,5 +251,5 @@ def _briefs(store: Any, ids: list[int]) -> list[dict[str, Any]]:
             "uri": a.uri,
             "properties": properties_of(a),
         }
-        for a in sorted(found, key=lambda a: a.id)
+        for a in sorted(briefs, key=lambda a: a.id)
     ]

@@ -17,12 +17,13 @@ import logging
 import math
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from boardd.data.experiments import RunSummary
 from boardd.lineage import types
+from boardd.lineage.graph import found
 from boardd.lineage.scan import LogdirView
 from boardd.metadata import errors
 from boardd.metadata.metadata_store import MetadataStore
@@ -67,9 +68,10 @@ def register_types(store: MetadataStore) -> TypeIds:
 def _fingerprint(message: Any) -> bytes:
     copy = type(message)()
     copy.CopyFrom(message)
-    copy.ClearField("id")
-    for name in ("create_time_since_epoch", "last_update_time_since_epoch"):
-        copy.ClearField(name)
+    # What the store fills in itself (ids, times, the type's name) is not what boardd writes.
+    for name in ("id", "type", "create_time_since_epoch", "last_update_time_since_epoch"):
+        if copy.DESCRIPTOR.fields_by_name.get(name) is not None:
+            copy.ClearField(name)
     return bytes(copy.SerializeToString(deterministic=True))
 
 
@@ -88,7 +90,7 @@ def _set(value: Any, python: object) -> None:
 def _ms(seconds: float | None) -> int | None:
     if seconds is None or not math.isfinite(seconds) or seconds <= 0:
         return None
-    return int(round(seconds * 1000))
+    return round(seconds * 1000)
 
 
 @dataclass(slots=True)
@@ -161,10 +163,14 @@ class Populator:
         """Learns boardd's records of an experiment already in the store (a restart)."""
         store = self._store
         executions = [
-            e for e in store.get_executions_by_context(context_id) if types.is_ours(e.external_id)
+            e
+            for e in found(store.get_executions_by_context, context_id)
+            if types.is_ours(e.external_id)
         ]
         artifacts = [
-            a for a in store.get_artifacts_by_context(context_id) if types.is_ours(a.external_id)
+            a
+            for a in found(store.get_artifacts_by_context, context_id)
+            if types.is_ours(a.external_id)
         ]
         for record in [*executions, *artifacts]:
             self._known[record.external_id] = (record.id, _fingerprint(record))
@@ -175,7 +181,7 @@ class Populator:
                     int(artifact.properties["records"].int_value),
                 )
         if executions:
-            for event in store.get_events_by_execution_ids([e.id for e in executions]):
+            for event in found(store.get_events_by_execution_ids, [e.id for e in executions]):
                 if event.type == pb.Event.OUTPUT:
                     self._events.add((event.execution_id, event.artifact_id))
 
@@ -264,13 +270,13 @@ class Populator:
         if not gone:
             return []
         out = []
-        for artifact in self._store.get_artifacts_by_external_ids(gone):
+        for artifact in found(self._store.get_artifacts_by_external_ids, gone):
             if artifact.state != pb.Artifact.DELETED:
                 updated = pb.Artifact()
                 updated.CopyFrom(artifact)
                 updated.state = pb.Artifact.DELETED
-                updated.ClearField("create_time_since_epoch")
-                updated.ClearField("last_update_time_since_epoch")
+                for name in ("type", "create_time_since_epoch", "last_update_time_since_epoch"):
+                    updated.ClearField(name)
                 out.append((updated, artifact.properties["run"].string_value))
         return out
 
@@ -302,6 +308,13 @@ class Populator:
     def _put(self, kind: str, messages: Sequence[Any]) -> tuple[set[int], int]:
         """Writes the messages that changed since last written (updating by id when the key is
         known); returns the ids of those created, and how many were written."""
+        unmet = [
+            m
+            for m in messages
+            if m.external_id not in self._known and m.external_id not in self._conflicts
+        ]
+        if unmet:
+            self._adopt(kind, unmet)
         due = []
         for message in messages:
             if message.external_id in self._conflicts:
@@ -315,13 +328,7 @@ class Populator:
             due.append((message, fingerprint))
         if not due:
             return set(), 0
-        if known_missing := [m for m, _ in due if not m.HasField("id")]:
-            self._adopt(kind, known_missing)
-        put = {
-            "context": self._store.put_contexts,
-            "execution": self._store.put_executions,
-            "artifact": self._store.put_artifacts,
-        }[kind]
+        put: Callable[[list[Any]], list[int]] = getattr(self._store, f"put_{kind}s")
         created: set[int] = set()
         try:
             ids = put([m for m, _ in due])
@@ -351,23 +358,20 @@ class Populator:
 
     def _adopt(self, kind: str, messages: list[Any]) -> None:
         """Records of ours the store already has but this populator has not met (written by
-        an earlier process before its context existed): their ids, so they are updated."""
-        get = {
-            "context": self._store.get_contexts_by_external_ids,
-            "execution": self._store.get_executions_by_external_ids,
-            "artifact": self._store.get_artifacts_by_external_ids,
-        }[kind]
+        an earlier process): learnt as if written here, so they are updated only if they
+        differ."""
+        get: Callable[[list[str]], list[Any]] = getattr(self._store, f"get_{kind}s_by_external_ids")
         by_key = {m.external_id: m for m in messages}
-        for found in get(list(by_key)):
-            message = by_key.get(found.external_id)
+        for stored in found(get, list(by_key)):
+            message = by_key.get(stored.external_id)
             if message is not None:
-                message.id = found.id
-                if kind == "artifact" and found.type_id == self._types.event_file:
+                self._known[stored.external_id] = (stored.id, _fingerprint(stored))
+                if kind == "artifact" and stored.type_id == self._types.event_file:
                     self._counted.setdefault(
-                        found.uri,
+                        stored.uri,
                         _Counted(
-                            int(found.properties["counted_bytes"].int_value),
-                            int(found.properties["records"].int_value),
+                            int(stored.properties["counted_bytes"].int_value),
+                            int(stored.properties["records"].int_value),
                         ),
                     )
 
@@ -416,8 +420,5 @@ def _session_below(runs: dict[str, RunSummary], name: str) -> RunSummary | None:
     """The one hparams session in a run's sub-runs (tensorboardX's ``add_hparams`` writes its
     session into a directory below the run), or None if there is none or several."""
     prefix = "" if name == "." else name + "/"
-    found = [
-        r for n, r in runs.items() if n != name and n.startswith(prefix) and r.session_start
-    ]
+    found = [r for n, r in runs.items() if n != name and n.startswith(prefix) and r.session_start]
     return found[0] if len(found) == 1 else None
-

@@ -36,7 +36,12 @@ MIN_INTERVAL_SECONDS = 1.0
 
 
 class LineageUnavailable(RuntimeError):
-    """The lineage service is closed (the daemon is stopping)."""
+    """The lineage store cannot be used: it could not be opened, or it is closed (the daemon
+    is stopping). The message says which."""
+
+
+#: How long a reader waits for the writer to have opened (created) the store.
+OPEN_TIMEOUT_SECONDS = 30.0
 
 
 def connection_config(path: Path, *, read_only: bool) -> Any:
@@ -230,7 +235,9 @@ class LineageService:
             store = open_store(self.path)
             populator = Populator(store, self._idle)
         except Exception as exc:
-            log.error("lineage: %s cannot be opened (%s): /api/v1/metadata answers 503", self.path, exc)
+            log.error(
+                "lineage: %s cannot be opened (%s): /api/v1/metadata answers 503", self.path, exc
+            )
             self._start_error = exc
             self._started.set()
             self._refuse_calls()
