@@ -271,11 +271,11 @@ LINEAGE_ARTIFACT_ID = Param(
 LINEAGE_URI = Param("uri", "start from the artifact with this URI (or artifact_id=)")
 LINEAGE_HOPS = Param(
     "hops",
-    "how many events away from the artifact to go, both ways (artifact → execution is one)",
+    "how many events away from the artifact to go, both ways (artifact → execution is one); "
+    "default 2",
     "integer",
     minimum=0,
     maximum=20,
-    default="2",
 )
 HPARAMS_REQUEST = Param(
     "request",

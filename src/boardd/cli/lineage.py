@@ -13,6 +13,7 @@ from typing import Any, TextIO
 from boardd.cli.common import fail, settings_failed
 from boardd.config import SettingsError, lineage_path
 from boardd.exitcodes import ExitCode
+from boardd.lineage.types import EVENT_FILE
 
 NAME = "lineage"
 
@@ -118,7 +119,10 @@ def render(found: list[dict[str, Any]], out: TextIO) -> None:
                     out.write(f"      {key} = {value!r}\n")
             else:
                 out.write("    hparams: (none recorded)\n")
-            for label, items in (("inputs", run["inputs"]), ("data", run["outputs"])):
+            data = [o for o in run["outputs"] if o["type"] == EVENT_FILE]
+            others = [o for o in run["outputs"] if o["type"] != EVENT_FILE]
+            groups = (("inputs", run["inputs"]), ("data", data), ("other outputs", others))
+            for label, items in groups:
                 if not items:
                     continue
                 out.write(f"    {label}:\n")

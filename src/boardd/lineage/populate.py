@@ -210,8 +210,12 @@ class Populator:
             assert status is not None
             props["status"].string_value = _STATUS_NAMES.get(status, str(status))
         execution.last_known_state = state
-        start = _ms(float(str(session["startTimeSecs"]))) if session else None
-        start = start or _ms(run.start_time)
+        # The earliest of the session's start and the run's first event (tensorboardX stamps
+        # its session when add_hparams is called, at the end of training).
+        starts = [_ms(run.start_time)]
+        if session:
+            starts.append(_ms(float(str(session["startTimeSecs"]))))
+        start = min((t for t in starts if t is not None), default=None)
         if start is not None:
             props["start_time"].int_value = start
         end_ms = _ms(float(str(end["endTimeSecs"]))) if end is not None else None
