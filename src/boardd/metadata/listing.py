@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from boardd.metadata import errors
@@ -175,15 +176,17 @@ def list_nodes(
     store: MetadataStore,
     kind: NodeKind,
     list_options: ListOptions | None,
-    candidate_ids: list[int] | None = None,
+    candidates: Callable[[Any], list[int]] | None,
 ) -> list[Any]:
-    """All nodes (by id), or as ``list_options`` asks, in one transaction."""
+    """All nodes (by id), or as ``list_options`` asks, in one transaction; ``candidates``
+    (given the connection) narrows them to some ids (e.g. a context's artifacts)."""
     if list_options is not None and list_options.limit and list_options.limit < 1:
         raise errors.InvalidArgumentError(
             "Invalid list_options.limit value passed. list_options.limit is expected to be "
             "greater than 1"
         )
     with store._transaction() as db:
+        candidate_ids = candidates(db) if candidates is not None else None
         if list_options is None:
             if candidate_ids is not None:
                 return store._find_nodes(db, kind, candidate_ids)

@@ -1091,12 +1091,491 @@ class MetadataStore:
         """The contexts with these external ids (NotFoundError when none has one)."""
         return self._get_nodes_by_external_ids(CONTEXT, external_ids)
 
+    # -- events -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _insert_event(db: apsw.Connection, event: pb.Event, validate: bool, now: int) -> None:
+        """MLMD's CreateEvent."""
+        if not event.HasField("artifact_id"):
+            raise errors.InvalidArgumentError("No artifact id is specified.")
+        if not event.HasField("execution_id"):
+            raise errors.InvalidArgumentError("No execution id is specified.")
+        if not event.HasField("type") or event.type == pb.Event.UNKNOWN:
+            raise errors.InvalidArgumentError("No event type is specified.")
+        if validate:
+            if db.execute(queries.ARTIFACT_EXISTS, (event.artifact_id,)).get is None:
+                raise errors.InvalidArgumentError(
+                    f"No artifact with the given id {event.artifact_id}"
+                )
+            if db.execute(queries.EXECUTION_EXISTS, (event.execution_id,)).get is None:
+                raise errors.InvalidArgumentError(
+                    f"No execution with the given id {event.execution_id}"
+                )
+        when = event.milliseconds_since_epoch if event.HasField("milliseconds_since_epoch") else now
+        try:
+            db.execute(
+                queries.INSERT_EVENT, (event.artifact_id, event.execution_id, event.type, when)
+            )
+        except apsw.ConstraintError as exc:
+            raise errors.AlreadyExistsError(f"Given event already exists: {event}") from exc
+        steps = event.path.steps
+        if steps:
+            event_id = db.last_insert_rowid()
+            db.executemany(
+                queries.INSERT_EVENT_PATH,
+                [
+                    (event_id, 1, step.index, None)
+                    if step.WhichOneof("value") == "index"
+                    else (event_id, 0, None, step.key)
+                    for step in steps
+                ],
+            )
+
+    def put_events(
+        self, events: Sequence[pb.Event], extra_options: ExtraOptions | None = None
+    ) -> None:
+        """Inserts events (their artifact and execution must exist; events never change)."""
+        with self._transaction() as db:
+            now = _now_ms()
+            for event in events:
+                self._insert_event(db, event, True, now)
+
+    @staticmethod
+    def _events(db: apsw.Connection, sql: str, ids: Iterable[int]) -> list[pb.Event]:
+        rows: list[tuple[Any, ...]] = db.execute(sql, (_ids_json(ids),)).fetchall()
+        if not rows:
+            return []
+        by_id: dict[int, pb.Event] = {}
+        out: list[pb.Event] = []
+        for event_id, artifact_id, execution_id, event_type, when in rows:
+            event = pb.Event(artifact_id=artifact_id, execution_id=execution_id, type=event_type)
+            if when is not None:
+                event.milliseconds_since_epoch = when
+            by_id[event_id] = event
+            out.append(event)
+        for event_id, is_index, index, key in db.execute(
+            queries.SELECT_EVENT_PATHS, (_ids_json(by_id),)
+        ):
+            step = by_id[event_id].path.steps.add()
+            if is_index:
+                step.index = index
+            else:
+                step.key = key
+        return out
+
+    def get_events_by_execution_ids(
+        self, execution_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Event]:
+        """The events of these executions."""
+        wanted = [int(i) for i in execution_ids]
+        with self._transaction() as db:
+            return self._events(db, queries.SELECT_EVENTS_BY_EXECUTIONS, wanted)
+
+    def get_events_by_artifact_ids(
+        self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
+    ) -> list[pb.Event]:
+        """The events of these artifacts."""
+        wanted = [int(i) for i in artifact_ids]
+        with self._transaction() as db:
+            return self._events(db, queries.SELECT_EVENTS_BY_ARTIFACTS, wanted)
+
+    # -- contexts: membership and nesting -----------------------------------------------------
+
+    @staticmethod
+    def _insert_attribution(
+        db: apsw.Connection, context_id: int, artifact_id: int, validate: bool
+    ) -> None:
+        """MLMD's InsertAttributionIfNotExist."""
+        if validate:
+            if db.execute(queries.CONTEXT_EXISTS, (context_id,)).get is None:
+                raise errors.InvalidArgumentError("Context id not found.")
+            if db.execute(queries.ARTIFACT_EXISTS, (artifact_id,)).get is None:
+                raise errors.InvalidArgumentError("Artifact id not found.")
+        db.execute(queries.INSERT_ATTRIBUTION, (context_id, artifact_id))
+
+    @staticmethod
+    def _insert_association(
+        db: apsw.Connection, context_id: int, execution_id: int, validate: bool
+    ) -> None:
+        """MLMD's InsertAssociationIfNotExist."""
+        if validate:
+            if db.execute(queries.CONTEXT_EXISTS, (context_id,)).get is None:
+                raise errors.InvalidArgumentError("Context id not found.")
+            if db.execute(queries.EXECUTION_EXISTS, (execution_id,)).get is None:
+                raise errors.InvalidArgumentError("Execution id not found.")
+        db.execute(queries.INSERT_ASSOCIATION, (context_id, execution_id))
+
+    def put_attributions_and_associations(
+        self,
+        attributions: Sequence[pb.Attribution],
+        associations: Sequence[pb.Association],
+        extra_options: ExtraOptions | None = None,
+    ) -> None:
+        """Adds artifacts and executions to contexts (an existing link is kept as is)."""
+        with self._transaction() as db:
+            for attribution in attributions:
+                if not attribution.HasField("context_id"):
+                    raise errors.InvalidArgumentError("No context id is specified.")
+                if not attribution.HasField("artifact_id"):
+                    raise errors.InvalidArgumentError("No artifact id is specified")
+                self._insert_attribution(db, attribution.context_id, attribution.artifact_id, True)
+            for association in associations:
+                if not association.HasField("context_id"):
+                    raise errors.InvalidArgumentError("No context id is specified.")
+                if not association.HasField("execution_id"):
+                    raise errors.InvalidArgumentError("No execution id is specified")
+                self._insert_association(db, association.context_id, association.execution_id, True)
+
+    def put_parent_contexts(
+        self,
+        parent_contexts: Sequence[pb.ParentContext],
+        extra_options: ExtraOptions | None = None,
+    ) -> None:
+        """Nests contexts: each ParentContext makes ``parent_id`` a parent of ``child_id``.
+
+        InvalidArgumentError for an unknown id or a cycle; AlreadyExistsError for a link that
+        exists.
+        """
+        with self._transaction() as db:
+            for link in parent_contexts:
+                if not link.HasField("parent_id") or not link.HasField("child_id"):
+                    raise errors.InvalidArgumentError(
+                        f"Missing parent / child id in the parent_context: {link}"
+                    )
+                found = db.execute(
+                    f"SELECT count(*) FROM Context WHERE id IN {queries.IDS}",
+                    (_ids_json([link.parent_id, link.child_id]),),
+                ).get
+                if found < 2:
+                    raise errors.InvalidArgumentError(
+                        f"Given parent / child id in the parent_context cannot be found: {link}"
+                    )
+                # A cycle: the child is the parent, or one of the parent's ancestors.
+                ancestors = {
+                    row[0] for row in db.execute(queries.SELECT_ANCESTORS, (link.parent_id,))
+                }
+                if link.child_id in ancestors:
+                    raise errors.InvalidArgumentError(
+                        "There is a cycle detected of the given relationship."
+                    )
+                try:
+                    db.execute(queries.INSERT_PARENT_CONTEXT, (link.child_id, link.parent_id))
+                except apsw.ConstraintError as exc:
+                    raise errors.AlreadyExistsError(
+                        f"Given parent_context already exists: {link}"
+                    ) from exc
+
+    def _linked_contexts(self, sql: str, context_id: int) -> list[pb.Context]:
+        with self._transaction() as db:
+            ids = [row[0] for row in db.execute(sql, (context_id,))]
+            return self._find_nodes(db, CONTEXT, ids)
+
+    def get_parent_contexts_by_context(
+        self, context_id: int, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The parents of a context."""
+        return self._linked_contexts(queries.SELECT_PARENT_IDS, context_id)
+
+    def get_children_contexts_by_context(
+        self, context_id: int, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The children of a context."""
+        return self._linked_contexts(queries.SELECT_CHILD_IDS, context_id)
+
+    def get_contexts_by_artifact(
+        self, artifact_id: int, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The contexts an artifact is attributed to."""
+        return self._linked_contexts(queries.SELECT_CONTEXT_IDS_BY_ARTIFACT, artifact_id)
+
+    def get_contexts_by_execution(
+        self, execution_id: int, extra_options: ExtraOptions | None = None
+    ) -> list[pb.Context]:
+        """The contexts an execution is associated with."""
+        return self._linked_contexts(queries.SELECT_CONTEXT_IDS_BY_EXECUTION, execution_id)
+
+    def get_artifacts_by_context(
+        self,
+        context_id: int,
+        list_options: ListOptions | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[pb.Artifact]:
+        """The artifacts attributed to a context (all, or as ``list_options`` says)."""
+        from boardd.metadata import listing
+
+        return listing.list_nodes(
+            self,
+            ARTIFACT,
+            list_options,
+            lambda db: [
+                row[0] for row in db.execute(queries.SELECT_ARTIFACT_IDS_BY_CONTEXT, (context_id,))
+            ],
+        )
+
+    def get_executions_by_context(
+        self,
+        context_id: int,
+        list_options: ListOptions | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> list[pb.Execution]:
+        """The executions associated with a context (newest first unless ``list_options``)."""
+        from boardd.metadata import listing
+
+        if list_options is None:
+            list_options = ListOptions(order_by=OrderByField.CREATE_TIME, is_asc=False)
+        return listing.list_nodes(
+            self,
+            EXECUTION,
+            list_options,
+            lambda db: [
+                row[0] for row in db.execute(queries.SELECT_EXECUTION_IDS_BY_CONTEXT, (context_id,))
+            ],
+        )
+
+    # -- put_execution and put_lineage_subgraph -----------------------------------------------
+
+    def _upsert_artifact_reusing(
+        self,
+        db: apsw.Connection,
+        artifact: pb.Artifact,
+        now: int,
+        types: dict[int, _StoredType],
+        reuse_by_external_id: bool,
+    ) -> int:
+        if reuse_by_external_id and not artifact.HasField("id") and artifact.external_id:
+            row = db.execute(queries.ARTIFACT_ID_BY_EXTERNAL_ID, (artifact.external_id,)).get
+            if row is not None:
+                copy = pb.Artifact()
+                copy.CopyFrom(artifact)
+                copy.id = row
+                return self._update_node(db, ARTIFACT, copy, now, types)
+        return self._upsert_node(db, ARTIFACT, artifact, now, types)
+
+    def _upsert_context_with_options(
+        self,
+        db: apsw.Connection,
+        context: pb.Context,
+        now: int,
+        types: dict[int, _StoredType],
+        reuse_if_exists: bool,
+        validate: bool = True,
+    ) -> int:
+        """MLMD's UpsertContextWithOptions."""
+        if not context.HasField("type_id"):
+            raise errors.InvalidArgumentError(f"Context is missing a type_id: {context}")
+        if not context.HasField("name"):
+            raise errors.InvalidArgumentError(f"Context is missing a name: {context}")
+        if reuse_if_exists and not context.HasField("id"):
+            row = db.execute(
+                "SELECT id FROM Context WHERE type_id = ? AND name = ?",
+                (context.type_id, context.name),
+            ).get
+            if row is not None:
+                return int(row)
+        if context.HasField("id"):
+            return self._update_node(db, CONTEXT, context, now, types)
+        return self._create_node(db, CONTEXT, context, now, types, validate=validate)
+
+    def put_execution(
+        self,
+        execution: pb.Execution,
+        artifact_and_events: Sequence[tuple[pb.Artifact, pb.Event | None] | Sequence[Any]],
+        contexts: Sequence[pb.Context] | None,
+        reuse_context_if_already_exist: bool = False,
+        reuse_artifact_if_already_exist_by_external_id: bool = False,
+        force_reuse_context: bool = False,
+        force_update_time: bool = False,
+        extra_options: ExtraOptions | None = None,
+    ) -> tuple[int, list[int], list[int]]:
+        """Writes an execution, its artifacts and events, and its contexts, atomically.
+
+        Returns the execution id, the artifact ids (aligned with ``artifact_and_events``) and
+        the context ids; every artifact is attributed and the execution associated to every
+        context.
+        """
+        pairs: list[tuple[pb.Artifact | None, pb.Event | None]] = []
+        for pair in artifact_and_events:
+            if not pair:
+                continue
+            artifact = pair[0]
+            event = pair[1] if len(pair) == 2 else None
+            pairs.append((artifact, event))
+        types: dict[int, _StoredType] = {}
+        with self._transaction() as db:
+            now = _now_ms()
+            artifact_ids_by_pair: list[int | None] = []
+            for artifact, _event in pairs:
+                if artifact is None:
+                    artifact_ids_by_pair.append(None)
+                    continue
+                artifact_ids_by_pair.append(
+                    self._upsert_artifact_reusing(
+                        db, artifact, now, types, reuse_artifact_if_already_exist_by_external_id
+                    )
+                )
+            if execution.HasField("id"):
+                execution_id = self._update_node(
+                    db, EXECUTION, execution, now, types, force_update_time=force_update_time
+                )
+            else:
+                execution_id = self._create_node(db, EXECUTION, execution, now, types)
+            artifact_ids: list[int] = []
+            for (artifact, event), artifact_id in zip(pairs, artifact_ids_by_pair, strict=True):
+                if event is not None:
+                    copy = pb.Event()
+                    copy.CopyFrom(event)
+                    if copy.HasField("execution_id") and copy.execution_id != execution_id:
+                        raise errors.InvalidArgumentError(
+                            "Request's event.execution_id does not match with the given execution: "
+                        )
+                    copy.execution_id = execution_id
+                    if artifact is not None:
+                        assert artifact_id is not None
+                        if copy.HasField("artifact_id") and copy.artifact_id != artifact_id:
+                            raise errors.InvalidArgumentError(
+                                "Given event.artifact_id is not aligned with the artifact: "
+                                f"{artifact}"
+                            )
+                        copy.artifact_id = artifact_id
+                    elif not copy.HasField("artifact_id"):
+                        raise errors.InvalidArgumentError(
+                            "If no artifact is present, given event must have an artifact_id"
+                        )
+                    self._insert_event(db, copy, False, now)
+                if artifact is not None:
+                    assert artifact_id is not None
+                    artifact_ids.append(artifact_id)
+                elif event is not None:
+                    artifact_ids.append(event.artifact_id)
+                else:
+                    artifact_ids.append(-1)
+            distinct_artifacts = list(dict.fromkeys(artifact_ids))
+            context_ids: list[int] = []
+            for context in contexts or ():
+                if context.HasField("id") and force_reuse_context:
+                    if db.execute(queries.CONTEXT_EXISTS, (context.id,)).get is None:
+                        raise errors.NotFoundError(
+                            f"Context with ID {context.id} was not found in MLMD"
+                        )
+                    context_id = int(context.id)
+                else:
+                    context_id = self._upsert_context_with_options(
+                        db, context, now, types, reuse_context_if_already_exist
+                    )
+                context_ids.append(context_id)
+                db.execute(queries.INSERT_ASSOCIATION_IF_NEW, (context_id, execution_id))
+                db.executemany(
+                    queries.INSERT_ATTRIBUTION_IF_NEW,
+                    [(context_id, artifact_id) for artifact_id in distinct_artifacts],
+                )
+            return execution_id, artifact_ids, context_ids
+
+    def put_lineage_subgraph(
+        self,
+        executions: Sequence[pb.Execution],
+        artifacts: Sequence[pb.Artifact],
+        contexts: Sequence[pb.Context],
+        event_edges: Sequence[tuple[int | None, int | None, pb.Event]],
+        reuse_context_if_already_exist: bool = False,
+        reuse_artifact_if_already_exist_by_external_id: bool = False,
+        extra_options: ExtraOptions | None = None,
+    ) -> tuple[list[int], list[int], list[int]]:
+        """Writes executions, artifacts, contexts and the events among them, atomically.
+
+        ``event_edges`` are ``(execution_index, artifact_index, event)``: an index into the
+        lists given here, or None with the event's own id. Returns the execution, artifact and
+        context ids, index-aligned.
+        """
+        edges = [tuple(edge) for edge in event_edges]
+        _check_event_edges(edges, executions, artifacts)
+        types: dict[int, _StoredType] = {}
+        with self._transaction() as db:
+            now = _now_ms()
+            for kind, nodes in (
+                (ARTIFACT, artifacts),
+                (EXECUTION, executions),
+                (CONTEXT, contexts),
+            ):
+                for node in nodes:
+                    if not node.HasField("type_id"):
+                        raise errors.InvalidArgumentError("Type id is missing.")
+                    stored = self._stored_type(db, kind.type_kind, node.type_id, types)
+                    if stored is None:
+                        raise errors.NotFoundError(
+                            f"No type found for query, type_id: {node.type_id}"
+                        )
+                    self._validate_properties(node, stored)
+            context_ids = [
+                self._upsert_context_with_options(
+                    db, context, now, types, reuse_context_if_already_exist, validate=False
+                )
+                for context in contexts
+            ]
+            artifact_ids = []
+            for artifact in artifacts:
+                if artifact.HasField("id"):
+                    artifact_ids.append(self._update_node(db, ARTIFACT, artifact, now, types))
+                else:
+                    artifact_ids.append(
+                        self._upsert_artifact_reusing(
+                            db,
+                            artifact,
+                            now,
+                            types,
+                            reuse_artifact_if_already_exist_by_external_id,
+                        )
+                    )
+            execution_ids = [
+                self._update_node(db, EXECUTION, execution, now, types)
+                if execution.HasField("id")
+                else self._create_node(db, EXECUTION, execution, now, types, validate=False)
+                for execution in executions
+            ]
+            distinct_contexts = list(dict.fromkeys(context_ids))
+            distinct_executions = list(dict.fromkeys(execution_ids))
+            distinct_artifacts = list(dict.fromkeys(artifact_ids))
+            for context_id in distinct_contexts:
+                db.executemany(
+                    queries.INSERT_ASSOCIATION_IF_NEW,
+                    [(context_id, execution_id) for execution_id in distinct_executions],
+                )
+                db.executemany(
+                    queries.INSERT_ATTRIBUTION_IF_NEW,
+                    [(context_id, artifact_id) for artifact_id in distinct_artifacts],
+                )
+            for execution_index, artifact_index, event in edges:
+                assert isinstance(event, pb.Event)
+                copy = pb.Event()
+                copy.CopyFrom(event)
+                if not copy.HasField("execution_id"):
+                    assert isinstance(execution_index, int)
+                    copy.execution_id = execution_ids[execution_index]
+                if not copy.HasField("artifact_id"):
+                    assert isinstance(artifact_index, int)
+                    copy.artifact_id = artifact_ids[artifact_index]
+                self._insert_event(db, copy, False, now)
+            return execution_ids, artifact_ids, context_ids
+
+    # -- lineage ------------------------------------------------------------------------------
+
+    def get_lineage_subgraph(
+        self,
+        query_options: pb.LineageSubgraphQueryOptions,
+        field_mask_paths: Sequence[str] | None = None,
+        extra_options: ExtraOptions | None = None,
+    ) -> pb.LineageGraph:
+        """The subgraph around the starting nodes (see boardd.metadata.lineage)."""
+        from boardd.metadata import lineage
+
+        with self._transaction() as db:
+            return lineage.subgraph(self, db, query_options, field_mask_paths)
+
     # -- lists with ListOptions ---------------------------------------------------------------
 
     def _list_nodes(self, kind: NodeKind, list_options: ListOptions | None) -> list[Any]:
         from boardd.metadata import listing
 
-        return listing.list_nodes(self, kind, list_options)
+        return listing.list_nodes(self, kind, list_options, None)
 
     def get_artifacts(
         self, list_options: ListOptions | None = None, extra_options: ExtraOptions | None = None
@@ -1115,6 +1594,68 @@ class MetadataStore:
     ) -> list[pb.Context]:
         """Contexts, all or as ``list_options`` says."""
         return self._list_nodes(CONTEXT, list_options)
+
+
+def _check_event_edges(
+    edges: Sequence[tuple[Any, ...]],
+    executions: Sequence[pb.Execution],
+    artifacts: Sequence[pb.Artifact],
+) -> None:
+    """MLMD's CheckEventEdges: every edge names its execution and artifact consistently."""
+    for edge in edges:
+        execution_index, artifact_index, event = edge
+        if event is None:
+            raise errors.InvalidArgumentError("No event found for event_edge")
+        if execution_index is None and not event.HasField("execution_id"):
+            raise errors.InvalidArgumentError(
+                "Event_edge is missing an execution. Could not find either an "
+                "execution_index or an event.execution_id"
+            )
+        if execution_index is not None:
+            if not 0 <= execution_index < len(executions):
+                raise errors.OutOfRangeError(
+                    f"The event_edge has an execution_index {execution_index} that is outside "
+                    f"the bounds of the request's executions list, [0, {len(executions)})"
+                )
+            if event.HasField("execution_id"):
+                execution = executions[execution_index]
+                if not execution.HasField("id"):
+                    raise errors.InvalidArgumentError(
+                        f"Missing execution ID. The referenced execution at execution_index "
+                        f"{execution_index} does not have an ID even though the event_edge "
+                        f"specifies an event.execution_id of {event.execution_id}"
+                    )
+                if execution.id != event.execution_id:
+                    raise errors.InvalidArgumentError(
+                        f"Execution ID mismatch. The referenced execution at execution_index "
+                        f"{execution_index} has an ID of {execution.id} that does not match "
+                        f"the event_edge's event.execution_id of {event.execution_id}"
+                    )
+        if artifact_index is None and not event.HasField("artifact_id"):
+            raise errors.InvalidArgumentError(
+                "Event_edge is missing an artifact. Could not find either an artifact_index "
+                "or an event.artifact_id"
+            )
+        if artifact_index is not None:
+            if not 0 <= artifact_index < len(artifacts):
+                raise errors.OutOfRangeError(
+                    f"The event_edge has an artifact_index {artifact_index} that is outside "
+                    f"the bounds of the request's artifacts list, [0, {len(artifacts)})"
+                )
+            if event.HasField("artifact_id"):
+                artifact = artifacts[artifact_index]
+                if not artifact.HasField("id"):
+                    raise errors.InvalidArgumentError(
+                        f"Missing artifact ID. The referenced artifact at artifact_index "
+                        f"{artifact_index} does not have an ID even though the event_edge "
+                        f"specifies an event.artifact_id of {event.artifact_id}"
+                    )
+                if artifact.id != event.artifact_id:
+                    raise errors.InvalidArgumentError(
+                        f"Artifact ID mismatch. The referenced artifact at artifact_index "
+                        f"{artifact_index} has an ID of {artifact.id} that does not match the "
+                        f"event_edge's event.artifact_id of {event.artifact_id}"
+                    )
 
 
 def _same_node_fields(node: Any, stored: Any) -> bool:

@@ -153,12 +153,36 @@ INSERT_EVENT_PATH = (
     "INSERT INTO EventPath (event_id, is_index_step, step_index, step_key) VALUES (?, ?, ?, ?)"
 )
 EVENT_COLUMNS = "id, artifact_id, execution_id, type, milliseconds_since_epoch"
-SELECT_EVENTS_BY_ARTIFACTS = f"SELECT {EVENT_COLUMNS} FROM Event WHERE artifact_id IN {IDS}"
-SELECT_EVENTS_BY_EXECUTIONS = f"SELECT {EVENT_COLUMNS} FROM Event WHERE execution_id IN {IDS}"
+# In the order MLMD's SQLite answers (the index each query walks).
+SELECT_EVENTS_BY_ARTIFACTS = (
+    f"SELECT {EVENT_COLUMNS} FROM Event WHERE artifact_id IN {IDS} "
+    "ORDER BY artifact_id, execution_id, type"
+)
+SELECT_EVENTS_BY_EXECUTIONS = (
+    f"SELECT {EVENT_COLUMNS} FROM Event WHERE execution_id IN {IDS} ORDER BY execution_id, id"
+)
 SELECT_EVENT_PATHS = (
     "SELECT event_id, is_index_step, step_index, step_key FROM EventPath "
     f"WHERE event_id IN {IDS} ORDER BY rowid"
 )
-INSERT_ATTRIBUTION = "INSERT INTO Attribution (context_id, artifact_id) VALUES (?, ?)"
-INSERT_ASSOCIATION = "INSERT INTO Association (context_id, execution_id) VALUES (?, ?)"
+# MLMD inserts attributions and associations "if not exist": an existing one is no error.
+INSERT_ATTRIBUTION = "INSERT OR IGNORE INTO Attribution (context_id, artifact_id) VALUES (?, ?)"
+INSERT_ASSOCIATION = "INSERT OR IGNORE INTO Association (context_id, execution_id) VALUES (?, ?)"
+INSERT_ATTRIBUTION_IF_NEW = INSERT_ATTRIBUTION
+INSERT_ASSOCIATION_IF_NEW = INSERT_ASSOCIATION
+ARTIFACT_EXISTS = "SELECT 1 FROM Artifact WHERE id = ?"
+EXECUTION_EXISTS = "SELECT 1 FROM Execution WHERE id = ?"
+CONTEXT_EXISTS = "SELECT 1 FROM Context WHERE id = ?"
+ARTIFACT_ID_BY_EXTERNAL_ID = "SELECT id FROM Artifact WHERE external_id = ?"
+SELECT_PARENT_IDS = "SELECT parent_context_id FROM ParentContext WHERE context_id = ?"
+SELECT_CHILD_IDS = "SELECT context_id FROM ParentContext WHERE parent_context_id = ?"
+#: Every ancestor of a context (for the cycle check of put_parent_contexts).
+SELECT_ANCESTORS = (
+    "WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT p.parent_context_id FROM ParentContext "
+    "AS p JOIN up ON p.context_id = up.id) SELECT id FROM up"
+)
+SELECT_CONTEXT_IDS_BY_ARTIFACT = "SELECT context_id FROM Attribution WHERE artifact_id = ?"
+SELECT_CONTEXT_IDS_BY_EXECUTION = "SELECT context_id FROM Association WHERE execution_id = ?"
+SELECT_ARTIFACT_IDS_BY_CONTEXT = "SELECT artifact_id FROM Attribution WHERE context_id = ?"
+SELECT_EXECUTION_IDS_BY_CONTEXT = "SELECT execution_id FROM Association WHERE context_id = ?"
 INSERT_PARENT_CONTEXT = "INSERT INTO ParentContext (context_id, parent_context_id) VALUES (?, ?)"
