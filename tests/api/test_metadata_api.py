@@ -282,3 +282,100 @@ def test_without_a_lineage_store_the_routes_say_so(tmp_path: Path) -> None:
             )
     finally:
         server.stop()
+
+
+def test_every_operation_is_a_store_method_with_those_arguments() -> None:
+    import inspect
+
+    from boardd.api.metadata_ops import OPERATIONS
+    from boardd.api.openapi import SPEC
+    from boardd.metadata.metadata_store import MetadataStore
+
+    for op in OPERATIONS:
+        method = getattr(MetadataStore, op.name)
+        params = inspect.signature(method).parameters
+        for arg in op.args:
+            assert arg.name in params, (op.name, arg.name)
+            assert (params[arg.name].default is inspect.Parameter.empty) == arg.required, (
+                op.name,
+                arg.name,
+            )
+        required = {
+            n
+            for n, p in params.items()
+            if n != "self"
+            and p.default is inspect.Parameter.empty
+            and p.kind is p.POSITIONAL_OR_KEYWORD
+        }
+        assert required <= {a.name for a in op.args}, op.name
+    [param] = SPEC["paths"]["/api/v1/metadata/{operation}"]["post"]["parameters"]
+    assert param["schema"]["enum"] == [op.name for op in OPERATIONS]
+
+
+def test_put_execution_with_artifacts_events_and_contexts(api: Api) -> None:
+    # MLMD's atomic put_execution: an execution, its output artifact with its event, and a
+    # context, in one call (one transaction), as [Artifact, Event] pairs in JSON.
+    trainer = api.write("put_execution_type", execution_type={"name": "Trainer"})
+    model = api.write("put_artifact_type", artifact_type={"name": "Model"})
+    group = api.write("put_context_type", context_type={"name": "Pipeline"})
+    execution_id, artifact_ids, context_ids = api.write(
+        "put_execution",
+        execution={"typeId": trainer, "lastKnownState": "COMPLETE"},
+        artifact_and_events=[
+            [{"typeId": model, "uri": "/models/m1"}, {"type": "OUTPUT"}],
+            [{"typeId": model, "uri": "/models/m0"}],
+        ],
+        contexts=[{"typeId": group, "name": "nightly"}],
+    )
+    assert len(artifact_ids) == 2 and len(context_ids) == 1
+    events = api.call("get_events_by_execution_ids", execution_ids=[execution_id])
+    assert [(e["artifactId"], e["type"]) for e in events] == [(str(artifact_ids[0]), "OUTPUT")]
+    contexts = api.call("get_contexts_by_execution", execution_id=execution_id)
+    assert [c["name"] for c in contexts] == ["nightly"]
+    graph = api.client.get(
+        "/api/v1/metadata/lineage_graph",
+        params={"artifact_id": artifact_ids[0], "hops": 1},
+        headers=AUTH,
+    ).json()
+    assert {n["id"] for n in graph["nodes"]} == {
+        f"artifact:{artifact_ids[0]}",
+        f"execution:{execution_id}",
+    }
+    assert all(n["boardd"] is False for n in graph["nodes"])
+
+
+#: Prints the signature of every public get_/put_ method of ml-metadata's MetadataStore.
+_SIGNATURES = """
+import inspect, json
+from ml_metadata.metadata_store import metadata_store
+print(json.dumps({
+    name: [[p.name, p.default is inspect.Parameter.empty]
+           for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+    for name, fn in inspect.getmembers(metadata_store.MetadataStore, inspect.isfunction)
+    if name.startswith(("get_", "put_"))
+}))
+"""
+
+
+def test_the_operations_are_ml_metadatas() -> None:
+    # The oracle: the real ml-metadata's Python API, in its own venv (tests/metadata/oracle).
+    import json
+    import subprocess
+
+    from boardd.api.metadata_ops import OPERATIONS
+    from tests.metadata.oracle import oracle_python
+
+    out = subprocess.run(
+        [str(oracle_python()), "-c", _SIGNATURES],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    theirs = {name: dict(map(tuple, params)) for name, params in json.loads(out.stdout).items()}
+    ours = {op.name: {a.name: a.required for a in op.args} for op in OPERATIONS}
+    # extra_options is accepted and ignored by ml-metadata's open-source store.
+    assert ours == {
+        name: {k: v for k, v in params.items() if k != "extra_options"}
+        for name, params in theirs.items()
+    }

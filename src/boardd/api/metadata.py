@@ -163,20 +163,23 @@ def convert(arg: Arg, value: object) -> object:
             )
             pairs.append((artifact, event))
         return pairs
-    if kind == "events_and_indices":
-        triples: list[tuple[Any, int, int]] = []
+    if kind == "event_edges":
+        edges: list[tuple[int | None, int | None, Any]] = []
         for i, item in enumerate(_list(value, where)):
-            triple = _list(item, f"{where}[{i}]")
-            if len(triple) != 3:
-                raise ApiError(400, f"{where}[{i}]: give [Event, artifact index, execution index]")
-            triples.append(
+            edge = _list(item, f"{where}[{i}]")
+            if len(edge) != 3:
+                raise ApiError(
+                    400,
+                    f"{where}[{i}]: give [execution index or null, artifact index or null, Event]",
+                )
+            edges.append(
                 (
-                    _message("Event", triple[0], f"{where}[{i}][0]"),
-                    _integer(triple[1], f"{where}[{i}][1]"),
-                    _integer(triple[2], f"{where}[{i}][2]"),
+                    None if edge[0] is None else _integer(edge[0], f"{where}[{i}][0]"),
+                    None if edge[1] is None else _integer(edge[1], f"{where}[{i}][1]"),
+                    _message("Event", edge[2], f"{where}[{i}][2]"),
                 )
             )
-        return triples
+        return edges
     raise AssertionError(kind)
 
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 #: Argument kinds: ``int``, ``str``, ``bool``, ``ints``, ``strs``; ``msg:NAME`` (one message
 #: of metadata_store.proto as proto3 JSON), ``msgs:NAME`` (a list of them); ``list_options``
 #: (MLMD's ListOptions: limit, order_by, is_asc, filter_query); ``artifact_and_events`` (a
-#: list of [Artifact, Event or null]); ``events_and_indices`` (a list of [Event, artifact
-#: index, execution index]).
+#: list of [Artifact, Event or null]); ``event_edges`` (a list of [execution index or null,
+#: artifact index or null, Event], put_lineage_subgraph's).
 Kind = str
 
 
@@ -54,7 +54,7 @@ def _types(kind: str) -> list[Operation]:
         Operation(f"get_{kind}_type", (Arg("type_name", "str", True), Arg("type_version", "str"))),
         Operation(f"get_{kind}_types", ()),
         Operation(f"get_{kind}_types_by_id", (Arg("type_ids", "ints", True),)),
-        Operation(f"get_{kind}_types_by_external_ids", (Arg("type_external_ids", "strs", True),)),
+        Operation(f"get_{kind}_types_by_external_ids", (Arg("external_ids", "strs", True),)),
     ]
 
 
@@ -62,7 +62,11 @@ def _nodes(kind: str) -> list[Operation]:
     title = {"artifact": "Artifact", "execution": "Execution", "context": "Context"}[kind]
     plural = f"{kind}s"
     return [
-        Operation(f"put_{plural}", (Arg(plural, f"msgs:{title}", True),), write=True),
+        Operation(
+            f"put_{plural}",
+            (Arg(plural, f"msgs:{title}", True), Arg("field_mask_paths", "strs")),
+            write=True,
+        ),
         Operation(f"get_{plural}", (Arg("list_options", "list_options"),)),
         Operation(f"get_{plural}_by_id", (Arg(f"{kind}_ids", "ints", True),)),
         Operation(
@@ -96,6 +100,8 @@ OPERATIONS: tuple[Operation, ...] = (
             Arg("contexts", "msgs:Context", True),
             Arg("reuse_context_if_already_exist", "bool"),
             Arg("reuse_artifact_if_already_exist_by_external_id", "bool"),
+            Arg("force_reuse_context", "bool"),
+            Arg("force_update_time", "bool"),
         ),
         write=True,
     ),
@@ -105,7 +111,7 @@ OPERATIONS: tuple[Operation, ...] = (
             Arg("executions", "msgs:Execution", True),
             Arg("artifacts", "msgs:Artifact", True),
             Arg("contexts", "msgs:Context", True),
-            Arg("events_and_indices", "events_and_indices", True),
+            Arg("event_edges", "event_edges", True),
             Arg("reuse_context_if_already_exist", "bool"),
             Arg("reuse_artifact_if_already_exist_by_external_id", "bool"),
         ),
@@ -123,6 +129,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "put_parent_contexts", (Arg("parent_contexts", "msgs:ParentContext", True),), write=True
     ),
     Operation("get_artifacts_by_uri", (Arg("uri", "str", True),)),
+    Operation("get_artifacts_and_types_by_artifact_ids", (Arg("artifact_ids", "ints", True),)),
     Operation(
         "get_artifacts_by_context",
         (Arg("context_id", "int", True), Arg("list_options", "list_options")),
@@ -138,7 +145,11 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("get_parent_contexts_by_context", (Arg("context_id", "int", True),)),
     Operation("get_children_contexts_by_context", (Arg("context_id", "int", True),)),
     Operation(
-        "get_lineage_subgraph", (Arg("query_options", "msg:LineageSubgraphQueryOptions", True),)
+        "get_lineage_subgraph",
+        (
+            Arg("query_options", "msg:LineageSubgraphQueryOptions", True),
+            Arg("field_mask_paths", "strs"),
+        ),
     ),
 )
 
