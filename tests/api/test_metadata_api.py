@@ -5,14 +5,18 @@ graph of a checkpoint."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 from google.protobuf import json_format
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from boardd.api.app import create_app
 from boardd.api.auth import cookie_value
@@ -379,3 +383,50 @@ def test_the_operations_are_ml_metadatas() -> None:
         name: {k: v for k, v in params.items() if k != "extra_options"}
         for name, params in theirs.items()
     }
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@st.composite
+def _calls(draw: st.DrawFn) -> tuple[str, object]:
+    from boardd.api.metadata_ops import OPERATIONS
+
+    op = draw(st.sampled_from(OPERATIONS))
+    names = [a.name for a in op.args] + ["bogus"]
+    chosen = draw(st.lists(st.sampled_from(names), max_size=len(names), unique=True))
+    body: object = {name: draw(_JSON) for name in chosen}
+    if draw(st.integers(0, 9)) == 0:
+        body = draw(_JSON)  # not even an object
+    name = op.name if draw(st.integers(0, 9)) else draw(st.text(max_size=10))
+    return name, body
+
+
+@pytest.fixture(scope="module")
+def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    with running(tmp_path_factory.mktemp("fuzz"), TOKEN) as made:
+        yield made
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(call=_calls())
+def test_fuzzed_calls_never_fail_the_server(fuzzed: Api, call: tuple[str, object]) -> None:
+    name, body = call
+    response = fuzzed.client.post(
+        f"/api/v1/metadata/{quote(name, safe='')}",
+        content=json.dumps(body, allow_nan=True),
+        headers={**AUTH, "content-type": "application/json"},
+    )
+    assert response.status_code != 500, (name, body, response.text)
+    if response.status_code != 200:
+        assert_error(response, response.status_code)

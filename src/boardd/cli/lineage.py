@@ -13,7 +13,6 @@ from typing import Any, TextIO
 from boardd.cli.common import fail, settings_failed
 from boardd.config import SettingsError, lineage_path
 from boardd.exitcodes import ExitCode
-from boardd.lineage.types import EVENT_FILE
 
 NAME = "lineage"
 
@@ -89,6 +88,8 @@ def _values(values: dict[str, Any]) -> str:
 
 def render(found: list[dict[str, Any]], out: TextIO) -> None:
     """The chain as text: the artifact, then each run that wrote it, indented."""
+    from boardd.lineage.types import EVENT_FILE
+
     for n, artifact in enumerate(found):
         if n:
             out.write("\n")

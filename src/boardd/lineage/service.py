@@ -33,6 +33,10 @@ log = logging.getLogger(__name__)
 REFRESH_INTERVAL_SECONDS = 30.0
 #: An experiment is refreshed at most this often however often it commits.
 MIN_INTERVAL_SECONDS = 1.0
+#: ... and at most this share of the writer thread's time: an experiment whose refresh takes
+#: long (10,000 runs: its store's series and the walk for checkpoints) is refreshed less often
+#: while it commits (a catch-up commits many times a second).
+REFRESH_TIME_SHARE = 0.05
 
 
 class LineageUnavailable(RuntimeError):
@@ -103,7 +107,8 @@ class LineageService:
         self._queue: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._due: set[str] = set(self._experiments)
         self._due_lock = threading.Lock()
-        self._last_refresh: dict[str, float] = {}
+        #: experiment → time.monotonic() before which it is not refreshed again.
+        self._not_before: dict[str, float] = {}
         self._refreshes = 0
         self._refreshed = threading.Condition()
         self._stop = threading.Event()
@@ -303,14 +308,12 @@ class LineageService:
             due = list(self._due)
         if not due:
             return float("inf")
-        return min(self._last_refresh.get(n, 0.0) + self._min_interval for n in due)
+        return min(self._not_before.get(n, 0.0) for n in due)
 
     def _take_due(self) -> list[str]:
         now = time.monotonic()
         with self._due_lock:
-            ready = [
-                n for n in self._due if now >= self._last_refresh.get(n, 0.0) + self._min_interval
-            ]
+            ready = [n for n in self._due if now >= self._not_before.get(n, 0.0)]
             self._due.difference_update(ready)
         return sorted(ready)
 
@@ -321,6 +324,7 @@ class LineageService:
             spec = self._experiments.get(name)
             if spec is None:
                 continue
+            started = time.monotonic()
             try:
                 written = self._populator.refresh(scan(spec))
             except Exception:
@@ -330,7 +334,9 @@ class LineageService:
             else:
                 if written:
                     log.debug("lineage: %s: %d records written", name, written)
-            self._last_refresh[name] = time.monotonic()
+            now = time.monotonic()
+            spacing = max(self._min_interval, (now - started) / REFRESH_TIME_SHARE)
+            self._not_before[name] = now + spacing
         with self._refreshed:
             self._refreshes += 1
             self._refreshed.notify_all()
