@@ -279,3 +279,30 @@ def test_a_name_taken_by_a_user_record_is_skipped_not_fatal(tmp_path: Path) -> N
         assert "owner" in stored.properties and "last_step" in stored.properties
     finally:
         store.close()
+
+
+def test_two_experiments_whose_paths_share_a_prefix_keep_their_files(tmp_path: Path) -> None:
+    from boardd.config import ExperimentSpec
+    from boardd.lineage import LineageService
+    from tests.hparams_logdirs import write_run
+
+    specs = []
+    for name in ("runs", "runs2"):
+        logdir = tmp_path / name
+        write_run(logdir, "a", (), {"loss": [(0, 1.0)]}, start=WALL)
+        (logdir / "a" / "model.pt").write_bytes(b"pt")
+        db = tmp_path / f"{name}.sqlite"
+        ingest(logdir, db, experiment=name)
+        specs.append(ExperimentSpec(name, logdir, db))
+    service = LineageService(tmp_path / "lineage.sqlite", specs)
+    service.start()
+    try:
+        service.refresh_now()
+        service.refresh_now(["runs"])  # runs' refresh must leave runs2's files alone
+        checkpoints = service.read(lambda s: s.get_artifacts_by_type(types.CHECKPOINT))
+        assert sorted(a.name for a in checkpoints) == ["runs/a/model.pt", "runs2/a/model.pt"]
+        assert {a.state for a in checkpoints} == {pb.Artifact.LIVE}
+        contexts = service.read(lambda s: s.get_contexts_by_type(types.EXPERIMENT))
+        assert sorted(c.name for c in contexts) == ["runs", "runs2"]
+    finally:
+        service.close()

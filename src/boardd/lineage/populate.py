@@ -269,7 +269,8 @@ class Populator:
 
     def _vanished(self, view: LogdirView, seen: set[str]) -> Iterable[tuple[Any, str]]:
         """boardd's artifacts of this experiment no longer in the view: marked DELETED."""
-        prefix = types.file_key(str(view.logdir))
+        # With the separator: /runs must not claim the files of /runs2.
+        prefix = types.file_key(os.path.join(str(view.logdir), ""))
         gone = [k for k in self._known if k.startswith(prefix) and k not in seen]
         if not gone:
             return []
