@@ -34,12 +34,16 @@ from boardd.config import ServeSettings
 from boardd.daemon.http import Server, server_config
 from boardd.daemon.memory import tune_malloc
 from boardd.daemon.notify import Notifier
-from boardd.daemon.runner import ExperimentRunner, describe
+from boardd.daemon.runner import ExperimentRunner, RunnerState, describe
 from boardd.lineage import LineageService
 from boardd.store.bus import ChangeHub
 from boardd.store.location import state_directory
 
 log = logging.getLogger(__name__)
+
+
+#: Runner states before an experiment's catch-up is done.
+_NOT_CAUGHT_UP = frozenset({RunnerState.STARTING, RunnerState.REBUILDING, RunnerState.CATCHING_UP})
 
 
 class PortInUseError(OSError):
@@ -175,12 +179,21 @@ class Service:
                 settings.experiments,
                 hub=self.hub,
                 idle_seconds=settings.hparams_idle_seconds,
+                busy=self._catching_up,
             )
             if settings.lineage is not None
             else None
         )
         self._server: _Server | None = None
         self._stopping = threading.Event()
+
+    def _catching_up(self, experiment: str) -> bool:
+        """Whether an experiment's runner has not caught up yet (the lineage store waits for
+        it rather than slow it down)."""
+        for runner in self.runners:
+            if runner.spec.name == experiment:
+                return runner.state in _NOT_CAUGHT_UP
+        return False
 
     def run(self, sock: socket.socket) -> bool:
         """Serves until SIGTERM/SIGINT; returns after a clean shutdown.

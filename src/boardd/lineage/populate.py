@@ -38,6 +38,11 @@ _SESSION_STATES = {1: pb.Execution.COMPLETE, 2: pb.Execution.FAILED, 3: pb.Execu
 _STATUS_NAMES = {0: "STATUS_UNKNOWN", 1: "STATUS_SUCCESS", 2: "STATUS_FAILURE", 3: "STATUS_RUNNING"}
 
 
+class Interrupted(Exception):
+    """The service is closing: a refresh stops between two writes (what it wrote stays, and
+    the next refresh goes on from there)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TypeIds:
     """The ids of boardd's four types in one lineage store."""
@@ -105,8 +110,14 @@ class Populator:
     """Brings boardd's records of each experiment up to date; one per lineage service, used
     from its writer thread only."""
 
-    def __init__(self, store: MetadataStore, idle_seconds: float) -> None:
+    def __init__(
+        self,
+        store: MetadataStore,
+        idle_seconds: float,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> None:
         self._store = store
+        self._should_stop = should_stop
         self._idle = idle_seconds
         self._types = register_types(store)
         #: external id → (record id, fingerprint of what was last written).
@@ -139,6 +150,8 @@ class Populator:
         executions = [self._execution(view, name, run, now) for name, run in view.runs.items()]
         new_runs, n = self._put("execution", executions)
         written += n
+        if self._should_stop():
+            raise Interrupted
         for message in executions:
             known = self._known.get(message.external_id)
             if known is not None:
@@ -238,7 +251,7 @@ class Populator:
         for row in view.event_files:
             path = row.path if os.path.isabs(row.path) else str(view.logdir / row.path)
             artifact = self._file_artifact(view, path, row.run, self._types.event_file)
-            counted = self._count(path)
+            counted = self._count(path, row.consumed)
             artifact.properties["size"].int_value = row.size
             artifact.properties["records"].int_value = counted.records
             artifact.properties["counted_bytes"].int_value = counted.offset
@@ -285,20 +298,20 @@ class Populator:
                 out.append((updated, artifact.properties["run"].string_value))
         return out
 
-    def _count(self, path: str) -> _Counted:
-        """Counts the records of an event file, resuming where the last count stopped."""
+    def _count(self, path: str, consumed: int) -> _Counted:
+        """Counts the records of an event file up to what boardd has read of it (``consumed``
+        bytes: still in the page cache, and what the store holds), resuming where the last
+        count stopped."""
         counted = self._counted.setdefault(path, _Counted(0, 0))
-        try:
-            size = os.path.getsize(path)
-        except OSError:
-            return counted
-        if size < counted.offset:  # replaced or truncated: count again
+        if consumed < counted.offset:  # replaced or truncated: count again
             counted.offset = counted.records = 0
-        if size == counted.offset:
+        if consumed == counted.offset:
             return counted
         try:
             with RecordReader(path, counted.offset, crc_mode=CrcMode.ON_ERROR) as reader:
-                while True:
+                while counted.offset < consumed:
+                    if self._should_stop():
+                        raise Interrupted
                     batch = reader.read_batch()
                     counted.records += len(batch)
                     if batch.end_offset == counted.offset:

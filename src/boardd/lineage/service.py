@@ -37,6 +37,8 @@ MIN_INTERVAL_SECONDS = 1.0
 #: long (10,000 runs: its store's series and the walk for checkpoints) is refreshed less often
 #: while it commits (a catch-up commits many times a second).
 REFRESH_TIME_SHARE = 0.05
+#: How often a refresh waiting for a catch-up checks again.
+BUSY_RECHECK_SECONDS = 0.5
 
 
 class LineageUnavailable(RuntimeError):
@@ -97,6 +99,7 @@ class LineageService:
         idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS,
         refresh_interval: float = REFRESH_INTERVAL_SECONDS,
         min_interval: float = MIN_INTERVAL_SECONDS,
+        busy: Callable[[str], bool] = lambda _name: False,
     ) -> None:
         self.path = path
         self._experiments = {spec.name: spec for spec in experiments}
@@ -104,6 +107,9 @@ class LineageService:
         self._idle = idle_seconds
         self._refresh_interval = refresh_interval
         self._min_interval = min_interval
+        #: Whether an experiment is catching up (its refresh waits: it would compete with
+        #: the catch-up for the interpreter, and see a store still filling).
+        self._busy = busy
         self._queue: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
         self._due: set[str] = set(self._experiments)
         self._due_lock = threading.Lock()
@@ -238,7 +244,7 @@ class LineageService:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             store = open_store(self.path)
-            populator = Populator(store, self._idle)
+            populator = Populator(store, self._idle, self._stop.is_set)
         except Exception as exc:
             log.error(
                 "lineage: %s cannot be opened (%s): /api/v1/metadata answers 503", self.path, exc
@@ -314,10 +320,15 @@ class LineageService:
         now = time.monotonic()
         with self._due_lock:
             ready = [n for n in self._due if now >= self._not_before.get(n, 0.0)]
+            waiting = [n for n in ready if self._busy(n)]
+            for name in waiting:
+                self._not_before[name] = now + BUSY_RECHECK_SECONDS
+            ready = [n for n in ready if n not in waiting]
             self._due.difference_update(ready)
         return sorted(ready)
 
     def _refresh(self, names: Sequence[str]) -> None:
+        from boardd.lineage.populate import Interrupted
         from boardd.lineage.scan import scan
 
         for name in names:
@@ -327,6 +338,8 @@ class LineageService:
             started = time.monotonic()
             try:
                 written = self._populator.refresh(scan(spec))
+            except Interrupted:
+                return
             except Exception:
                 log.exception("lineage: refreshing %s failed; tried again later", name)
                 with self._due_lock:
