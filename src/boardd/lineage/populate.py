@@ -28,6 +28,7 @@ from boardd.lineage.scan import LogdirView
 from boardd.metadata import errors
 from boardd.metadata.metadata_store import MetadataStore
 from boardd.metadata.proto import metadata_store_pb2 as pb
+from boardd.reader.errors import ReaderError
 from boardd.reader.modes import CrcMode
 from boardd.reader.tfrecord import RecordReader
 
@@ -317,7 +318,8 @@ class Populator:
                     if batch.end_offset == counted.offset:
                         break
                     counted.offset = batch.end_offset
-        except OSError as exc:
+        except (OSError, ReaderError) as exc:
+            # Unreadable for now (permissions, gone): the ingest reports it; counted later.
             log.debug("lineage: counting %s: %s", path, exc)
         return counted
 
