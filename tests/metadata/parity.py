@@ -67,15 +67,17 @@ class Both:
         self.calls += 1
         ours = _outcome_of(getattr(self.store, name), *args, **kwargs)
         theirs = _outcome_of(self.oracle.call, name, *args, **kwargs)
-        where = f"call #{self.calls} {name}({describe(list(args))}, {kwargs})"
+        where = f"call #{self.calls} {name}"
+        arguments = f"{describe(list(args))}, {kwargs}"[:1500]
         if ours[0] != theirs[0]:
             raise Mismatch(
-                f"{where}: boardd {ours[0]} {ours[1]!s:.300} / MLMD {theirs[0]} {theirs[1]!s:.300}"
+                f"{where}: boardd {ours[0]} {ours[1]!s:.300} / MLMD {theirs[0]} "
+                f"{theirs[1]!s:.300}\n  arguments: {arguments}"
             )
         if ours[0] == "ok" and normalized(ours[1]) != normalized(theirs[1]):
             raise Mismatch(
                 f"{where}:\n  boardd: {describe(normalized(ours[1]))[:3000]}\n"
-                f"  MLMD:   {describe(normalized(theirs[1]))[:3000]}"
+                f"  MLMD:   {describe(normalized(theirs[1]))[:3000]}\n  arguments: {arguments}"
             )
         return ours
 

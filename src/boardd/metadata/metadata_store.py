@@ -356,9 +356,14 @@ class MetadataStore:
         return self._type_rows_to_messages(db, kind, rows[:1])[0]
 
     def _stored_type(
-        self, db: apsw.Connection, kind: int, type_id: int, cache: dict[int, _StoredType]
+        self,
+        db: apsw.Connection,
+        kind: int,
+        type_id: int,
+        cache: dict[tuple[int, int], _StoredType],
     ) -> _StoredType | None:
-        found = cache.get(type_id)
+        """A type of this kind (None if there is none), through a per-call cache."""
+        found = cache.get((kind, type_id))
         if found is not None:
             return found
         row = db.execute(queries.SELECT_TYPE_BY_ID, (kind, type_id)).fetchone()
@@ -371,7 +376,7 @@ class MetadataStore:
             )
         }
         found = _StoredType(id=type_id, name=row[1], properties=properties)
-        cache[type_id] = found
+        cache[(kind, type_id)] = found
         return found
 
     def _upsert_type(
@@ -394,7 +399,19 @@ class MetadataStore:
                     input_type = json_format.MessageToJson(request.input_type, indent=None)
                 if request.HasField("output_type"):
                     output_type = json_format.MessageToJson(request.output_type, indent=None)
-            db.execute(
+            if request.HasField("external_id"):
+                taken = db.execute(
+                    "SELECT id FROM Type WHERE external_id = ? AND type_kind = ?",
+                    (request.external_id, kind),
+                ).get
+                if taken is not None:
+                    raise errors.AlreadyExistsError(
+                        f"Conflict of external_id: {request.external_id} Found already "
+                        f"existing type {taken} with the same external_id"
+                    )
+            # As MLMD: an external id taken by a type of another kind is an internal error.
+            self._execute_internal(
+                db,
                 queries.INSERT_TYPE,
                 (
                     request.name,
@@ -455,7 +472,16 @@ class MetadataStore:
         if request.external_id:
             # MLMD compares against a stored type read without its external id, so any
             # non-empty external id in the request is written.
-            db.execute(queries.UPDATE_TYPE_EXTERNAL_ID, (request.external_id, stored.id))
+            MetadataStore._execute_internal(
+                db, queries.UPDATE_TYPE_EXTERNAL_ID, (request.external_id, stored.id)
+            )
+
+    @staticmethod
+    def _execute_internal(db: apsw.Connection, sql: str, params: tuple[Any, ...]) -> None:
+        try:
+            db.execute(sql, params)
+        except apsw.ConstraintError as exc:
+            raise errors.InternalError(f"Error when executing query: {exc}") from exc
 
     def _upsert_base_type(self, db: apsw.Connection, kind: int, request: Any, type_id: int) -> None:
         if kind == schema.CONTEXT_TYPE or not request.HasField("base_type"):
@@ -714,9 +740,14 @@ class MetadataStore:
         with self._transaction() as db:
             artifacts = self._find_nodes(db, ARTIFACT, wanted)
             type_ids = list(dict.fromkeys(a.type_id for a in artifacts))
-            rows = list(
-                db.execute(queries.SELECT_TYPES_BY_IDS, (schema.ARTIFACT_TYPE, _ids_json(type_ids)))
-            )
+            by_id = {
+                row[0]: row
+                for row in db.execute(
+                    queries.SELECT_TYPES_BY_IDS, (schema.ARTIFACT_TYPE, _ids_json(type_ids))
+                )
+            }
+            # Each type once, in the order the artifacts first name it (as MLMD).
+            rows = [by_id[i] for i in type_ids if i in by_id]
             types = self._type_rows_to_messages(
                 db, schema.ARTIFACT_TYPE, rows, io_types=False, base_type=False
             )
@@ -743,7 +774,7 @@ class MetadataStore:
         kind: NodeKind,
         node: Any,
         now: int,
-        types: dict[int, _StoredType],
+        types: dict[tuple[int, int], _StoredType],
         validate: bool = True,
     ) -> int:
         if validate:
@@ -776,7 +807,10 @@ class MetadataStore:
                 node.name,
                 node.external_id if node.HasField("external_id") else None,
             )
-        db.execute(kind.insert, (*values, now, now))
+        try:
+            db.execute(kind.insert, (*values, now, now))
+        except apsw.ConstraintError as exc:
+            raise errors.AlreadyExistsError(f"Given node already exists: {node} {exc}") from exc
         node_id = int(db.last_insert_rowid())
         rows = [
             (node_id, name, 0, *_value_columns(value)) for name, value in node.properties.items()
@@ -795,7 +829,7 @@ class MetadataStore:
         kind: NodeKind,
         node: Any,
         now: int,
-        types: dict[int, _StoredType],
+        types: dict[tuple[int, int], _StoredType],
         mask: Sequence[str] = (),
         force_update_time: bool = False,
     ) -> int:
@@ -823,7 +857,7 @@ class MetadataStore:
         )
         if not force_update_time and not changed and _same_node_fields(node, stored):
             return int(node.id)
-        if field_mask is not None and field_mask.fields is not None:
+        if field_mask is not None:
             merged = type(stored)()
             merged.CopyFrom(stored)
             for name in field_mask.fields:
@@ -855,7 +889,9 @@ class MetadataStore:
                 source.name,
                 source.external_id if source.HasField("external_id") else None,
             )
-        db.execute(kind.update, (*values, now, node.id))
+        # As MLMD: a name or external id taken by another node fails an update as an
+        # internal error (creating such a node is AlreadyExists).
+        self._execute_internal(db, kind.update, (*values, now, node.id))
         return int(node.id)
 
     @staticmethod
@@ -873,8 +909,6 @@ class MetadataStore:
         masked = field_mask.property_names(is_custom) if field_mask else None
         if masked is not None:
             names = masked
-        elif field_mask is not None and field_mask.has_properties:
-            return 0
         else:
             names = list(dict.fromkeys([*previous.keys(), *current.keys()]))
         changed = 0
@@ -883,6 +917,15 @@ class MetadataStore:
             after = name in current
             if before and not after:
                 db.execute(kind.delete_property, (node_id, name))
+                changed += 1
+            elif after and before and previous[name] != current[name] and not is_custom:
+                # As MLMD: an UPDATE of the value's column by node and name (a custom property
+                # of the same name gets that column too).
+                columns = _value_columns(current[name])
+                for column, value in zip(queries.VALUE_COLUMNS, columns, strict=True):
+                    if value is not None:
+                        db.execute(kind.update_property(column), (value, node_id, name))
+                        break
                 changed += 1
             elif after and (not before or previous[name] != current[name]):
                 if before:
@@ -900,7 +943,7 @@ class MetadataStore:
         kind: NodeKind,
         node: Any,
         now: int,
-        types: dict[int, _StoredType],
+        types: dict[tuple[int, int], _StoredType],
         mask: Sequence[str] = (),
     ) -> int:
         if node.HasField("id"):
@@ -910,7 +953,7 @@ class MetadataStore:
     def _put_nodes(
         self, kind: NodeKind, nodes: Sequence[Any], field_mask_paths: Sequence[str] | None
     ) -> list[int]:
-        types: dict[int, _StoredType] = {}
+        types: dict[tuple[int, int], _StoredType] = {}
         mask = list(field_mask_paths or ())
         with self._transaction() as db:
             now = _now_ms()
@@ -1265,9 +1308,13 @@ class MetadataStore:
                         f"Given parent_context already exists: {link}"
                     ) from exc
 
-    def _linked_contexts(self, sql: str, context_id: int) -> list[pb.Context]:
+    def _linked_contexts(
+        self, sql: str, node_id: int, none_found: str | None = None
+    ) -> list[pb.Context]:
         with self._transaction() as db:
-            ids = [row[0] for row in db.execute(sql, (context_id,))]
+            ids = [row[0] for row in db.execute(sql, (node_id,))]
+            if not ids and none_found is not None:
+                raise errors.NotFoundError(f"{none_found}{node_id}")
             return self._find_nodes(db, CONTEXT, ids)
 
     def get_parent_contexts_by_context(
@@ -1285,14 +1332,22 @@ class MetadataStore:
     def get_contexts_by_artifact(
         self, artifact_id: int, extra_options: ExtraOptions | None = None
     ) -> list[pb.Context]:
-        """The contexts an artifact is attributed to."""
-        return self._linked_contexts(queries.SELECT_CONTEXT_IDS_BY_ARTIFACT, artifact_id)
+        """The contexts an artifact is attributed to (NotFoundError when none, as MLMD)."""
+        return self._linked_contexts(
+            queries.SELECT_CONTEXT_IDS_BY_ARTIFACT,
+            artifact_id,
+            "No contexts found for artifact_id: ",
+        )
 
     def get_contexts_by_execution(
         self, execution_id: int, extra_options: ExtraOptions | None = None
     ) -> list[pb.Context]:
-        """The contexts an execution is associated with."""
-        return self._linked_contexts(queries.SELECT_CONTEXT_IDS_BY_EXECUTION, execution_id)
+        """The contexts an execution is associated with (NotFoundError when none, as MLMD)."""
+        return self._linked_contexts(
+            queries.SELECT_CONTEXT_IDS_BY_EXECUTION,
+            execution_id,
+            "No contexts found for execution_id: ",
+        )
 
     def get_artifacts_by_context(
         self,
@@ -1339,7 +1394,7 @@ class MetadataStore:
         db: apsw.Connection,
         artifact: pb.Artifact,
         now: int,
-        types: dict[int, _StoredType],
+        types: dict[tuple[int, int], _StoredType],
         reuse_by_external_id: bool,
     ) -> int:
         if reuse_by_external_id and not artifact.HasField("id") and artifact.external_id:
@@ -1356,7 +1411,7 @@ class MetadataStore:
         db: apsw.Connection,
         context: pb.Context,
         now: int,
-        types: dict[int, _StoredType],
+        types: dict[tuple[int, int], _StoredType],
         reuse_if_exists: bool,
         validate: bool = True,
     ) -> int:
@@ -1374,7 +1429,16 @@ class MetadataStore:
                 return int(row)
         if context.HasField("id"):
             return self._update_node(db, CONTEXT, context, now, types)
-        return self._create_node(db, CONTEXT, context, now, types, validate=validate)
+        try:
+            return self._create_node(db, CONTEXT, context, now, types, validate=validate)
+        except errors.AlreadyExistsError as exc:
+            if not reuse_if_exists:
+                raise
+            # As MLMD: the context appeared meanwhile (another writer); retrying reuses it.
+            raise errors.AbortedError(
+                "Concurrent creation of the same context at the first time. Retry the "
+                f"transaction to reuse the context: {context}"
+            ) from exc
 
     def put_execution(
         self,
@@ -1400,7 +1464,7 @@ class MetadataStore:
             artifact = pair[0]
             event = pair[1] if len(pair) == 2 else None
             pairs.append((artifact, event))
-        types: dict[int, _StoredType] = {}
+        types: dict[tuple[int, int], _StoredType] = {}
         with self._transaction() as db:
             now = _now_ms()
             artifact_ids_by_pair: list[int | None] = []
@@ -1488,22 +1552,35 @@ class MetadataStore:
         """
         edges = [tuple(edge) for edge in event_edges]
         _check_event_edges(edges, executions, artifacts)
-        types: dict[int, _StoredType] = {}
+        types: dict[tuple[int, int], _StoredType] = {}
         with self._transaction() as db:
             now = _now_ms()
+            # MLMD's BatchTypeAndPropertyValidation, kind by kind: every node names a type,
+            # every type named exists (of that kind), then each node's properties match.
             for kind, nodes in (
                 (ARTIFACT, artifacts),
                 (EXECUTION, executions),
                 (CONTEXT, contexts),
             ):
+                if not nodes:
+                    continue
+                if any(not node.HasField("type_id") for node in nodes):
+                    raise errors.InvalidArgumentError("Type id is missing.")
+                wanted = sorted({node.type_id for node in nodes})
+                found = {
+                    type_id: self._stored_type(db, kind.type_kind, type_id, types)
+                    for type_id in wanted
+                }
+                missing = [type_id for type_id, stored in found.items() if stored is None]
+                if missing:
+                    present = [type_id for type_id in wanted if type_id not in missing]
+                    raise errors.NotFoundError(
+                        f"Results missing for ids: {{{','.join(map(str, wanted))}}}. "
+                        f"Found results for {{{','.join(map(str, present))}}}"
+                    )
                 for node in nodes:
-                    if not node.HasField("type_id"):
-                        raise errors.InvalidArgumentError("Type id is missing.")
-                    stored = self._stored_type(db, kind.type_kind, node.type_id, types)
-                    if stored is None:
-                        raise errors.NotFoundError(
-                            f"No type found for query, type_id: {node.type_id}"
-                        )
+                    stored = found[node.type_id]
+                    assert stored is not None
                     self._validate_properties(node, stored)
             context_ids = [
                 self._upsert_context_with_options(
@@ -1511,20 +1588,28 @@ class MetadataStore:
                 )
                 for context in contexts
             ]
+            # MLMD maps external ids to stored artifacts once, before writing any artifact.
+            reuse: dict[str, int] = {}
+            if reuse_artifact_if_already_exist_by_external_id:
+                externals = [a.external_id for a in artifacts if a.external_id]
+                if externals:
+                    reuse = {
+                        row[1]: row[0]
+                        for row in db.execute(
+                            "SELECT id, external_id FROM Artifact WHERE external_id IN "
+                            "(SELECT value FROM json_each(?))",
+                            (json.dumps(externals),),
+                        )
+                    }
             artifact_ids = []
             for artifact in artifacts:
-                if artifact.HasField("id"):
-                    artifact_ids.append(self._update_node(db, ARTIFACT, artifact, now, types))
+                if not artifact.HasField("id") and artifact.external_id in reuse:
+                    copy = pb.Artifact()
+                    copy.CopyFrom(artifact)
+                    copy.id = reuse[artifact.external_id]
+                    artifact_ids.append(self._update_node(db, ARTIFACT, copy, now, types))
                 else:
-                    artifact_ids.append(
-                        self._upsert_artifact_reusing(
-                            db,
-                            artifact,
-                            now,
-                            types,
-                            reuse_artifact_if_already_exist_by_external_id,
-                        )
-                    )
+                    artifact_ids.append(self._upsert_node(db, ARTIFACT, artifact, now, types))
             execution_ids = [
                 self._update_node(db, EXECUTION, execution, now, types)
                 if execution.HasField("id")
@@ -1678,45 +1763,45 @@ def _same_node_fields(node: Any, stored: Any) -> bool:
 
 @dataclass
 class _FieldMask:
-    """A put call's ``field_mask_paths``, split as MLMD splits them."""
+    """A put call's ``field_mask_paths``, split as MLMD splits them (field_mask_utils.cc)."""
 
-    #: Top-level fields named (None when the mask names properties only).
-    fields: list[str] | None
+    #: The node's own fields named (unknown names are ignored, as by MLMD).
+    fields: list[str]
+    #: Property names named ("properties.NAME"); None when the mask names ``properties``
+    #: as a whole, which means all of them.
     properties: set[str] | None
     custom_properties: set[str] | None
-    has_properties: bool
 
     @classmethod
     def parse(cls, paths: Sequence[str], kind: NodeKind) -> _FieldMask | None:
         if not paths:
             return None
         message_fields = _NODE_CLASSES[kind.name].DESCRIPTOR.fields_by_name
-        fields: list[str] = []
-        properties: set[str] | None = None
-        custom: set[str] | None = None
-        for path in paths:
-            head, _, rest = path.partition(".")
-            if head == "properties":
-                properties = properties or set()
-                if rest:
-                    properties.add(rest)
-            elif head == "custom_properties":
-                custom = custom or set()
-                if rest:
-                    custom.add(rest)
-            elif head in message_fields and not rest:
-                fields.append(head)
-            else:
-                raise errors.InvalidArgumentError(f"Invalid field mask path: {path}")
+        fields = [
+            p
+            for p in paths
+            if not p.startswith("properties")
+            and not p.startswith("custom_properties")
+            and p in message_fields
+        ]
         return cls(
-            fields=fields or None,
-            properties=properties,
-            custom_properties=custom,
-            has_properties=properties is not None or custom is not None,
+            fields=fields,
+            properties=_mask_names(paths, "properties"),
+            custom_properties=_mask_names(paths, "custom_properties"),
         )
 
     def property_names(self, is_custom: bool) -> set[str] | None:
         return self.custom_properties if is_custom else self.properties
+
+
+def _mask_names(paths: Sequence[str], prefix: str) -> set[str] | None:
+    names: set[str] = set()
+    for path in paths:
+        if path == prefix:
+            return None
+        if path.startswith(prefix):
+            names.add(path.removeprefix(prefix + "."))
+    return names
 
 
 def downgrade_schema(config: pb.ConnectionConfig, downgrade_to_schema_version: int) -> None:

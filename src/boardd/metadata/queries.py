@@ -75,6 +75,11 @@ class NodeKind:
         for key, sql in statements.items():
             object.__setattr__(self, key, sql)
 
+    def update_property(self, column: str) -> str:
+        """Sets one value column of a property (by node and name, custom or not, as MLMD)."""
+        assert column in VALUE_COLUMNS
+        return f"UPDATE {self.property_table} SET {column} = ? WHERE {self.fk} = ? AND name = ?"
+
     def select_where(self, condition: str) -> str:
         """The node read with a WHERE condition over ``n`` (the node) and ``t`` (its type)."""
         return f"{self.select} WHERE {condition}"

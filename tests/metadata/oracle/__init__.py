@@ -207,6 +207,12 @@ class MlmdOracle:
             raise OracleCallError(answer["error"], answer["message"])
         return decode(answer["ok"])
 
+    def reset(self) -> None:
+        """Replaces the runner's store with a fresh in-memory one (cheaper than a new runner)."""
+        answer = self.call_raw("$reset")
+        if "error" in answer:
+            raise RuntimeError(f"the runner could not reset: {answer}")
+
     def close(self) -> None:
         """Ends the runner and closes its pipes."""
         process = self._process
@@ -272,7 +278,7 @@ def _clear_times(message: Message) -> None:
     for field, value in message.ListFields():
         if field.message_type is None or field.message_type.GetOptions().map_entry:
             continue
-        if field.label == field.LABEL_REPEATED:
+        if field.is_repeated:
             for item in value:
                 _clear_times(item)
         else:

@@ -7,8 +7,9 @@ imports boardd. Usage: ``runner.py (--fake | --sqlite PATH)``. Each stdin line i
 
 with messages as ``{"$msg": "ArtifactType", "json": {...proto3 JSON...}}``, ListOptions as
 ``{"$list_options": {"limit": 3, "order_by": "ID", "is_asc": true, "filter_query": "…"}}``
-and tuples as ``{"$tuple": [...]}``. Each answer is one line: ``{"ok": <result>}`` (the same
-encoding) or ``{"error": "<MLMD error class>", "message": "…"}``.
+and tuples as ``{"$tuple": [...]}``; ``{"call": "$reset"}`` starts a fresh in-memory
+store and ``{"call": "$exit"}`` ends the runner. Each answer is one line:
+``{"ok": <result>}`` (the same encoding) or ``{"error": "<MLMD error class>", "message": "…"}``.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ import time
 from typing import Any
 
 from google.protobuf import json_format
+from google.protobuf import wrappers_pb2 as _wrappers  # registers them: Any values may pack one
 from google.protobuf.message import Message
 from ml_metadata import errors
 from ml_metadata.metadata_store import metadata_store
 from ml_metadata.proto import metadata_store_pb2
+
+_ = _wrappers
 
 
 def _message_class(name: str) -> Any:
@@ -93,6 +97,14 @@ def main() -> int:
         try:
             if request["call"] == "$exit":
                 break
+            if request["call"] == "$reset":  # a fresh in-memory store
+                del store
+                fresh = metadata_store_pb2.ConnectionConfig()
+                fresh.fake_database.SetInParent()
+                store = metadata_store.MetadataStore(fresh)
+                out.write(json.dumps({"ok": None}) + "\n")
+                out.flush()
+                continue
             method = getattr(store, request["call"])
             result = method(*decode(request.get("args", [])), **decode(request.get("kwargs", {})))
             answer: dict[str, Any] = {"ok": encode(result)}

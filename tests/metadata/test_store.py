@@ -1,0 +1,156 @@
+"""The store itself: connection modes, the file's identity and schema, one transaction per
+call, a closed store, and readers in other threads beside the writer."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import apsw
+import pytest
+
+import boardd.metadata as mlmd
+from boardd.metadata import errors, metadata_store, schema
+from boardd.metadata.proto import metadata_store_pb2 as pb
+
+
+def sqlite_config(path: Path, mode: int = 3) -> pb.ConnectionConfig:
+    config = pb.ConnectionConfig()
+    config.sqlite.filename_uri = str(path)
+    config.sqlite.connection_mode = mode  # type: ignore[assignment]
+    return config
+
+
+def test_the_issue_import_lines_work() -> None:
+    from boardd.metadata import errors as errors_module
+    from boardd.metadata import metadata_store as store_module
+    from boardd.metadata.proto import metadata_store_pb2
+
+    assert store_module.MetadataStore is mlmd.MetadataStore
+    assert mlmd.proto.Artifact is metadata_store_pb2.Artifact
+    assert issubclass(errors_module.NotFoundError, errors_module.StatusError)
+    assert errors_module.NotFoundError("x").error_code == errors_module.NOT_FOUND
+    assert type(errors_module.make_exception("m", errors_module.ALREADY_EXISTS)) is (
+        errors_module.AlreadyExistsError
+    )
+
+
+def test_a_file_store_persists_and_reopens(tmp_path: Path) -> None:
+    path = tmp_path / "lineage.sqlite"
+    with metadata_store.MetadataStore(sqlite_config(path)) as store:
+        type_id = store.put_artifact_type(pb.ArtifactType(name="Data"))
+        store.put_artifacts([pb.Artifact(type_id=type_id, uri="/x")])
+    with metadata_store.MetadataStore(
+        sqlite_config(path, pb.SqliteMetadataSourceConfig.READWRITE)
+    ) as store:
+        assert [a.uri for a in store.get_artifacts()] == ["/x"]
+    connection = apsw.Connection(str(path))
+    try:
+        assert connection.pragma("application_id") == schema.APPLICATION_ID
+        assert connection.pragma("user_version") == schema.SCHEMA_VERSION
+        assert connection.pragma("journal_mode") == "wal"
+    finally:
+        connection.close()
+
+
+def test_read_only_refuses_writes_and_missing_files(tmp_path: Path) -> None:
+    path = tmp_path / "lineage.sqlite"
+    with pytest.raises(errors.UnavailableError, match="cannot open"):
+        metadata_store.MetadataStore(sqlite_config(path, pb.SqliteMetadataSourceConfig.READONLY))
+    with pytest.raises(errors.UnavailableError):
+        metadata_store.MetadataStore(sqlite_config(path, pb.SqliteMetadataSourceConfig.READWRITE))
+    with metadata_store.MetadataStore(sqlite_config(path)) as store:
+        store.put_context_type(pb.ContextType(name="Exp"))
+    readonly = sqlite_config(path, pb.SqliteMetadataSourceConfig.READONLY)
+    with metadata_store.MetadataStore(readonly) as reader:
+        assert [t.name for t in reader.get_context_types()] == ["Exp"]
+        with pytest.raises(errors.PermissionDeniedError, match="read-only"):
+            reader.put_context_type(pb.ContextType(name="Other"))
+
+
+def test_other_sqlite_files_are_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "other.sqlite"
+    connection = apsw.Connection(str(path))
+    connection.execute("CREATE TABLE t (x)")
+    connection.close()
+    with pytest.raises(errors.FailedPreconditionError, match="not a boardd lineage store"):
+        metadata_store.MetadataStore(sqlite_config(path))
+    connection = apsw.Connection(str(path))
+    try:
+        assert connection.execute("SELECT name FROM sqlite_schema").fetchall() == [("t",)]
+    finally:
+        connection.close()
+
+
+def test_other_backends_and_configs_are_refused_clearly() -> None:
+    mysql = pb.ConnectionConfig()
+    mysql.mysql.host = "db"
+    with pytest.raises(errors.InvalidArgumentError, match="SQLite"):
+        metadata_store.MetadataStore(mysql)
+    with pytest.raises(errors.InvalidArgumentError, match="filename_uri"):
+        metadata_store.MetadataStore(pb.ConnectionConfig(sqlite=pb.SqliteMetadataSourceConfig()))
+    with pytest.raises(errors.InvalidArgumentError, match="gRPC"):
+        metadata_store.MetadataStore(pb.MetadataStoreClientConfig(host="x"))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="ConnectionConfig"):
+        metadata_store.MetadataStore("lineage.sqlite")  # type: ignore[arg-type]
+
+
+def test_a_closed_store_says_so(store: metadata_store.MetadataStore) -> None:
+    store.close()
+    store.close()
+    with pytest.raises(errors.FailedPreconditionError, match="closed"):
+        store.get_artifacts()
+
+
+def test_each_call_is_one_transaction(store: metadata_store.MetadataStore) -> None:
+    """put_execution fails on its last context: the execution, artifacts and events it wrote
+    before are gone too."""
+    artifact_type = store.put_artifact_type(pb.ArtifactType(name="Data"))
+    execution_type = store.put_execution_type(pb.ExecutionType(name="Run"))
+    context_type = store.put_context_type(pb.ContextType(name="Exp"))
+    pairs = [(pb.Artifact(type_id=artifact_type), pb.Event(type=pb.Event.OUTPUT))]
+    with pytest.raises(errors.InvalidArgumentError):
+        store.put_execution(
+            pb.Execution(type_id=execution_type), pairs, [pb.Context(type_id=context_type)]
+        )
+    assert store.get_executions() == []
+    assert store.get_artifacts() == []
+    assert store.get_contexts() == []
+
+
+def test_readers_in_other_threads_see_commits(tmp_path: Path) -> None:
+    """One writer, readers in their own threads with their own READONLY stores (WAL)."""
+    path = tmp_path / "lineage.sqlite"
+    writer = metadata_store.MetadataStore(sqlite_config(path))
+    type_id = writer.put_artifact_type(pb.ArtifactType(name="Data"))
+    seen: list[int] = []
+    failures: list[BaseException] = []
+    written = threading.Event()
+    done = threading.Event()
+
+    def read() -> None:
+        try:
+            with metadata_store.MetadataStore(
+                sqlite_config(path, pb.SqliteMetadataSourceConfig.READONLY)
+            ) as reader:
+                seen.append(len(reader.get_artifacts()))
+                written.wait(30)
+                seen.append(len(reader.get_artifacts()))
+        except BaseException as exc:  # reported by the test below
+            failures.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=read, name="lineage-reader")
+    thread.start()
+    try:
+        writer.put_artifacts([pb.Artifact(type_id=type_id, uri=str(i)) for i in range(50)])
+        written.set()
+        assert done.wait(30)
+    finally:
+        written.set()
+        thread.join(30)
+        writer.close()
+    assert not failures, failures
+    assert seen[-1] == 50
+    assert seen[0] in (0, 50)
