@@ -151,6 +151,18 @@ def test_the_walkthrough_over_http_is_the_python_api(api: Api) -> None:
     assert over_http["executions"][0]["properties"]["state"] == {"stringValue": "COMPLETED"}
 
 
+def test_health_tells_the_lineage_store(api: Api) -> None:
+    from boardd.api.openapi import SPEC
+    from tests.api.test_openapi import response_schema, schema_validator
+
+    health = api.client.get("/api/v1/health", headers=AUTH).json()
+    assert health["lineage"]["state"] == "open"
+    assert health["lineage"]["path"] == str(api.service.path)
+    assert health["lineage"]["refreshes"] >= 1
+    assert "lineage" in SPEC["components"]["schemas"]["Health"]["properties"]
+    schema_validator(response_schema("/api/v1/health", 200)).validate(health)
+
+
 def test_list_options_and_paging(api: Api) -> None:
     everything = api.call("get_artifacts")
     first = api.call("get_artifacts", list_options={"limit": 2, "order_by": "ID", "is_asc": False})

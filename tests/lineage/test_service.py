@@ -89,6 +89,12 @@ def test_a_file_that_is_not_a_lineage_store_fails_calls_not_the_process(tmp_path
         with pytest.raises(LineageUnavailable, match="cannot be opened"):
             service.write(lambda s: s.get_artifact_types())
         assert service.error
+        assert service.status() == {
+            "path": str(bad),
+            "state": "failed",
+            "error": service.error,
+            "refreshes": 0,
+        }
     finally:
         service.close()
     assert bad.read_bytes().startswith(b"this is not SQLite")

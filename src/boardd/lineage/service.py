@@ -168,6 +168,22 @@ class LineageService:
                 f"the lineage store {self.path} cannot be opened: {self._start_error}"
             )
 
+    def status(self) -> dict[str, object]:
+        """For /api/v1/health: the file, its state (opening, open, failed, closed), why it
+        failed, and how many refresh passes were made."""
+        if self._closed:
+            state = "closed"
+        elif not self._started.is_set():
+            state = "opening"
+        else:
+            state = "failed" if self._start_error is not None else "open"
+        return {
+            "path": str(self.path),
+            "state": state,
+            "error": self.error,
+            "refreshes": self._refreshes,
+        }
+
     @property
     def error(self) -> str | None:
         """Why the store could not be opened (None: it is open, or opening)."""
