@@ -440,5 +440,6 @@ def test_fuzzed_calls_never_fail_the_server(fuzzed: Api, call: tuple[str, object
         headers={**AUTH, "content-type": "application/json"},
     )
     assert response.status_code != 500, (name, body, response.text)
-    if response.status_code != 200:
+    # (A name ending in "/" gets Starlette's redirect to the name without it, as every route.)
+    if response.status_code >= 400:
         assert_error(response, response.status_code)

@@ -219,10 +219,11 @@ class Service:
         self._server = _Server(config, self)
         for runner in self.runners:
             runner.start()
-        if self.lineage is not None:
-            self.lineage.start()
         for runner in self.runners:
             runner.opened.wait()
+        if self.lineage is not None:
+            # After the stores opened: its own opening does not compete with theirs.
+            self.lineage.start()
         self._write_port_file(sock)
         self.notifier.ready(self._status_line())
         status_thread = threading.Thread(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from boardd.data.errors import Unavailable
 from boardd.data.kinds import data_class_label
 from boardd.store import hparams as hparams_store
 from boardd.store import queries
+from boardd.store.names import unescape
 from boardd.store.queries import ExperimentRow, RunRow
 
 __all__ = ["DataLossRecord", "ExperimentRow", "RunRow"]
@@ -113,8 +115,6 @@ class RunSummary:
 
 def run_summaries(connection: apsw.Connection, experiment_id: int) -> dict[str, RunSummary]:
     """Every live run of the experiment, by name, from one read snapshot."""
-    import json
-
     out: dict[str, RunSummary] = {}
     by_id: dict[int, RunSummary] = {}
     with connection:  # one snapshot for the three reads
@@ -122,7 +122,7 @@ def run_summaries(connection: apsw.Connection, experiment_id: int) -> dict[str, 
             if not change.deleted:
                 by_id[change.id] = out[change.name] = RunSummary(change.name)
         for row in queries.runs(connection, experiment_id):
-            found = out.get(unescape_name(row.name))
+            found = out.get(unescape(row.name))
             if found is not None:
                 found.start_time = row.start_time
         for hrow in hparams_store.hparams_rows(connection, experiment_id, -1):
@@ -140,10 +140,3 @@ def run_summaries(connection: apsw.Connection, experiment_id: int) -> dict[str, 
                     summary.last_wall_time or srow.last_wall_time, srow.last_wall_time
                 )
     return out
-
-
-def unescape_name(stored: str) -> str:
-    """A run name as stored → as the file system has it."""
-    from boardd.store.names import unescape
-
-    return unescape(stored)
