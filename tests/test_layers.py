@@ -41,6 +41,16 @@ FORBIDDEN = {
         "boardd.ingest",
     ),
     "client": ("boardd.api", "boardd.store", "boardd.data", "boardd.daemon", "boardd.cli"),
+    # The lineage store stands alone: ML Metadata's API over its own SQLite file.
+    "metadata": (
+        "boardd.store",
+        "boardd.ingest",
+        "boardd.data",
+        "boardd.api",
+        "boardd.daemon",
+        "boardd.cli",
+        "boardd.lineage",
+    ),
 }
 
 

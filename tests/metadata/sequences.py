@@ -50,9 +50,11 @@ Step = tuple[str, tuple[Any, ...], dict[str, Any]]
 class Generator:
     """Steps of one sequence; ``record(step, result)`` feeds answers back."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, filters: bool = False) -> None:
         self.rng = random.Random(seed)
         self.known = Known()
+        #: Also filter_query calls (lists with filters, get_lineage_subgraph).
+        self.filters = filters
 
     # -- values -------------------------------------------------------------------------------
 
@@ -209,6 +211,11 @@ class Generator:
             (1.0, self._put_lineage_subgraph),
             (6.0, lambda: self._get(kind)),
         ]
+        if self.filters:
+            makers += [
+                (2.0, self._lineage),
+                (1.5, lambda: self._filtered_list(kind)),
+            ]
         total = sum(w for w, _ in makers)
         roll = rng.random() * total
         for weight, make in makers:
@@ -354,6 +361,46 @@ class Generator:
             ]
         return rng.choice(choices)
 
+    def _node_filter(self, kind: str) -> str:
+        rng = self.rng
+        choices = [
+            f"id = {self.node_id(kind)}",
+            f"id IN ({self.node_id(kind)}, {self.node_id(kind)})",
+            f"name = '{rng.choice(NODE_NAMES)}'",
+            f"type = '{rng.choice(TYPE_NAMES)}'",
+            f"id > {rng.randint(0, 10)}",
+        ]
+        if kind == "artifact":
+            choices.append(f"uri = '{rng.choice(URIS)}'")
+        return rng.choice(choices)
+
+    def _lineage(self) -> Step:
+        rng = self.rng
+        options = pb.LineageSubgraphQueryOptions()
+        start = rng.choice(("artifact", "execution"))
+        starting = (
+            options.starting_artifacts if start == "artifact" else options.starting_executions
+        )
+        starting.filter_query = self._node_filter(start)
+        if rng.random() < 0.8:
+            options.max_num_hops = rng.randint(0, 6)
+        options.direction = rng.choice(list(pb.LineageSubgraphQueryOptions.Direction.values()))
+        for name, kind in (("ending_artifacts", "artifact"), ("ending_executions", "execution")):
+            if rng.random() < 0.25:
+                ending = getattr(options, name)
+                ending.filter_query = self._node_filter(kind)
+                ending.include_ending_nodes = rng.random() < 0.5
+        kwargs: dict[str, Any] = {}
+        if rng.random() < 0.3:
+            fields = [f.name for f in pb.LineageGraph.DESCRIPTOR.fields]
+            kwargs["field_mask_paths"] = rng.sample(fields, rng.randint(1, 4))
+        return ("get_lineage_subgraph", (options,), kwargs)
+
+    def _filtered_list(self, kind: str) -> Step:
+        options = self.list_options() or mlmd.ListOptions()
+        options.filter_query = self._node_filter(kind)
+        return (f"get_{kind}s", (), {"list_options": options})
+
     # -- feedback -----------------------------------------------------------------------------
 
     def record(self, step: Step, outcome: str, result: Any) -> None:
@@ -384,8 +431,8 @@ class Generator:
                 self.known.nodes[kind].append(i)
 
 
-def steps(seed: int, count: int) -> Iterator[tuple[Generator, Step]]:
+def steps(seed: int, count: int, filters: bool = False) -> Iterator[tuple[Generator, Step]]:
     """``count`` steps of the sequence of this seed (call ``record`` after each)."""
-    generator = Generator(seed)
+    generator = Generator(seed, filters)
     for _ in range(count):
         yield generator, generator.step()

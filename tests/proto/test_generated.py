@@ -13,6 +13,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PROTO_DIR = REPO / "src" / "boardd" / "proto"
+#: Every directory of .proto sources (the lineage store keeps its own).
+PROTO_DIRS = (PROTO_DIR, REPO / "src" / "boardd" / "metadata" / "proto")
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -34,11 +36,12 @@ def test_committed_code_is_up_to_date() -> None:
 
 
 def test_every_proto_has_generated_code() -> None:
-    sources = sorted(p.stem for p in PROTO_DIR.glob("*.proto"))
-    assert sources, "no .proto sources found"
-    for stem in sources:
-        assert (PROTO_DIR / f"{stem}_pb2.py").is_file(), f"run tools/gen_protos.py ({stem})"
-        assert (PROTO_DIR / f"{stem}_pb2.pyi").is_file(), f"run tools/gen_protos.py ({stem})"
+    for directory in PROTO_DIRS:
+        sources = sorted(p.stem for p in directory.glob("*.proto"))
+        assert sources, f"no .proto sources found in {directory}"
+        for stem in sources:
+            assert (directory / f"{stem}_pb2.py").is_file(), f"run tools/gen_protos.py ({stem})"
+            assert (directory / f"{stem}_pb2.pyi").is_file(), f"run tools/gen_protos.py ({stem})"
 
 
 def test_gencode_runs_on_the_oldest_allowed_protobuf() -> None:
@@ -46,7 +49,7 @@ def test_gencode_runs_on_the_oldest_allowed_protobuf() -> None:
     # wrote it, so pyproject's lower bound must be at least that version.
     deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     bound = next(m.group(1) for d in deps if (m := re.fullmatch(r"protobuf\s*>=\s*([\d.]+).*", d)))
-    for path in sorted(PROTO_DIR.glob("*_pb2.py")):
+    for path in sorted(p for d in PROTO_DIRS for p in d.glob("*_pb2.py")):
         stamp = re.search(r"^# Protobuf Python Version: ([\d.]+)$", path.read_text(), re.M)
         assert stamp is not None, f"{path.name} has no version stamp"
         assert _version(stamp.group(1)) <= _version(bound), (

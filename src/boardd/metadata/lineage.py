@@ -45,14 +45,14 @@ def _json_ids(ids: Any) -> str:
 def _filtered_ids(db: apsw.Connection, kind: NodeKind, query: str, ids: Any = None) -> list[int]:
     """Ids of ``kind`` matching a filter_query (among ``ids`` when given), by id."""
     expression, params = compile_filter(kind.name, query, "n")  # type: ignore[arg-type]
-    sql = f"SELECT DISTINCT n.id FROM {kind.table} AS n WHERE ({expression})"
     args: list[object] = list(params)
     if ids is not None:
         if not ids:
             return []
-        sql += f" AND n.id IN {queries.IDS}"
         args.append(_json_ids(ids))
-    return [row[0] for row in db.execute(sql + " ORDER BY n.id", args)]
+    return [
+        row[0] for row in db.execute(queries.filtered_ids(kind, expression, ids is not None), args)
+    ]
 
 
 def _keep_event(event_type: int, from_artifact: bool, direction: int) -> bool:
@@ -215,10 +215,7 @@ def _fill(
             context_ids |= {
                 row[0]
                 for row in db.execute(
-                    "SELECT context_id FROM Attribution WHERE artifact_id IN "
-                    f"{queries.IDS} UNION SELECT context_id FROM Association "
-                    f"WHERE execution_id IN {queries.IDS}",
-                    (_json_ids(both[0]), _json_ids(both[1])),
+                    queries.CONTEXT_IDS_OF_NODES, (_json_ids(both[0]), _json_ids(both[1]))
                 )
             }
         contexts = store._find_nodes(db, CONTEXT, sorted(context_ids))
@@ -255,16 +252,12 @@ def _fill(
                     event.path.steps.add(key=key)
     if "attributions" in wanted and "attributions" in read and artifact_ids:
         for context_id, artifact_id in db.execute(
-            f"SELECT context_id, artifact_id FROM Attribution WHERE artifact_id IN {queries.IDS} "
-            "ORDER BY id",
-            (_json_ids(sorted(artifact_ids)),),
+            queries.ATTRIBUTIONS_OF_ARTIFACTS, (_json_ids(sorted(artifact_ids)),)
         ):
             graph.attributions.add(artifact_id=artifact_id, context_id=context_id)
     if "associations" in wanted and "associations" in read and execution_ids:
         for context_id, execution_id in db.execute(
-            "SELECT context_id, execution_id FROM Association WHERE execution_id IN "
-            f"{queries.IDS} ORDER BY id",
-            (_json_ids(sorted(execution_ids)),),
+            queries.ASSOCIATIONS_OF_EXECUTIONS, (_json_ids(sorted(execution_ids)),)
         ):
             graph.associations.add(execution_id=execution_id, context_id=context_id)
     return graph

@@ -16,7 +16,7 @@ import binascii
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from boardd.metadata import errors
+from boardd.metadata import errors, queries
 from boardd.metadata.filter_query import compile_filter
 from boardd.metadata.proto import metadata_store_pb2 as pb
 from boardd.metadata.queries import IDS, NodeKind
@@ -46,7 +46,9 @@ def decode_token(text: str) -> pb.ListOperationNextPageToken:
     """Parses a page token; InvalidArgumentError if it is not one."""
     token = pb.ListOperationNextPageToken()
     try:
-        token.ParseFromString(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        standard = text.replace("-", "+").replace("_", "/")
+        raw = base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
+        token.ParseFromString(raw)
     except (binascii.Error, ValueError) as exc:
         raise errors.InvalidArgumentError("Failed to decode next page token string") from exc
     except Exception as exc:  # protobuf's DecodeError
@@ -91,6 +93,7 @@ def list_page(
     op = ">" if asc else "<"
     if field != _Field.ID:
         op += "="
+    token: pb.ListOperationNextPageToken | None = None
     if options.next_page_token:
         token = decode_token(options.next_page_token)
         previous = token.set_options.order_by_field
@@ -116,11 +119,9 @@ def list_page(
     if field != _Field.ID:
         order += f", n.id {direction}"
     limit = min(size, MAX_PAGE + 1) + 1
-    ids_sql = (
-        f"SELECT DISTINCT n.id, n.{column} FROM {kind.table} AS n "
-        f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT {int(limit)}"
-    )
-    ids = [row[0] for row in db.execute(ids_sql, params)]
+    ids = [
+        row[0] for row in db.execute(queries.list_ids(kind, column, where, order, limit), params)
+    ]
     if not ids:
         return [], ""
     found = {node.id: node for node in store._find_nodes(db, kind, ids)}
@@ -128,11 +129,13 @@ def list_page(
     if len(nodes) <= size:
         return nodes, ""
     nodes = nodes[:size]
-    return nodes, encode_token(_next_token(nodes, options))
+    return nodes, encode_token(_next_token(nodes, options, token))
 
 
 def _next_token(
-    nodes: list[Any], options: pb.ListOperationOptions
+    nodes: list[Any],
+    options: pb.ListOperationOptions,
+    previous: pb.ListOperationNextPageToken | None,
 ) -> pb.ListOperationNextPageToken:
     last = nodes[-1]
     token = pb.ListOperationNextPageToken()
@@ -147,6 +150,15 @@ def _next_token(
             if node.last_update_time_since_epoch != last.last_update_time_since_epoch:
                 break
             token.listed_ids.append(node.id)
+        # Unlike MLMD, the ids listed at this time on earlier pages stay listed: with more
+        # nodes than a page at one time (a batch written by one call shares its time here),
+        # MLMD's token would list the page before again, and its loop would not end.
+        if (
+            previous is not None
+            and previous.field_offset == token.field_offset
+            and len(token.listed_ids) == len(nodes)
+        ):
+            token.listed_ids.extend(previous.listed_ids)
     else:
         token.field_offset = last.id
         token.id_offset = last.id

@@ -401,7 +401,7 @@ class MetadataStore:
                     output_type = json_format.MessageToJson(request.output_type, indent=None)
             if request.HasField("external_id"):
                 taken = db.execute(
-                    "SELECT id FROM Type WHERE external_id = ? AND type_kind = ?",
+                    queries.TYPE_ID_BY_EXTERNAL_ID,
                     (request.external_id, kind),
                 ).get
                 if taken is not None:
@@ -996,7 +996,7 @@ class MetadataStore:
         self, db: apsw.Connection, kind: NodeKind, type_name: str, type_version: str | None
     ) -> int | None:
         row = db.execute(
-            "SELECT id FROM Type WHERE type_kind = ? AND name = ? AND version IS ?",
+            queries.TYPE_ID_BY_NAME,
             (kind.type_kind, type_name, type_version or None),
         ).fetchone()
         return None if row is None else int(row[0])
@@ -1286,7 +1286,7 @@ class MetadataStore:
                         f"Missing parent / child id in the parent_context: {link}"
                     )
                 found = db.execute(
-                    f"SELECT count(*) FROM Context WHERE id IN {queries.IDS}",
+                    queries.COUNT_CONTEXTS,
                     (_ids_json([link.parent_id, link.child_id]),),
                 ).get
                 if found < 2:
@@ -1422,7 +1422,7 @@ class MetadataStore:
             raise errors.InvalidArgumentError(f"Context is missing a name: {context}")
         if reuse_if_exists and not context.HasField("id"):
             row = db.execute(
-                "SELECT id FROM Context WHERE type_id = ? AND name = ?",
+                queries.CONTEXT_ID_BY_TYPE_AND_NAME,
                 (context.type_id, context.name),
             ).get
             if row is not None:
@@ -1596,8 +1596,7 @@ class MetadataStore:
                     reuse = {
                         row[1]: row[0]
                         for row in db.execute(
-                            "SELECT id, external_id FROM Artifact WHERE external_id IN "
-                            "(SELECT value FROM json_each(?))",
+                            queries.ARTIFACT_IDS_BY_EXTERNAL_IDS,
                             (json.dumps(externals),),
                         )
                     }
@@ -1661,6 +1660,20 @@ class MetadataStore:
         from boardd.metadata import listing
 
         return listing.list_nodes(self, kind, list_options, None)
+
+    def list_page(self, kind: str, options: pb.ListOperationOptions) -> tuple[list[Any], str]:
+        """One page of ``kind`` ("artifact", "execution" or "context") and the next page's
+        token ("" after the last page): MLMD's GetArtifacts/… RPCs with their
+        ListOperationOptions, for callers that page themselves (boardd's HTTP API)."""
+        from boardd.metadata import listing
+
+        kinds = {"artifact": ARTIFACT, "execution": EXECUTION, "context": CONTEXT}
+        if kind not in kinds:
+            raise errors.InvalidArgumentError(
+                f"unknown node kind {kind!r}: artifact, execution or context"
+            )
+        with self._transaction() as db:
+            return listing.list_page(self, db, kinds[kind], options)
 
     def get_artifacts(
         self, list_options: ListOptions | None = None, extra_options: ExtraOptions | None = None

@@ -191,3 +191,43 @@ SELECT_CONTEXT_IDS_BY_EXECUTION = "SELECT context_id FROM Association WHERE exec
 SELECT_ARTIFACT_IDS_BY_CONTEXT = "SELECT artifact_id FROM Attribution WHERE context_id = ?"
 SELECT_EXECUTION_IDS_BY_CONTEXT = "SELECT execution_id FROM Association WHERE context_id = ?"
 INSERT_PARENT_CONTEXT = "INSERT INTO ParentContext (context_id, parent_context_id) VALUES (?, ?)"
+
+# -- lookups of the API calls -----------------------------------------------------------------
+
+TYPE_ID_BY_EXTERNAL_ID = "SELECT id FROM Type WHERE external_id = ? AND type_kind = ?"
+TYPE_ID_BY_NAME = "SELECT id FROM Type WHERE type_kind = ? AND name = ? AND version IS ?"
+COUNT_CONTEXTS = f"SELECT count(*) FROM Context WHERE id IN {IDS}"
+CONTEXT_ID_BY_TYPE_AND_NAME = "SELECT id FROM Context WHERE type_id = ? AND name = ?"
+ARTIFACT_IDS_BY_EXTERNAL_IDS = (
+    "SELECT id, external_id FROM Artifact WHERE external_id IN (SELECT value FROM json_each(?))"
+)
+
+# -- lineage ----------------------------------------------------------------------------------
+
+#: The contexts of some artifacts (first JSON array) and executions (second).
+CONTEXT_IDS_OF_NODES = (
+    f"SELECT context_id FROM Attribution WHERE artifact_id IN {IDS} "
+    f"UNION SELECT context_id FROM Association WHERE execution_id IN {IDS}"
+)
+ATTRIBUTIONS_OF_ARTIFACTS = (
+    f"SELECT context_id, artifact_id FROM Attribution WHERE artifact_id IN {IDS} ORDER BY id"
+)
+ASSOCIATIONS_OF_EXECUTIONS = (
+    f"SELECT context_id, execution_id FROM Association WHERE execution_id IN {IDS} ORDER BY id"
+)
+
+
+def filtered_ids(kind: NodeKind, expression: str, among: bool) -> str:
+    """Ids of ``kind`` where a compiled filter_query holds (among a JSON array of ids)."""
+    sql = f"SELECT DISTINCT n.id FROM {kind.table} AS n WHERE ({expression})"
+    if among:
+        sql += f" AND n.id IN {IDS}"
+    return sql + " ORDER BY n.id"
+
+
+def list_ids(kind: NodeKind, column: str, where: list[str], order: str, limit: int) -> str:
+    """A page of ids (and their ordering column) of a list call."""
+    return (
+        f"SELECT DISTINCT n.id, n.{column} FROM {kind.table} AS n "
+        f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT {int(limit)}"
+    )
