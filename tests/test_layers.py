@@ -31,6 +31,15 @@ FORBIDDEN = {
     "data": ("starlette", "uvicorn", "boardd.api", "boardd.daemon", "boardd.cli", "boardd.ingest"),
     "api": ("boardd.store", "boardd.reader", "boardd.ingest", "boardd.daemon", "boardd.cli"),
     "systemd": ("boardd.cli", "boardd.daemon", "boardd.api"),
+    # The lineage service: reads logdir stores through data/, writes through boardd.metadata.
+    "lineage": (
+        "starlette",
+        "uvicorn",
+        "boardd.api",
+        "boardd.daemon",
+        "boardd.cli",
+        "boardd.ingest",
+    ),
     "client": ("boardd.api", "boardd.store", "boardd.data", "boardd.daemon", "boardd.cli"),
     # The lineage store stands alone: ML Metadata's API over its own SQLite file.
     "metadata": (

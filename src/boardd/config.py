@@ -15,7 +15,7 @@ from pathlib import Path
 
 from boardd.exitcodes import ExitCode
 from boardd.reader.modes import CrcMode
-from boardd.store.location import default_store_path
+from boardd.store.location import default_store_path, state_directory
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6007
@@ -33,6 +33,8 @@ CRC_HELP = (
 #: ``--hparams-idle-seconds``: a session of the hparams API without end info is RUNNING while
 #: its runs received data this recently (by their points' wall times), UNKNOWN after.
 DEFAULT_HPARAMS_IDLE_SECONDS = 600.0
+#: The lineage store's file name in the state directory (``boardd serve --lineage`` else).
+LINEAGE_FILE = "lineage.sqlite"
 #: A bearer token shorter than this is refused (it could be guessed).
 MIN_TOKEN_LENGTH = 16
 
@@ -80,6 +82,8 @@ class ServeSettings:
     #: Rebuild (beside, then swap in) each store that was built with other settings.
     rebuild: bool = False
     hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS
+    #: The lineage store (ML Metadata) file; None: no lineage store (in-process tests).
+    lineage: Path | None = None
 
 
 def serve_settings(
@@ -99,6 +103,7 @@ def serve_settings(
     crc: str = CrcMode.ALWAYS.value,
     rebuild: bool = False,
     hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS,
+    lineage: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ServeSettings:
     """The validated settings of ``boardd serve``; SettingsError (LogdirError for a logdir that
@@ -139,7 +144,19 @@ def serve_settings(
         token=token,
         rebuild=rebuild,
         hparams_idle_seconds=hparams_idle_seconds,
+        lineage=lineage_path(lineage, environ),
     )
+
+
+def lineage_path(given: str | None, environ: Mapping[str, str] | None = None) -> Path:
+    """``--lineage PATH``, else ``lineage.sqlite`` in the state directory; SettingsError if
+    PATH is a directory."""
+    if not given:
+        return state_directory(environ) / LINEAGE_FILE
+    path = Path(os.path.abspath(Path(given).expanduser()))
+    if path.is_dir():
+        raise SettingsError(f"--lineage {given}: is a directory; give the lineage store's file")
+    return path
 
 
 def parse_sampling(spec: str) -> dict[str, int | None]:

@@ -43,6 +43,10 @@ EXAMPLES: dict[str, list[str]] = {
     "/api/v1/data_loss": ["/api/v1/data_loss", f"/api/v1/data_loss?experiment={EXPERIMENT}&run=a"],
     "/api/v1/stream": ["/api/v1/stream", f"/api/v1/stream?experiment={EXPERIMENT}"],
     "/api/v1/blob/{key}": [],  # filled in from the store (a real key), see blob_key()
+    # The lineage store's routes answer from a lineage store (this app has none: 503); their
+    # examples and errors are in tests/api/test_metadata_api.py.
+    "/api/v1/metadata/{operation}": [],
+    "/api/v1/metadata/lineage_graph": [],
     "/api/v1/hparams/experiment": ["/api/v1/hparams/experiment"],
     "/api/v1/hparams/session_groups": [
         "/api/v1/hparams/session_groups?request=%7B%22sliceSize%22%3A5%7D"

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from boardd.api import dashboard, data, hparams, server, tensorboard
+from boardd.api import dashboard, data, hparams, metadata, server, tensorboard
 from boardd.api.auth import Guard
 from boardd.api.common import (
     AppState,
@@ -48,6 +48,7 @@ from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS, ExperimentSpec
 from boardd.data.changes import ChangeHub
 from boardd.data.errors import DataError
 from boardd.data.kinds import KINDS
+from boardd.lineage import LineageService
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ def create_app(
     generation: Mapping[str, Callable[[], int | None]] | None = None,
     sampling: Mapping[str, int | None] | None = None,
     hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS,
+    lineage: LineageService | None = None,
 ) -> Starlette:
     """The boardd HTTP app over these experiments' stores.
 
@@ -87,6 +89,8 @@ def create_app(
     return at most that many points per series, as TensorBoard does.
     ``hparams_idle_seconds``: a session without end info is RUNNING while its runs received
     data this recently (by their points' wall times), UNKNOWN after.
+    ``lineage``: the lineage store served under /api/v1/metadata/... (503 without one); its
+    writes need ``token``, even on loopback.
     """
     handles = {
         spec.name: ExperimentHandle(
@@ -112,6 +116,8 @@ def create_app(
             disk_opening=opening,
             sampling=dict(sampling or {}),
             hparams_idle_seconds=hparams_idle_seconds,
+            lineage=lineage,
+            token=token,
         )
         try:
             yield {"boardd": state}
@@ -202,4 +208,6 @@ HANDLERS: dict[str, Handler] = {
     "hparams_experiment": hparams.experiment,
     "hparams_session_groups": hparams.session_groups,
     "hparams_metric_evals": hparams.metric_evals,
+    "metadata_call": metadata.call,
+    "metadata_lineage_graph": metadata.lineage_graph,
 }

@@ -20,6 +20,7 @@ from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS, ExperimentSpec
 from boardd.data import experiments
 from boardd.data.pool import ReadPool
 from boardd.data.values import finite_or_text
+from boardd.lineage import LineageService
 
 __all__ = ["finite_or_text"]  # the stream's import; its home is boardd.data.values
 
@@ -78,6 +79,10 @@ class AppState:
     #: ``--hparams-idle-seconds``: a session without end info is RUNNING while its runs had
     #: data this recently, then UNKNOWN.
     hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS
+    #: The lineage store (``/api/v1/metadata/...``); None: the server has none.
+    lineage: LineageService | None = None
+    #: The bearer token (None: none); lineage writes need it even on loopback.
+    token: str | None = field(default=None, repr=False)
 
 
 def state_of(request: Request) -> AppState:

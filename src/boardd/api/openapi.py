@@ -20,7 +20,13 @@ _ERROR_RESPONSES = {
         "says which)",
     ),
     401: ("Unauthorized", "the server wants Authorization: Bearer <token>"),
-    404: ("NotFound", "no such experiment or blob"),
+    403: (
+        "Forbidden",
+        "a write to the lineage store, and the server has no token (start boardd serve with "
+        "--token-file)",
+    ),
+    404: ("NotFound", "no such experiment, blob, or lineage record"),
+    409: ("Conflict", "the lineage store already holds such a record, or a different type"),
     413: (
         "TooLarge",
         "the answer could exceed the point bound, or the query string is too long: ask for "
@@ -28,7 +34,8 @@ _ERROR_RESPONSES = {
     ),
     503: (
         "Unavailable",
-        "the experiment's store does not exist yet or has no data (retry later)",
+        "the experiment's store does not exist yet or has no data, or the lineage store is "
+        "not open (retry later)",
     ),
 }
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from starlette.requests import Request
 
 from boardd.api.errors import ApiError
+from boardd.api.metadata_ops import OPERATIONS
 from boardd.api.schemas import ref
 from boardd.data.kinds import KINDS, Kind
 
@@ -265,6 +266,25 @@ BLOB_KEY = Param(
     "key", "a key from the blobs of /api/v1/blob_sequences", location="path", required=True
 )
 
+METADATA_OPERATION = Param(
+    "operation",
+    "a MetadataStore method of ML Metadata's Python API (put_* write, get_* read)",
+    location="path",
+    required=True,
+    enum=tuple(op.name for op in OPERATIONS),
+)
+LINEAGE_ARTIFACT_ID = Param(
+    "artifact_id", "the artifact to start from (or uri=)", "integer", minimum=1
+)
+LINEAGE_URI = Param("uri", "start from the artifact with this URI (or artifact_id=)")
+LINEAGE_HOPS = Param(
+    "hops",
+    "how many events away from the artifact to go, both ways (artifact → execution is one); "
+    "default 2",
+    "integer",
+    minimum=0,
+    maximum=20,
+)
 HPARAMS_REQUEST = Param(
     "request",
     "the request message as proto3 JSON (camelCase field names, enum names), as TensorBoard's "
@@ -508,6 +528,40 @@ ROUTES: tuple[RouteDef, ...] = (
         json_answer(ref("HParamsMetricEvals"), "the points", etag=True),
         (400, 404, 503),
         methods=("GET", "POST"),
+    ),
+    RouteDef(
+        "/api/v1/metadata/lineage_graph",
+        "metadata_lineage_graph",
+        "Lineage graph",
+        "The artifacts and executions within `hops` events of one artifact (by `artifact_id=` "
+        "or `uri=`), for drawing: `{root, hops, nodes: [{id, kind, record_id, type, name, "
+        "state, uri, properties, custom_properties, boardd}], edges: [{source, target, type}], "
+        "truncated}`; an edge goes from producer to consumer (execution → artifact for an "
+        "OUTPUT, artifact → execution for an INPUT).",
+        "metadata",
+        (LINEAGE_ARTIFACT_ID, LINEAGE_URI, LINEAGE_HOPS),
+        json_answer({"type": "object"}, "the graph"),
+        (400, 404, 503),
+    ),
+    RouteDef(
+        "/api/v1/metadata/{operation}",
+        "metadata_call",
+        "Call a MetadataStore method",
+        "ML Metadata's Python API over HTTP: POST the method's keyword arguments as a JSON "
+        "object (names as in `ml_metadata.metadata_store.MetadataStore`, messages of "
+        "metadata_store.proto as proto3 JSON, `list_options` as `{limit, order_by, is_asc, "
+        'filter_query}`), get `{"result": …}` (messages as proto3 JSON). get_* read (open '
+        "to all who may read); put_* write and need `Authorization: Bearer <token>` even on "
+        "loopback (403 when the server has no token). MLMD's errors map to 400 "
+        "(InvalidArgument), 404 (NotFound), 409 (AlreadyExists, FailedPrecondition).",
+        "metadata",
+        (METADATA_OPERATION,),
+        json_answer(
+            {"type": "object", "required": ["result"], "properties": {"result": {}}},
+            "the method's result",
+        ),
+        (400, 403, 404, 409, 503),
+        methods=("POST",),
     ),
     RouteDef(
         "/api/v1/blob/{key}",

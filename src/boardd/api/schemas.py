@@ -92,6 +92,24 @@ SCHEMAS: dict[str, Any] = {
             "status": {"type": "string", "enum": ["ok", "degraded"]},
             "version": {"type": "string"},
             "uptime_seconds": {"type": "number"},
+            "lineage": {
+                "type": ["object", "null"],
+                "description": "the lineage store (null: the server has none)",
+                "required": ["path", "state", "error", "refreshes"],
+                "properties": {
+                    "path": {"type": "string"},
+                    "state": {"type": "string", "enum": ["opening", "open", "failed", "closed"]},
+                    "error": {
+                        "type": ["string", "null"],
+                        "description": "why it could not be opened (its routes answer 503)",
+                    },
+                    "refreshes": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "passes over the logdirs so far",
+                    },
+                },
+            },
             "cache": {
                 "type": "object",
                 "required": ["entries", "bytes", "hits", "misses", "hit_rate"],

@@ -51,6 +51,7 @@ async def health(request: Request, query: Query, route: RouteDef) -> Response:
             "status": "degraded" if degraded else "ok",
             "version": __version__,
             "uptime_seconds": round(time.time() - state.started, 3),
+            "lineage": None if state.lineage is None else state.lineage.status(),
             "cache": {
                 "entries": len(state.cache),
                 "bytes": state.cache.bytes,

@@ -1,6 +1,6 @@
 """The ``boardd`` command line: ``main(argv)`` parses the flags and runs one command, each in a
-module of its own (inspect, ingest, serve, export, install_service, hparams); it returns the exit
-code."""
+module of its own (inspect, ingest, serve, export, install_service, hparams, lineage); it
+returns the exit code."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ COMMANDS = {
     "install-service": "install_service",
     "export": "export",
     "hparams": "hparams",
+    "lineage": "lineage",
 }
 
 

@@ -104,6 +104,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
     )
     parser.add_argument(
+        "--lineage",
+        metavar="PATH",
+        help=(
+            "the lineage store (ML Metadata's records: what boardd derives from the logdirs "
+            "and what users write through /api/v1/metadata/...): default lineage.sqlite in the "
+            "state directory, beside the logdir stores. --rebuild never touches it"
+        ),
+    )
+    parser.add_argument(
         "--log-level",
         choices=LOG_LEVELS,
         default=DEFAULT_LOG_LEVEL,
@@ -135,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
             crc=args.crc,
             rebuild=args.rebuild,
             hparams_idle_seconds=args.hparams_idle_seconds,
+            lineage=args.lineage,
         )
     except SettingsError as exc:
         return settings_failed(NAME, exc)

@@ -34,11 +34,16 @@ from boardd.config import ServeSettings
 from boardd.daemon.http import Server, server_config
 from boardd.daemon.memory import tune_malloc
 from boardd.daemon.notify import Notifier
-from boardd.daemon.runner import ExperimentRunner, describe
+from boardd.daemon.runner import ExperimentRunner, RunnerState, describe
+from boardd.lineage import LineageService
 from boardd.store.bus import ChangeHub
 from boardd.store.location import state_directory
 
 log = logging.getLogger(__name__)
+
+
+#: Runner states before an experiment's catch-up is done.
+_NOT_CAUGHT_UP = frozenset({RunnerState.STARTING, RunnerState.REBUILDING, RunnerState.CATCHING_UP})
 
 
 class PortInUseError(OSError):
@@ -167,8 +172,28 @@ class Service:
             )
             for spec in settings.experiments
         ]
+        # The lineage store (ML Metadata): refreshed from the runners' commits on the bus.
+        self.lineage = (
+            LineageService(
+                settings.lineage,
+                settings.experiments,
+                hub=self.hub,
+                idle_seconds=settings.hparams_idle_seconds,
+                busy=self._catching_up,
+            )
+            if settings.lineage is not None
+            else None
+        )
         self._server: _Server | None = None
         self._stopping = threading.Event()
+
+    def _catching_up(self, experiment: str) -> bool:
+        """Whether an experiment's runner has not caught up yet (the lineage store waits for
+        it rather than slow it down)."""
+        for runner in self.runners:
+            if runner.spec.name == experiment:
+                return runner.state in _NOT_CAUGHT_UP
+        return False
 
     def run(self, sock: socket.socket) -> bool:
         """Serves until SIGTERM/SIGINT; returns after a clean shutdown.
@@ -188,6 +213,7 @@ class Service:
             },
             sampling=self.settings.sampling,
             hparams_idle_seconds=self.settings.hparams_idle_seconds,
+            lineage=self.lineage,
         )
         config = server_config(app, graceful=3.0)
         self._server = _Server(config, self)
@@ -195,6 +221,9 @@ class Service:
             runner.start()
         for runner in self.runners:
             runner.opened.wait()
+        if self.lineage is not None:
+            # After the stores opened: its own opening does not compete with theirs.
+            self.lineage.start()
         self._write_port_file(sock)
         self.notifier.ready(self._status_line())
         status_thread = threading.Thread(
@@ -231,6 +260,8 @@ class Service:
         """Stops the runners (final commit, lease release, checkpoint); idempotent."""
         self._stopping.set()
         self.notifier.stopping()
+        if self.lineage is not None:
+            self.lineage.close()
         for runner in self.runners:
             runner.stop()
         port_file = self.settings.port_file

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,7 +10,9 @@ import apsw
 
 from boardd.data.errors import Unavailable
 from boardd.data.kinds import data_class_label
+from boardd.store import hparams as hparams_store
 from boardd.store import queries
+from boardd.store.names import unescape
 from boardd.store.queries import ExperimentRow, RunRow
 
 __all__ = ["DataLossRecord", "ExperimentRow", "RunRow"]
@@ -90,3 +93,50 @@ def generation(connection: apsw.Connection) -> int:
 def store_id(connection: apsw.Connection) -> str:
     """The store file's identity (made when it was created; a rebuilt store has another)."""
     return queries.store_id(connection)
+
+
+def event_files(connection: apsw.Connection, experiment_id: int) -> list[queries.EventFileRow]:
+    """Every event file of the experiment's live runs (path, size, bytes read, state)."""
+    return queries.event_files(connection, experiment_id)
+
+
+@dataclass(slots=True)
+class RunSummary:
+    """What the lineage store records of a run: when it started, its last step and wall time,
+    and its hparams session's start and end (decoded JSON, as store/hparams.py files them)."""
+
+    name: str
+    start_time: float | None = None
+    last_step: int | None = None
+    last_wall_time: float | None = None
+    session_start: dict[str, object] | None = None
+    session_end: dict[str, object] | None = None
+
+
+def run_summaries(connection: apsw.Connection, experiment_id: int) -> dict[str, RunSummary]:
+    """Every live run of the experiment, by name, from one read snapshot."""
+    out: dict[str, RunSummary] = {}
+    by_id: dict[int, RunSummary] = {}
+    with connection:  # one snapshot for the three reads
+        for change in hparams_store.changed_runs(connection, experiment_id, -1):
+            if not change.deleted:
+                by_id[change.id] = out[change.name] = RunSummary(change.name)
+        for row in queries.runs(connection, experiment_id):
+            found = out.get(unescape(row.name))
+            if found is not None:
+                found.start_time = row.start_time
+        for hrow in hparams_store.hparams_rows(connection, experiment_id, -1):
+            summary = by_id.get(hrow.run_id)
+            if summary is not None and hrow.kind in ("session_start", "session_end"):
+                setattr(summary, hrow.kind, json.loads(hrow.data))
+        for srow in hparams_store.series_rows(connection, experiment_id, -1):
+            summary = by_id.get(srow.run_id)
+            if summary is None:
+                continue
+            if srow.last_step is not None:
+                summary.last_step = max(summary.last_step or srow.last_step, srow.last_step)
+            if srow.last_wall_time is not None:
+                summary.last_wall_time = max(
+                    summary.last_wall_time or srow.last_wall_time, srow.last_wall_time
+                )
+    return out

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from boardd.reader.types import DataClass
+from boardd.store.names import unescape
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,3 +445,28 @@ def changes_since(connection: apsw.Connection, experiment: str, since: int) -> C
         return Changes(now, runs, series)
     finally:
         connection.execute("COMMIT")
+
+
+@dataclass(frozen=True, slots=True)
+class EventFileRow:
+    """One event file of a live run, as the writer last saw it (for the lineage store)."""
+
+    run: str
+    path: str
+    size: int
+    #: Bytes read and committed so far.
+    consumed: int
+    state: str
+
+
+def event_files(connection: apsw.Connection, experiment_id: int) -> list[EventFileRow]:
+    """Every event file of the experiment's live runs, by path."""
+    return [
+        EventFileRow(unescape(str(run)), unescape(str(path)), int(size), int(consumed), str(state))
+        for run, path, size, consumed, state in connection.execute(
+            "SELECT r.name, f.path, f.size, f.consumed, f.state FROM files f "
+            "JOIN runs r ON r.id = f.run_id WHERE r.experiment_id = ? AND r.deleted = 0 "
+            "ORDER BY f.path",
+            (experiment_id,),
+        )
+    ]

@@ -1,0 +1,100 @@
+"""The lineage service: one writer thread, readers of their own, refreshes that follow the
+commit bus, and a store that cannot be opened failing calls instead of the daemon."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from boardd.data.changes import ChangeHub
+from boardd.lineage import LineageService, LineageUnavailable, types
+from boardd.metadata.proto import metadata_store_pb2 as pb
+from tests.conftest import LiveStore
+from tests.daemon.conftest import wait_until
+
+
+def test_a_commit_on_the_bus_brings_its_files_in(tmp_path: Path, live_stores: object) -> None:
+    hub = ChangeHub()
+    live: LiveStore = live_stores("exp", hub)  # type: ignore[operator]
+    service = LineageService(tmp_path / "lineage.sqlite", [live.spec], hub=hub, min_interval=0.05)
+    service.start()
+    try:
+        run = live.run("train")
+        run.scalars("loss", {0: 1.0, 1: 0.5})
+        live.commit()
+        [artifact] = wait_until(
+            lambda: service.read(lambda s: s.get_artifacts_by_type(types.EVENT_FILE)),
+            what="the event file's artifact",
+        )
+        assert artifact.properties["records"].int_value == 3  # the file version, two points
+        run.scalars("loss", {2: 0.25})
+        live.commit()
+        wait_until(
+            lambda: service.read(
+                lambda s: (
+                    s.get_artifacts_by_type(types.EVENT_FILE)[0].properties["records"].int_value
+                    == 4
+                )
+            ),
+            what="the grown file's record count",
+        )
+        [execution] = service.read(lambda s: s.get_executions_by_type(types.TRAINING_RUN))
+        assert execution.properties["last_step"].int_value == 2
+    finally:
+        service.close()
+
+
+def test_writes_run_on_one_thread_and_readers_have_their_own(tmp_path: Path) -> None:
+    service = LineageService(tmp_path / "lineage.sqlite")
+    service.start()
+    try:
+        threads = set()
+
+        def put(store: object) -> int:
+            threads.add(threading.current_thread().name)
+            t = pb.ArtifactType(name="DataSet")
+            return int(store.put_artifact_type(t))  # type: ignore[attr-defined]
+
+        results = [service.submit(put) for _ in range(20)]
+        assert len({f.result() for f in results}) == 1
+        assert threads == {"boardd-lineage"}
+        seen: list[str] = []
+
+        def read() -> None:
+            seen.append(service.read(lambda s: s.get_artifact_type("DataSet").name))
+
+        readers = [threading.Thread(target=read) for _ in range(4)]
+        for t in readers:
+            t.start()
+        for t in readers:
+            t.join()
+        assert seen == ["DataSet"] * 4
+    finally:
+        service.close()
+    service.close()  # twice is fine
+    with pytest.raises(LineageUnavailable):
+        service.submit(lambda s: None).result()
+
+
+def test_a_file_that_is_not_a_lineage_store_fails_calls_not_the_process(tmp_path: Path) -> None:
+    bad = tmp_path / "lineage.sqlite"
+    bad.write_bytes(b"this is not SQLite at all" * 100)
+    service = LineageService(bad)
+    service.start()
+    try:
+        with pytest.raises(LineageUnavailable, match="cannot be opened"):
+            service.wait_open()
+        with pytest.raises(LineageUnavailable, match="cannot be opened"):
+            service.write(lambda s: s.get_artifact_types())
+        assert service.error
+        assert service.status() == {
+            "path": str(bad),
+            "state": "failed",
+            "error": service.error,
+            "refreshes": 0,
+        }
+    finally:
+        service.close()
+    assert bad.read_bytes().startswith(b"this is not SQLite")
