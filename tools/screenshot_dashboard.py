@@ -120,15 +120,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 page.goto(f"http://127.0.0.1:{port}/?smoothing=0.8", timeout=60_000)
                 # Every card loaded to its last step, and every card in view drawn.
                 page.wait_for_function(
-                    """() => {
+                    """(last) => {
                         const cards = [...document.querySelectorAll('[data-tag]')];
                         return cards.length === 6 && cards.every((c) => {
                             const r = c.getBoundingClientRect();
                             const seen = r.top < innerHeight && r.bottom > 0;
-                            return c.dataset.lastStep === '%d' && (!seen || c.querySelector('canvas'));
+                            return c.dataset.lastStep === String(last)
+                                && (!seen || c.querySelector('canvas'));
                         });
-                    }"""
-                    % (STEPS - 1),
+                    }""",
+                    arg=STEPS - 1,
                     timeout=60_000,
                 )
                 page.locator("#status.live").wait_for()
