@@ -1,16 +1,18 @@
 // Run colours: stable and, among the runs on the page, distinct while the palette lasts.
 //
 // A run's preferred colour is a hash of its name (so it is the same in every view and on
-// every visit, unlike TensorBoard's palette by position, which shifts as runs appear). When
+// every visit, unlike TensorBoard's palette by position, which shifts as runs appear); while
+// the page has at most 8 runs, only the palette's 8 most distinct colours are used. When
 // that colour is already taken by another run of the page, the run takes the next free one:
 // runs are assigned in name order when they are first seen together (the page's first
 // listing), so the same set of runs gets the same colours on every reload, and a colour once
 // given never changes while the page is open. With more runs than colours, runs share
 // colours (at their preferred one).
 
+/** 16 colours told apart at a glance (hues first, then darker and lighter ones). */
 export const PALETTE = [
-  "#e8710a", "#1a73e8", "#d93025", "#12b5cb", "#e52592", "#009988", "#9334e6", "#7cb342",
-  "#795548", "#3f51b5", "#f9ab00", "#607d8b", "#c2185b", "#00897b", "#5f6368", "#8d6e63",
+  "#1a73e8", "#e8710a", "#1e8e3e", "#d93025", "#9334e6", "#12b5cb", "#e52592", "#f9ab00",
+  "#795548", "#5f6368", "#3f51b5", "#7cb342", "#00897b", "#827717", "#ff8a80", "#202124",
 ];
 
 /** FNV-1a of the name, folded onto the palette: a run's preferred colour. */
@@ -34,12 +36,17 @@ export class ColorAssigner {
 
   /** Assigns the runs not assigned yet, in name order (call with every run first seen together). */
   assign(runs: Iterable<string>): void {
-    for (const run of [...new Set(runs)].filter((r) => !this.slots.has(r)).sort()) {
-      const n = this.palette.length;
-      const preferred = preferredSlot(run, n);
+    const fresh = [...new Set(runs)].filter((r) => !this.slots.has(r)).sort();
+    const n = this.palette.length;
+    // While the page has at most half the palette's runs, they take colours of its first
+    // half only (the most distinct hues), so a few runs never get two shades of one hue.
+    const total = this.slots.size + fresh.length;
+    const span = total <= n / 2 ? Math.max(1, Math.floor(n / 2)) : n;
+    for (const run of fresh) {
+      const preferred = preferredSlot(run, span);
       let slot = preferred;
       for (let i = 0; i < n; i++) {
-        const probe = (preferred + i) % n;
+        const probe = i < span ? (preferred + i) % span : i;
         if (this.used[probe] === 0) {
           slot = probe;
           break;

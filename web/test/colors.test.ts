@@ -27,8 +27,16 @@ describe("run colours", () => {
     const before = [colors.color("a"), colors.color("b")];
     colors.assign(["0", "c", "d"]);
     expect([colors.color("a"), colors.color("b")]).toEqual(before);
-    expect(new ColorAssigner().color("solo")).toBe(PALETTE[preferredSlot("solo")]);
+    expect(new ColorAssigner().color("solo")).toBe(PALETTE[preferredSlot("solo", PALETTE.length / 2)]);
     expect(runColor("run_00")).toMatch(/^#[0-9a-f]{6}$/);
+  });
+
+  it("take the most distinct half of the palette while the runs fit in it", () => {
+    const colors = new ColorAssigner();
+    const runs = ["lr=0.1", "lr=0.03", "lr=0.01", "lr=0.003", "a", "b", "c", "d"];
+    colors.assign(runs);
+    const first = new Set(PALETTE.slice(0, PALETTE.length / 2));
+    for (const r of runs) expect(first.has(colors.color(r))).toBe(true);
   });
 
   it("share colours only past the palette's size", () => {

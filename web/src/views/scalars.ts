@@ -21,9 +21,13 @@ import { clampSmoothing, formatState, matcher, parseState, type ViewState, type 
 import { ScalarCard } from "./scalars_card";
 import { stepRange, type XRange } from "./scalars_model";
 
-/** Points per series of a fetch: 1,000 step buckets, each its first, lowest, highest and last
- * point (the API's downsample_by=extremes), so no spike is missing from any fetch. */
-const FETCH_POINTS = 4000;
+/** Points per series of a fetch for a chart `width` pixels wide: a step bucket per four pixel
+ * columns, each its first, lowest, highest and last point (the API's downsample_by=extremes),
+ * so no fetch misses a spike, and a series of any length costs about a point per pixel
+ * column (TensorBoard's UI fetches a 1,000-point sample); a zoom fetches the window's. */
+function fetchPoints(width: number): number {
+  return 4 * Math.ceil(Math.max(200, width || 500) / 4);
+}
 /** A live point waits this long for others of the same series before its delta is fetched. */
 const DELTA_DELAY_MS = 20;
 /** A zoom or pan waits this long for the next before the window's points are fetched. */
@@ -39,6 +43,7 @@ export class ScalarsView {
   private deltaTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly zoomTimers = new Map<string, ReturnType<typeof setTimeout>>();
   private frame = 0;
+  private background: ReturnType<typeof setTimeout> | null = null;
   private stream: Stream | null = null;
   private readonly observer: IntersectionObserver;
   private readonly main = el("main", { id: "cards" });
@@ -95,6 +100,8 @@ export class ScalarsView {
     for (const timer of this.zoomTimers.values()) clearTimeout(timer);
     this.zoomTimers.clear();
     if (this.frame) cancelAnimationFrame(this.frame);
+    if (this.background !== null) clearTimeout(this.background);
+    this.background = null;
     this.frame = 0;
     this.element.remove();
   }
@@ -235,10 +242,26 @@ export class ScalarsView {
       this.frame = 0;
       const runs = this.shownRuns();
       const view = { smoothing: this.view.smoothing, x: this.view.x, logY: this.view.logY };
-      for (const card of this.cards.values()) {
-        if (!card.root.isConnected) continue;
+      const cards = [...this.cards.values()].filter((c) => c.root.isConnected);
+      // Widths read before any chart changes the page (no layout per card), then the cards
+      // in view prepared and drawn, then the others' models (their attributes) brought up
+      // to date.
+      for (const card of cards) if (card.dirty) card.measure();
+      for (const card of cards) {
+        if (!card.visible) continue;
         if (card.dirty) card.prepare(this.data.get(card.tag)!, runs, view);
-        if (card.visible && card.stale) card.render();
+        if (card.stale) card.render();
+      }
+      // After this frame is painted: the cards out of view.
+      if (cards.some((c) => !c.visible && c.dirty) && this.background === null) {
+        this.background = setTimeout(() => {
+          this.background = null;
+          const now = { smoothing: this.view.smoothing, x: this.view.x, logY: this.view.logY };
+          const shown = this.shownRuns();
+          for (const card of this.cards.values()) {
+            if (card.root.isConnected && !card.visible && card.dirty) card.prepare(this.data.get(card.tag)!, shown, now);
+          }
+        }, 0);
       }
     });
   }
@@ -281,7 +304,7 @@ export class ScalarsView {
       runs,
       stepMin: Math.max(0, steps[0]),
       stepMax: Math.max(0, steps[1]),
-      downsample: Math.max(4, 4 * Math.round(card.root.clientWidth || 400)),
+      downsample: fetchPoints(2 * card.root.clientWidth),
       downsampleBy: "extremes",
     });
     if (this.mergeAnswer(card.tag, answer) > 0 || card.range === range) this.touch(card.tag);
@@ -327,7 +350,16 @@ export class ScalarsView {
     const tags = new Set<string>();
     for (const perRun of Object.values(listing)) for (const tag of Object.keys(perRun)) tags.add(tag);
     for (const tag of [...tags].sort()) this.card(tag);
-    for (const tag of tags) this.loadRetrying(tag);
+    // The cards in view first (what the user sees is drawn sooner), then the others.
+    const inView = (tag: string): boolean => {
+      const r = this.cards.get(tag)!.root.getBoundingClientRect();
+      return r.bottom > 0 && r.top < innerHeight;
+    };
+    const first = [...tags].filter(inView);
+    const failed = (await Promise.allSettled(first.map((tag) => this.load(tag))))
+      .map((result, i) => (result.status === "rejected" ? first[i] : null))
+      .filter((tag): tag is string => tag !== null);
+    for (const tag of [...failed, ...[...tags].filter((t) => !first.includes(t))]) this.loadRetrying(tag);
   }
 
   /** Loads a tag's points, again every 2 s while the daemon does not answer. */
@@ -340,7 +372,8 @@ export class ScalarsView {
   }
 
   private async load(tag: string): Promise<void> {
-    const answer = await readScalars(tag, { downsample: FETCH_POINTS, downsampleBy: "extremes" });
+    const width = this.cards.get(tag)!.root.clientWidth;
+    const answer = await readScalars(tag, { downsample: fetchPoints(width), downsampleBy: "extremes" });
     this.mergeAnswer(tag, answer);
     this.cards.get(tag)!.loaded = true;
     this.touch(tag);
@@ -389,7 +422,8 @@ export class ScalarsView {
 
   private async fetchDelta(run: string, tag: string, from: number): Promise<void> {
     // A commit of many points of a series comes downsampled as the first fetch (its extremes).
-    const answer = await readScalars(tag, { runs: [run], stepMin: from, downsample: FETCH_POINTS, downsampleBy: "extremes" });
+    const width = this.cards.get(tag)!.root.clientWidth;
+    const answer = await readScalars(tag, { runs: [run], stepMin: from, downsample: fetchPoints(width), downsampleBy: "extremes" });
     if (this.mergeAnswer(tag, answer) > 0) this.touch(tag);
   }
 }

@@ -72,10 +72,15 @@ export class ScalarCard {
     this.plotBox.addEventListener("mouseleave", () => (this.tooltip.hidden = true));
   }
 
+  /** Reads the chart's width (a layout read: done for every card before any is drawn). */
+  measure(): void {
+    const width = this.plotBox.clientWidth;
+    if (width > 0) this.width = width;
+  }
+
   /** Computes what the card draws and publishes it (data attributes), in view or not. */
   prepare(series: Map<string, Series>, runs: string[], view: Omit<DrawOptions, "width" | "range">): void {
     this.dirty = false;
-    if (this.plotBox.clientWidth > 0) this.width = this.plotBox.clientWidth;
     const options: DrawOptions = { ...view, width: this.width, range: this.range };
     const model = prepareCard(series, runs, options);
     this.model = model;
