@@ -24,11 +24,20 @@ def test_a_commit_on_the_bus_brings_its_files_in(tmp_path: Path, live_stores: ob
         run = live.run("train")
         run.scalars("loss", {0: 1.0, 1: 0.5})
         live.commit()
-        [artifact] = wait_until(
-            lambda: service.read(lambda s: s.get_artifacts_by_type(types.EVENT_FILE)),
-            what="the event file's artifact",
+        # The file's row can reach the store (and the artifact the lineage store, with the
+        # records counted so far) before the commit that brings its points: wait for the count.
+        wait_until(
+            lambda: (
+                service.read(
+                    lambda s: [
+                        a.properties["records"].int_value
+                        for a in s.get_artifacts_by_type(types.EVENT_FILE)
+                    ]
+                )
+                == [3]
+            ),  # the file version, two points
+            what="the event file's artifact with its three records",
         )
-        assert artifact.properties["records"].int_value == 3  # the file version, two points
         run.scalars("loss", {2: 0.25})
         live.commit()
         wait_until(
