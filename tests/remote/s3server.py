@@ -118,6 +118,11 @@ class CountingProxy:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port = port
+        #: After this many more object GETs the server goes down (every request dropped
+        #: unanswered, the listener closed) until :meth:`start`: a server lost mid-pass.
+        self.down_after_gets: int | None = None
+        self._down = threading.Event()
+        self._stopper: threading.Thread | None = None
         self.start()
 
     @property
@@ -133,6 +138,9 @@ class CountingProxy:
 
     def start(self) -> None:
         """Listens (again, on the same port after :meth:`stop`)."""
+        self._join_stopper()
+        self._down.clear()
+        self.down_after_gets = None
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -142,6 +150,9 @@ class CountingProxy:
                 pass
 
             def _forward(self) -> None:
+                if proxy._down.is_set() or proxy._going_down(self.command, self.path):
+                    self.close_connection = True  # dropped unanswered: the client sees EOF
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
@@ -165,6 +176,7 @@ class CountingProxy:
 
             do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _forward
 
+        ThreadingHTTPServer.allow_reuse_address = True
         server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         server.daemon_threads = True
         self.port = int(server.server_address[1])
@@ -172,8 +184,15 @@ class CountingProxy:
         self._thread = threading.Thread(target=server.serve_forever, name="s3-proxy", daemon=True)
         self._thread.start()
 
+    @property
+    def down(self) -> bool:
+        """Whether the server is down (stopped, or gone down after its GETs)."""
+        return self._down.is_set()
+
     def stop(self) -> None:
-        """Stops listening (clients get "connection refused"); safe twice."""
+        """Stops listening (clients get "connection refused", open connections nothing);
+        safe twice."""
+        self._down.set()
         server, self._server = self._server, None
         if server is not None:
             server.shutdown()
@@ -182,7 +201,31 @@ class CountingProxy:
             self._thread.join(5)
             self._thread = None
 
-    close = stop
+    def close(self) -> None:
+        """Stops for good."""
+        self.stop()
+        self._join_stopper()
+
+    def _going_down(self, method: str, path: str) -> bool:
+        with self._lock:
+            if self.down_after_gets is None or method != "GET" or "list-type" in path:
+                return False
+            if self.down_after_gets > 0:
+                self.down_after_gets -= 1
+                return False
+        # The listener is closed from another thread (shutdown() waits for serve_forever).
+        with self._lock:
+            if self._stopper is None:
+                self._down.set()
+                self._stopper = threading.Thread(target=self.stop, name="s3-proxy-stop")
+                self._stopper.start()
+        return True
+
+    def _join_stopper(self) -> None:
+        stopper = self._stopper
+        if stopper is not None and stopper is not threading.current_thread():
+            stopper.join(10)
+            self._stopper = None
 
     def _count(self, method: str, path: str, sent: int) -> None:
         parts = urlsplit(path)

@@ -41,8 +41,8 @@ from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem, is_event_file
 from boardd.reader.source import RandomAccessBytes
 from boardd.store.location import is_url
 
-#: Bytes one ranged GET asks for at least (``--remote-block-size``): few requests for a big
-#: catch-up, and a block is all a reader holds of a file at a time.
+#: Bytes one ranged GET asks for (``--remote-block-size``; less at an object's end): few
+#: requests for a big catch-up (the reader's batches are 8 MiB too).
 DEFAULT_BLOCK_SIZE = 8 * 2**20
 #: The extra to install for a URL scheme whose library is missing.
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure"}
@@ -210,7 +210,7 @@ class RemoteSource:
         """Whether any object (an event file or not) lies under the run's prefix, as of the
         last listing: an object store has no empty directories."""
         if self._listing is None:
-            raise SourceUnavailableError(errno.EHOSTUNREACH, f"{self.url}: not listed yet")
+            raise SourceUnavailableError(f"{self.url}: not listed yet")
         if run == ROOT_RUN:
             return bool(self._listing)
         prefix = f"{self.root}/{run}/"
@@ -235,9 +235,7 @@ class RemoteSource:
         except Exception as exc:
             self.counts.failures += 1
             self._listing = None
-            raise SourceUnavailableError(
-                errno.EHOSTUNREACH, f"cannot list {self.url}: {_describe(exc)}"
-            ) from exc
+            raise SourceUnavailableError(f"cannot list {self.url}: {_describe(exc)}") from exc
         listing: dict[str, tuple[int, str | None]] = {}
         for path, info in found.items():
             if info.get("type", "file") != "file":
@@ -331,17 +329,15 @@ class RemoteFile:
         except Exception as exc:
             self.counts.failures += 1
             if _is_connection_error(exc) or not isinstance(exc, OSError):
-                raise SourceUnavailableError(
-                    errno.EHOSTUNREACH, f"cannot read {self.key}: {_describe(exc)}"
-                ) from exc
+                raise SourceUnavailableError(f"cannot read {self.key}: {_describe(exc)}") from exc
             raise
         self.counts.bytes_fetched += len(data)
         return data
 
 
 class RemoteBytes:
-    """What the reader reads a remote object through: one block cached, fetched with one
-    ranged GET of at least the file's block size (never past the listed size)."""
+    """What the reader reads a remote object through: ranged GETs of one block each (never
+    past the listed size), the last one cached."""
 
     __slots__ = ("_block", "_file", "_size", "_start")
 
@@ -367,15 +363,22 @@ class RemoteBytes:
             return b""
         if self._start <= offset and end <= self._start + len(self._block):
             return self._block[offset - self._start : end - self._start]
-        # Small reads (a file's head, the bytes before an offset) fetch what they ask; a read
-        # of records fetches a whole block (the reader asks again right after).
-        fetch_end = (
-            end
-            if count <= HEAD_BYTES
-            else min(self._size, offset + max(count, self._file.block_size))
-        )
-        self._start, self._block = offset, self._file.get(offset, fetch_end)
-        return self._block[: end - offset]
+        if count <= HEAD_BYTES:
+            # A file's head, the bytes before an offset: exactly what is asked.
+            self._start, self._block = offset, self._file.get(offset, end)
+            return self._block[: end - offset]
+        # Records: GETs of one block each (the last block is cached: the reader asks for the
+        # bytes after a batch's last complete record again).
+        parts = []
+        position = offset
+        while position < end:
+            block = self._file.get(position, min(self._size, position + self._file.block_size))
+            if not block:
+                break  # the object shrank since the listing: the next pass sees it
+            self._start, self._block = position, block
+            parts.append(block[: end - position])
+            position += len(block)
+        return b"".join(parts)
 
     def refresh(self) -> None:
         """Nothing: a remote object's growth is seen at the next listing, not by a request."""
