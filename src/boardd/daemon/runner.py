@@ -533,7 +533,13 @@ class ExperimentRunner:
 
         assert self._ingestor is not None
         self._start_watcher()
-        self.bytes_total = self._ingestor.pending_bytes()
+        try:
+            self.bytes_total = self._ingestor.pending_bytes()
+        except Exception as exc:
+            # A remote logdir's server cannot be reached: the live loop tries again (a full
+            # pass) once the back-off has passed.
+            self._failed(exc)
+            return
         log.info(
             "%s: catching up on %.1f MB in %s",
             self.spec.name,
