@@ -548,6 +548,16 @@ class Ingestor:
             )
             record = holder[0]
         offset = record.consumed
+        if (
+            ident.inode is None
+            and record.state == "active"
+            and record.head is not None
+            and record.consumed < ident.size == record.size
+        ):
+            # An object (a source without inodes) the size it had when it was last read to
+            # its end: what is left after the offset is a torn record that stays torn. Not
+            # fetched again (each look costs requests) until the object changes.
+            return None
         # A source without inodes (an object store) tells a replacement by its first bytes.
         replaced = record.inode is not None and (record.inode, record.device) != (
             ident.inode,
