@@ -26,6 +26,7 @@ import argparse
 import json
 import math
 import os
+import struct
 import sys
 import tempfile
 import time
@@ -69,6 +70,19 @@ def wait_for(probe: Callable[[], Any], timeout: float, what: str) -> Any:
         if time.monotonic() > deadline:
             raise SystemExit(f"bench_remote: {what}: not within {timeout:g} s")
         time.sleep(0.2)
+
+
+def record_boundary(data: bytes, limit: int) -> int:
+    """The end of the last complete TFRecord at or before ``limit`` (length u64, CRC u32,
+    payload, CRC u32)."""
+    offset = 0
+    while offset + 12 <= len(data):
+        (length,) = struct.unpack_from("<Q", data, offset)
+        end = offset + 12 + length + 4
+        if end > limit:
+            break
+        offset = end
+    return offset
 
 
 def get_json(url: str) -> Any:
@@ -118,9 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         full[key] = path.read_bytes()
     new_bytes = 0
     for key, data in full.items():
-        cut = int(len(data) * args.growth)
-        new_bytes += cut
-        s3.put(key, data[: len(data) - cut])
+        # Cut at a record boundary: TensorBoard's S3 reader (2.21) lost its reloader thread to
+        # an InvalidRange on objects ending in a torn record (boardd reads those fine).
+        keep = record_boundary(data, len(data) - int(len(data) * args.growth))
+        new_bytes += len(data) - keep
+        s3.put(key, data[:keep])
     print(
         f"workload {logdir.name}: {len(full)} objects, {total / 1e6:.1f} MB "
         f"({args.growth:.0%} held back: {new_bytes / 1e6:.2f} MB); poll {args.poll_interval:g} s"
@@ -205,7 +221,12 @@ def main(argv: list[str] | None = None) -> int:
             tb_env,
         )
         tb_base = f"http://127.0.0.1:{tb_port}/data/plugin/scalars"
-        runs = {str(Path(k).parent.relative_to(prefix)) for k in full if "tfevents" in k}
+        # The training runs (TensorBoard lists add_hparams' sub-runs without scalars).
+        runs = {
+            str(Path(k).parent.relative_to(prefix))
+            for k in full
+            if "tfevents" in k and Path(k).parent.name != "hparams"
+        }
         boardd_scalars = get_json(f"{base}/scalars/list?experiment=bench&plugin=scalars") or {}
         last = {
             run: (tag, meta["max_step"])
@@ -218,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
             if not tags or not runs <= set(tags):
                 return False
             for run, (tag, step) in last.items():
+                if run not in tags:
+                    continue  # a run TensorBoard shows no scalars of (an hparams sub-run)
                 q = urllib.parse.urlencode({"run": run, "tag": tag})
                 points = get_json(f"{tb_base}/scalars?{q}")
                 if not points or points[-1][1] < step:

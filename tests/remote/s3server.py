@@ -170,10 +170,14 @@ class CountingProxy:
                     )
                 proxy._count(self.command, self.path, len(data))
                 self.send_response(status, reason)
+                # A HEAD answer keeps the object's Content-Length (it has no body).
+                dropped = ("connection", "transfer-encoding")
+                if self.command != "HEAD":
+                    dropped += ("content-length",)
+                    self.send_header("Content-Length", str(len(data)))
                 for key, value in out:
-                    if key.lower() not in ("connection", "transfer-encoding", "content-length"):
+                    if key.lower() not in dropped:
                         self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(data)
