@@ -310,3 +310,34 @@ def test_storage_options_and_urls() -> None:
         parse_storage_options(["novalue"])
     assert is_url("s3://b/p") and is_url("gs://b") and is_url("file:///tmp/x")
     assert not is_url("C://x") and not is_url("/tmp/s3://x") and not is_url("runs")
+
+
+def test_a_pass_costs_one_list_request_per_1000_objects_and_no_get(
+    s3: S3, serve: ServeFactory, tmp_path: Path
+) -> None:
+    run = EventRun(tmp_path / "one")
+    run.scalars("loss", {0: 1.0})
+    run.close()
+    (path,) = (tmp_path / "one").iterdir()
+    s3.put(f"many/run/{path.name}", path.read_bytes())
+    # Beside it, 1,000 other objects (checkpoints, configs): listed, never read.
+    for i in range(1000):
+        s3.put(f"many/run/ckpt/step-{i:04d}.pt", b"x")
+    daemon = serve_remote(serve, s3, f"m={s3.url('many')}")
+    daemon.wait_for_steps("run", "loss", [0], experiment="m", timeout=60)
+    assert daemon.runs("m") == ["run"]
+    s3.proxy.reset()
+    before = daemon.status("m")["remote_requests"]["listings"]
+    wait_until(
+        lambda: daemon.status("m")["remote_requests"]["listings"] >= before + 3,
+        what="three more passes",
+        timeout=60,
+    )
+    counts = s3.proxy.reset()
+    # 1,001 objects: two pages of list_objects_v2 a pass (1,000 a page: the second one goes
+    # on from the first's continuation token), no GET, no HEAD.
+    firsts = [r for r in counts.requests if "continuation-token" not in r]
+    seconds = [r for r in counts.requests if "continuation-token" in r]
+    assert len(firsts) >= 2 and abs(len(firsts) - len(seconds)) <= 1, counts.requests
+    assert all("list-type=2" in r and "delimiter=&" in r for r in counts.requests)
+    assert (counts.gets, counts.heads, counts.other) == (0, 0, 0)
