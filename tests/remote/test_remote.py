@@ -16,6 +16,7 @@ from tensorboardX import SummaryWriter
 from boardd.config import SettingsError, parse_size, serve_settings
 from boardd.exitcodes import ExitCode
 from boardd.ingest.remote import parse_storage_options
+from boardd.lineage import types
 from boardd.store.location import default_store_path, is_url
 from tests.conftest import EventRun
 from tests.daemon.conftest import Daemon, ServeFactory, boardd_env, wait_until
@@ -104,9 +105,26 @@ def test_an_uploaded_logdir_reads_as_the_same_files_on_local_disk(
     assert counts.lists >= 2
     assert (counts.gets, counts.heads, counts.other) == (0, 0, 0), counts.requests
 
+    # The lineage store records the remote run's event files by their URLs (their records are
+    # not counted: that would fetch them twice).
+    assert daemon.client is not None
+    client = daemon.client
+
+    def remote_files() -> list[dict[str, Any]]:
+        response = client.post(
+            "/api/v1/metadata/get_artifacts_by_type", json={"type_name": types.EVENT_FILE}
+        )
+        assert response.status_code == 200, response.text
+        found = response.json()["result"]
+        return [a for a in found if a.get("uri", "").startswith(s3.url("exp1") + "/")]
+
+    files = wait_until(lambda: len(remote_files()) == 2 and remote_files(), what="2 artifacts")
+    assert {a["state"] for a in files} == {"LIVE"}
+
     # Credentials are never logged, nor shown by the API.
     daemon.stop()
     log = daemon.stderr()
+    assert "Traceback" not in log
     assert "s3://" in log
     for secret in (FAKE_ENV["AWS_SECRET_ACCESS_KEY"], FAKE_ENV["AWS_ACCESS_KEY_ID"]):
         assert secret not in log
