@@ -12,10 +12,11 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from boardd.exitcodes import ExitCode
 from boardd.reader.modes import CrcMode
-from boardd.store.location import default_store_path, state_directory
+from boardd.store.location import default_store_path, is_url, state_directory
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6007
@@ -23,6 +24,10 @@ DEFAULT_RESCAN_INTERVAL = 30.0
 DEFAULT_POLL_INTERVAL = 1.0
 DEFAULT_DEBOUNCE_SECONDS = 0.005
 DEFAULT_LOG_LEVEL = "info"
+#: A remote logdir (a URL) is polled this often: a pass with nothing new costs one listing.
+DEFAULT_REMOTE_POLL_INTERVAL = 5.0
+#: Bytes one ranged GET of a remote logdir asks for at least.
+DEFAULT_REMOTE_BLOCK_SIZE = 8 * 2**20
 LOG_LEVELS = ("debug", "info", "warning", "error")
 #: The values of ``--crc``, from the one definition of the modes.
 CRC_CHOICES = tuple(mode.value for mode in CrcMode)
@@ -56,11 +61,17 @@ class LogdirError(SettingsError):
 
 @dataclass(frozen=True, slots=True)
 class ExperimentSpec:
-    """One watched logdir: its experiment name, path and store file."""
+    """One watched logdir: its experiment name, path (or URL: a remote logdir) and store file."""
 
     name: str
-    logdir: Path
+    #: A local directory, or a URL (``s3://bucket/prefix``: see :attr:`remote`).
+    logdir: Path | str
     db: Path
+
+    @property
+    def remote(self) -> bool:
+        """Whether the logdir is a URL read through fsspec (polled, never watched)."""
+        return isinstance(self.logdir, str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +95,11 @@ class ServeSettings:
     hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS
     #: The lineage store (ML Metadata) file; None: no lineage store (in-process tests).
     lineage: Path | None = None
+    #: Remote logdirs: fsspec storage options (``--storage-option``; may hold credentials:
+    #: never shown), the polling interval, the least bytes per ranged GET.
+    storage_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    remote_poll_interval: float = DEFAULT_REMOTE_POLL_INTERVAL
+    remote_block_size: int = DEFAULT_REMOTE_BLOCK_SIZE
 
 
 def serve_settings(
@@ -96,7 +112,7 @@ def serve_settings(
     token_file: str | None = None,
     insecure: bool = False,
     poll: bool = False,
-    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    poll_interval: float | None = None,
     rescan_interval: float = DEFAULT_RESCAN_INTERVAL,
     log_level: str = DEFAULT_LOG_LEVEL,
     samples_per_plugin: str = "",
@@ -105,12 +121,21 @@ def serve_settings(
     hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS,
     lineage: str | None = None,
     environ: Mapping[str, str] | None = None,
+    storage_options: Sequence[str] = (),
+    remote_block_size: str | int = DEFAULT_REMOTE_BLOCK_SIZE,
 ) -> ServeSettings:
     """The validated settings of ``boardd serve``; SettingsError (LogdirError for a logdir that
-    cannot be read) says what is wrong."""
+    cannot be read) says what is wrong. ``poll_interval`` None: the defaults (local logdirs
+    polled every DEFAULT_POLL_INTERVAL when polling, remote ones every
+    DEFAULT_REMOTE_POLL_INTERVAL)."""
+    remote_poll_interval = DEFAULT_REMOTE_POLL_INTERVAL if poll_interval is None else poll_interval
+    poll_interval = DEFAULT_POLL_INTERVAL if poll_interval is None else poll_interval
     experiments = parse_experiments(logdirs, db, environ)
     sampling = parse_sampling(samples_per_plugin)
-    for flag, value in (("--poll-interval", poll_interval), ("--rescan-interval", rescan_interval)):
+    for flag, value in (
+        ("--poll-interval", poll_interval),
+        ("--rescan-interval", rescan_interval),
+    ):
         if not value > 0:
             raise SettingsError(f"{flag} {value:g}: give a number of seconds above 0")
     if not (hparams_idle_seconds >= 0 and math.isfinite(hparams_idle_seconds)):
@@ -145,6 +170,9 @@ def serve_settings(
         rebuild=rebuild,
         hparams_idle_seconds=hparams_idle_seconds,
         lineage=lineage_path(lineage, environ),
+        storage_options=parse_storage(storage_options),
+        remote_poll_interval=remote_poll_interval,
+        remote_block_size=parse_size(remote_block_size),
     )
 
 
@@ -157,6 +185,34 @@ def lineage_path(given: str | None, environ: Mapping[str, str] | None = None) ->
     if path.is_dir():
         raise SettingsError(f"--lineage {given}: is a directory; give the lineage store's file")
     return path
+
+
+def parse_storage(items: Sequence[str]) -> dict[str, Any]:
+    """``--storage-option KEY=VALUE`` items → fsspec storage options."""
+    from boardd.ingest.remote import parse_storage_options
+
+    try:
+        return parse_storage_options(tuple(items))
+    except ValueError as exc:
+        raise SettingsError(f"--storage-option {exc}") from None
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(|b|k|kb|kib|m|mb|mib|g|gb|gib)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30}
+
+
+def parse_size(text: str | int) -> int:
+    """``--remote-block-size``: bytes, or with a unit (``8MiB``, ``512k``; powers of 2)."""
+    if isinstance(text, int):
+        value = text
+    else:
+        match = _SIZE.match(text)
+        if match is None:
+            raise SettingsError(f"--remote-block-size {text}: give a size such as 8MiB or 65536")
+        value = int(match.group(1)) * _UNITS[match.group(2)[:1].lower()]
+    if not 4096 <= value <= 2**31:
+        raise SettingsError(f"--remote-block-size {text}: give 4KiB to 2GiB")
+    return value
 
 
 def parse_sampling(spec: str) -> dict[str, int | None]:
@@ -216,12 +272,18 @@ def parse_experiments(
     experiments: list[ExperimentSpec] = []
     for spec in specs:
         name, sep, path_text = spec.partition("=")
-        if not sep or os.path.exists(spec) or spec.startswith(("/", ".", "~")):
-            # A path (possibly not mounted yet) may itself contain '='.
+        if not sep or is_url(spec) or os.path.exists(spec) or spec.startswith(("/", ".", "~")):
+            # A path (possibly not mounted yet) may itself contain '='; so may a URL.
             name, path_text = "", spec
-        logdir = Path(os.path.abspath(Path(path_text).expanduser()))
-        if not name:
-            name = _name_from(logdir)
+        logdir: Path | str
+        if is_url(path_text):
+            logdir = path_text.rstrip("/")
+            if not name:
+                name = _name_from_url(logdir)
+        else:
+            logdir = Path(os.path.abspath(Path(path_text).expanduser()))
+            if not name:
+                name = _name_from(logdir)
         if not _NAME.match(name):
             raise SettingsError(
                 f"experiment name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)"
@@ -233,8 +295,17 @@ def parse_experiments(
     return tuple(experiments)
 
 
-def check_logdir(logdir: Path) -> None:
-    """Raises LogdirError if ``logdir`` cannot be watched (the one wording of each problem)."""
+def check_logdir(logdir: Path | str) -> None:
+    """Raises LogdirError if ``logdir`` cannot be watched (the one wording of each problem).
+    A URL is checked without contacting anything (its scheme known, its library installed):
+    a server down at start is waited for, not a reason to exit."""
+    if isinstance(logdir, str):
+        from boardd.ingest.remote import filesystem_problem
+
+        remote_problem = filesystem_problem(logdir)
+        if remote_problem is not None:
+            raise LogdirError(f"{logdir}: {remote_problem}")
+        return
     problem = _path_problem(logdir)
     if problem is None and not stat.S_ISDIR(logdir.stat().st_mode):
         problem = "not a directory"
@@ -255,6 +326,13 @@ def _path_problem(path: Path) -> str | None:
             f"cannot be reached ({exc.strerror}): check the permissions of the directories above it"
         )
     return None
+
+
+def _name_from_url(url: str) -> str:
+    """``s3://bucket/runs/exp1`` → ``exp1`` (the bucket for a bare bucket)."""
+    last = url.split("://", 1)[1].rstrip("/").rsplit("/", 1)[-1]
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", last).strip("._-")
+    return (base or "logdir")[:64]
 
 
 def _name_from(logdir: Path) -> str:

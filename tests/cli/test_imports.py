@@ -4,8 +4,13 @@ command body and nothing heavy (each command imports what it needs when it runs)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+
+import pytest
+
+from boardd.cli import main
 
 HEAVY = ("numpy", "apsw", "starlette", "uvicorn", "google.protobuf", "httpx", "watchdog")
 
@@ -25,3 +30,18 @@ def test_building_the_parser_imports_nothing_heavy() -> None:
     bodies = {"boardd.ingest", "boardd.daemon", "boardd.api", "boardd.systemd.install"}
     assert not bodies & loaded
     assert "boardd.cli.serve" in loaded  # the check sees what it should
+
+
+def test_openblas_starts_no_thread_pool_unless_the_environment_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Set by main() before any command imports numpy (the test above: building the parser
+    # imports none), so numpy's OpenBLAS starts one thread, not one per core.
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"

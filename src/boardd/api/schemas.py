@@ -191,6 +191,19 @@ SCHEMAS: dict[str, Any] = {
                             "--rescan-interval, longer for a logdir whose pass with nothing "
                             "new costs more than 1 % of it (up to 10 times)",
                         },
+                        "remote_requests": {
+                            "type": ["object", "null"],
+                            "description": "a remote logdir's (s3://…) requests since the "
+                            "daemon started: listings (for S3 one request per 1,000 objects), "
+                            "ranged GETs, bytes fetched, failed requests; null for a local one",
+                            "properties": {
+                                "listings": {"type": "integer", "minimum": 0},
+                                "objects_listed": {"type": "integer", "minimum": 0},
+                                "gets": {"type": "integer", "minimum": 0},
+                                "bytes_fetched": {"type": "integer", "minimum": 0},
+                                "failures": {"type": "integer", "minimum": 0},
+                            },
+                        },
                         "unreadable": {
                             "type": "array",
                             "description": "runs and files skipped because they cannot be "

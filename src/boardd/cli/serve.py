@@ -11,6 +11,8 @@ from boardd.config import (
     DEFAULT_LOG_LEVEL,
     DEFAULT_POLL_INTERVAL,
     DEFAULT_PORT,
+    DEFAULT_REMOTE_BLOCK_SIZE,
+    DEFAULT_REMOTE_POLL_INTERVAL,
     DEFAULT_RESCAN_INTERVAL,
     LOG_LEVELS,
     ServeSettings,
@@ -38,14 +40,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "Catches up with whatever is new in each LOGDIR, then follows it live (inotify, "
             "with a periodic rescan as the safety net) and serves TensorBoard's data API over "
             "HTTP. Each LOGDIR is an experiment: NAME=PATH names it, a plain PATH is named "
-            "after its directory. If another boardd writes a store, this one serves it "
-            "read-only and takes over when the other stops. SIGTERM/SIGINT stop cleanly; "
+            "after its directory. A LOGDIR may be a URL (s3://bucket/prefix, gs://, az://, any "
+            'fsspec URL; pip install "boardd[s3]", [gcs] or [azure]): it is polled with one '
+            "listing per pass and read with ranged GETs of only the new bytes; credentials come "
+            "from the library's usual sources (environment, config files). If another boardd "
+            "writes a store, this one serves it read-only and takes over when the other stops. "
+            "SIGTERM/SIGINT stop cleanly; "
             "SIGHUP rescans now. Exit codes: 0 clean stop, 2 bad usage, 3 a LOGDIR missing or "
             "unreadable, 5 a store built with other settings (see --rebuild), 7 the port is "
             "in use."
         ),
     )
-    parser.add_argument("logdirs", nargs="+", metavar="LOGDIR", help="PATH or NAME=PATH")
+    parser.add_argument(
+        "logdirs", nargs="+", metavar="LOGDIR", help="PATH, URL, NAME=PATH or NAME=URL"
+    )
     add_store_arguments(parser, rebuild_help=REBUILD_HELP)
     parser.add_argument(
         "--host",
@@ -82,9 +90,35 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--poll-interval",
         type=float,
-        default=DEFAULT_POLL_INTERVAL,
+        default=None,
         metavar="SECONDS",
-        help=f"how often to poll when polling (default {DEFAULT_POLL_INTERVAL:g})",
+        help=(
+            f"how often to poll when polling (default {DEFAULT_POLL_INTERVAL:g}; a remote "
+            f"logdir, always polled: {DEFAULT_REMOTE_POLL_INTERVAL:g})"
+        ),
+    )
+    parser.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="storage_options",
+        help=(
+            "an option of the remote logdirs' file system (fsspec storage options; repeat "
+            "for more), e.g. endpoint_url=http://127.0.0.1:9000 for an S3-compatible server, "
+            "anon=true; true/false and integers are converted. Prefer the environment or the "
+            "library's config files for credentials"
+        ),
+    )
+    parser.add_argument(
+        "--remote-block-size",
+        default=str(DEFAULT_REMOTE_BLOCK_SIZE),
+        metavar="SIZE",
+        help=(
+            "least bytes one ranged GET of a remote logdir fetches, e.g. 8MiB "
+            f"(default {DEFAULT_REMOTE_BLOCK_SIZE // 2**20}MiB): fewer requests for a big "
+            "catch-up; a pass with nothing new makes none"
+        ),
     )
     parser.add_argument(
         "--rescan-interval",
@@ -145,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
             rebuild=args.rebuild,
             hparams_idle_seconds=args.hparams_idle_seconds,
             lineage=args.lineage,
+            storage_options=args.storage_options,
+            remote_block_size=args.remote_block_size,
         )
     except SettingsError as exc:
         return settings_failed(NAME, exc)

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from boardd.daemon.watcher import LogdirWatcher
     from boardd.ingest.ingestor import Ingestor, PassResult
     from boardd.ingest.progress import Progress, ProgressLine, ProgressLog
+    from boardd.ingest.remote import RequestCounts
+    from boardd.ingest.sources import ByteSource
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,8 @@ RETRY_MAX_SECONDS = 60.0
 #: RESCAN_STRETCH_MAX times the interval. The interval in force is in health.
 RESCAN_CPU_SHARE = 0.01
 RESCAN_STRETCH_MAX = 10.0
+#: A remote logdir's requests are logged at most this often (when they changed).
+REMOTE_LOG_SECONDS = 60.0
 
 
 class RunnerState(enum.Enum):
@@ -121,6 +125,8 @@ class RunnerStatus:
     #: Seconds between safety rescans now: ``--rescan-interval``, longer for a logdir whose
     #: pass costs more than 1 % of it (see :data:`RESCAN_CPU_SHARE`).
     rescan_interval_seconds: float = 0.0
+    #: A remote logdir's bill so far: listings, GETs, bytes fetched (None: a local logdir).
+    remote_requests: dict[str, int] | None = None
 
 
 class ExperimentRunner:
@@ -173,6 +179,13 @@ class ExperimentRunner:
         self._idle_pass_cpu: float | None = None
         #: The safety rescan's interval in force (see :data:`RESCAN_CPU_SHARE`).
         self.rescan_interval = settings.rescan_interval
+        #: A remote logdir's requests, kept across store sessions (None: a local logdir).
+        self.remote_counts: RequestCounts | None = None
+        if spec.remote:
+            from boardd.ingest.remote import RequestCounts
+
+            self.remote_counts = RequestCounts()
+        self._remote_logged: tuple[float, dict[str, int]] | None = None
 
     # -- control (any thread) -------------------------------------------------------------
 
@@ -264,6 +277,9 @@ class ExperimentRunner:
             unwatched_directories=watcher.unwatched if watcher is not None else 0,
             watch_problem=watcher.unwatched_reason() if watcher is not None else None,
             rescan_interval_seconds=round(self.rescan_interval, 3),
+            remote_requests=(
+                self.remote_counts.as_dict() if self.remote_counts is not None else None
+            ),
         )
 
     # -- the thread -----------------------------------------------------------------------
@@ -337,7 +353,11 @@ class ExperimentRunner:
             if self._bus is not None:
                 self._claim = self._bus.claim(self.spec.name, writer)
             self._ingestor = Ingestor(
-                writer, self.spec.logdir, experiment=self.spec.name, crc_mode=self.settings.crc_mode
+                writer,
+                self._source(),
+                experiment=self.spec.name,
+                crc_mode=self.settings.crc_mode,
+                workers=1 if self.spec.remote else None,
             )
             if self._stop.is_set():
                 self._ingestor.stop_event.set()
@@ -345,6 +365,38 @@ class ExperimentRunner:
             self.opened.set()
             return True
         return False
+
+    def _source(self) -> ByteSource | Path:
+        """What the ingestor reads: the local directory, or the remote logdir through fsspec
+        (decoded in this process, workers=1: its requests are counted here, and a catch-up
+        is bound by the network, not by decoding)."""
+        logdir = self.spec.logdir
+        if isinstance(logdir, Path):
+            return logdir
+        from boardd.ingest.remote import RemoteSource
+
+        return RemoteSource(
+            logdir,
+            self.settings.storage_options,
+            block_size=self.settings.remote_block_size,
+            counts=self.remote_counts,
+        )
+
+    def _log_remote_requests(self, force: bool = False) -> None:
+        """The remote logdir's bill, in the log at most every REMOTE_LOG_SECONDS (and only when
+        it changed): a user sees the requests coming."""
+        counts = self.remote_counts
+        if counts is None:
+            return
+        now = time.monotonic()
+        current = counts.as_dict()
+        last = self._remote_logged
+        if last is not None and (
+            last[1] == current or (now - last[0] < REMOTE_LOG_SECONDS and not force)
+        ):
+            return
+        self._remote_logged = (now, current)
+        log.info("%s: %s so far: %s", self.spec.name, self.spec.logdir, counts.describe())
 
     def _built_with_other_settings(self) -> bool:
         try:
@@ -394,7 +446,11 @@ class ExperimentRunner:
         )
         started = time.monotonic()
         ingestor = Ingestor(
-            session.writer, self.spec.logdir, experiment=name, crc_mode=self.settings.crc_mode
+            session.writer,
+            self._source(),
+            experiment=name,
+            crc_mode=self.settings.crc_mode,
+            workers=1 if self.spec.remote else None,
         )
         self._ingestor = ingestor
         complete = False
@@ -462,8 +518,12 @@ class ExperimentRunner:
         if self._watcher is None:
             from boardd.daemon.watcher import LogdirWatcher
 
+            # A remote logdir is polled: a pass with nothing new costs one listing.
             self._watcher = LogdirWatcher(
-                self.spec.logdir, self.notice, poll=self.settings.poll, on_overflow=self.overflow
+                Path(self.spec.logdir),
+                self.notice,
+                poll=self.settings.poll or self.spec.remote,
+                on_overflow=self.overflow,
             )
             self._watcher.start()
         return self._watcher
@@ -473,7 +533,13 @@ class ExperimentRunner:
 
         assert self._ingestor is not None
         self._start_watcher()
-        self.bytes_total = self._ingestor.pending_bytes()
+        try:
+            self.bytes_total = self._ingestor.pending_bytes()
+        except Exception as exc:
+            # A remote logdir's server cannot be reached: the live loop tries again (a full
+            # pass) once the back-off has passed.
+            self._failed(exc)
+            return
         log.info(
             "%s: catching up on %.1f MB in %s",
             self.spec.name,
@@ -504,6 +570,7 @@ class ExperimentRunner:
             return
         self.bytes_done = self.bytes_total
         log.info("%s: caught up in %.2f s", self.spec.name, time.monotonic() - started)
+        self._log_remote_requests(force=True)
 
     def _progress(self, done: int, total: int) -> None:
         self.bytes_done, self.bytes_total = done, total
@@ -533,7 +600,9 @@ class ExperimentRunner:
             # Directories that cannot be watched are polled: the whole logdir, at the polling
             # interval (a pass with nothing new only looks at sizes).
             interval = (
-                self.settings.poll_interval
+                self.settings.remote_poll_interval
+                if self.spec.remote
+                else self.settings.poll_interval
                 if watcher.mode == "polling" or watcher.unwatched
                 else self.rescan_interval
             )
@@ -573,6 +642,7 @@ class ExperimentRunner:
                 if full:
                     self._timed_pass(progress=lambda _done, _total: self._beat(self.spec.name))
                     last_pass = time.monotonic()
+                    self._log_remote_requests()
                 elif changed:
                     self._ingestor.ingest_changed(changed)
                 committed = self._ingestor.flush() if not full else 0

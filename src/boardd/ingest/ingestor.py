@@ -34,10 +34,12 @@ from boardd.ingest.sources import (
     FileIdentity,
     LocalFileSource,
     SourceFile,
+    SourceUnavailableError,
     read_head,
     read_tail,
     same_start,
     size_now,
+    unavailable,
 )
 from boardd.reader.errors import ReaderError
 from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem
@@ -258,13 +260,19 @@ class Ingestor:
         total = sum(w.left() for w in works)
         runs = {w.run_id for w in works}
         workers = self._workers_for(total, len(works), len(runs))
-        if workers > 1:
-            self._read_parallel(works, result, progress, total, workers)
-        else:
-            for work in works:
-                if self.stop_requested():
-                    break
-                self._read_file(work, result, progress, total)
+        try:
+            if workers > 1:
+                self._read_parallel(works, result, progress, total, workers)
+            else:
+                for work in works:
+                    if self.stop_requested():
+                        break
+                    self._read_file(work, result, progress, total)
+        except SourceUnavailableError:
+            # The source went away mid-pass (an object store's server): what was read is
+            # committed with its offsets, and the pass is retried from there.
+            self._flush(result)
+            raise
         self._flush(result)
         self._end_full_pass()
         return result
@@ -291,8 +299,8 @@ class Ingestor:
             try:
                 run_id = self._run_id(run)
                 works.extend(self._prepare_run(run_id, files, result))
-            except apsw.Error:
-                raise  # the store's own trouble: the whole pass is retried
+            except (apsw.Error, SourceUnavailableError):
+                raise  # the store's own trouble, or the source's: the whole pass is retried
             except Exception as exc:
                 self._problem(self._run_key(run, files), _describe(exc))
         return works
@@ -449,7 +457,7 @@ class Ingestor:
                 work = self._prepare(
                     run_id, file, known.get(file.key), result, start_over=others_readable
                 )
-            except (apsw.Error, _StartOver):
+            except (apsw.Error, _StartOver, SourceUnavailableError):
                 raise
             except Exception as exc:
                 self._problem(file.key, _describe(exc))
@@ -540,6 +548,16 @@ class Ingestor:
             )
             record = holder[0]
         offset = record.consumed
+        if (
+            ident.inode is None
+            and record.state == "active"
+            and record.head is not None
+            and record.consumed < ident.size == record.size
+        ):
+            # An object (a source without inodes) the size it had when it was last read to
+            # its end: what is left after the offset is a torn record that stays torn. Not
+            # fetched again (each look costs requests) until the object changes.
+            return None
         # A source without inodes (an object store) tells a replacement by its first bytes.
         replaced = record.inode is not None and (record.inode, record.device) != (
             ident.inode,
@@ -606,6 +624,9 @@ class Ingestor:
                     if progress is not None:
                         progress(result.bytes_read, total)
         except (OSError, ReaderError) as exc:
+            gone = unavailable(exc)
+            if gone is not None:
+                raise gone from None  # not this file's fault: the pass fails, is retried
             self._unreadable(work, str(exc), result)
             return
         except apsw.Error:

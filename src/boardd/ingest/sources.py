@@ -28,6 +28,23 @@ HEAD_BYTES = 64
 TAIL_BYTES = 64
 
 
+class SourceUnavailableError(ConnectionError):
+    """The source as a whole cannot be reached now (an object store's server is down, the
+    network is): the pass stops, what it read is committed, and it is tried again with
+    back-off from the committed offsets. Not a reason to mark files unreadable."""
+
+
+def unavailable(exc: BaseException) -> SourceUnavailableError | None:
+    """The :class:`SourceUnavailableError` behind ``exc`` (itself or its cause), if any: the
+    reader wraps the source's errors in its own."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, SourceUnavailableError):
+            return seen
+        seen = seen.__cause__
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class FileIdentity:
     """What tells a file's versions apart: its size now, and whatever else the source knows."""

@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from boardd.data.experiments import RunSummary
@@ -250,9 +251,14 @@ class Populator:
         out: list[tuple[Any, str]] = []
         seen: set[str] = set()
         for row in view.event_files:
-            path = row.path if os.path.isabs(row.path) else str(view.logdir / row.path)
+            remote = not isinstance(view.logdir, Path)
+            if remote or os.path.isabs(row.path):
+                path = row.path
+            else:
+                path = str(Path(view.logdir) / row.path)
             artifact = self._file_artifact(view, path, row.run, self._types.event_file)
-            counted = self._count(path, row.consumed)
+            # A remote object's records are not counted (that would fetch it a second time).
+            counted = _Counted(0, 0) if remote else self._count(path, row.consumed)
             artifact.properties["size"].int_value = row.size
             artifact.properties["records"].int_value = counted.records
             artifact.properties["counted_bytes"].int_value = counted.offset
@@ -272,12 +278,18 @@ class Populator:
         artifact.type_id = type_id
         artifact.uri = path
         artifact.external_id = types.file_key(path)
-        try:
-            relative = os.path.relpath(path, view.logdir)
-        except ValueError:
-            relative = path
+        if isinstance(view.logdir, Path):
+            try:
+                relative = os.path.relpath(path, view.logdir)
+            except ValueError:
+                relative = path
+            live = os.path.exists(path)
+        else:  # a remote logdir: its listing (the logdir store) says which objects exist
+            base = view.logdir.rstrip("/") + "/"
+            relative = path[len(base) :] if path.startswith(base) else path
+            live = True
         artifact.name = f"{view.experiment}/{relative}"
-        artifact.state = pb.Artifact.LIVE if os.path.exists(path) else pb.Artifact.DELETED
+        artifact.state = pb.Artifact.LIVE if live else pb.Artifact.DELETED
         artifact.properties["run"].string_value = run
         return artifact
 

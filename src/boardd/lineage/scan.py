@@ -35,7 +35,9 @@ class LogdirView:
     """One experiment as the lineage store sees it."""
 
     experiment: str
-    logdir: Path
+    #: A local directory, or a remote logdir's URL (no checkpoints found there, no records
+    #: counted: the lineage store has its runs and event files with their sizes).
+    logdir: Path | str
     runs: dict[str, RunSummary] = field(default_factory=dict)
     event_files: list[EventFileRow] = field(default_factory=list)
     checkpoints: list[CheckpointFile] = field(default_factory=list)
@@ -56,7 +58,8 @@ def scan(spec: ExperimentSpec) -> LogdirView:
         view.event_files = experiments.event_files(connection, row.id)
     finally:
         connection.close()
-    view.checkpoints = find_checkpoints(spec.logdir, set(view.runs))
+    if isinstance(spec.logdir, Path):
+        view.checkpoints = find_checkpoints(spec.logdir, set(view.runs))
     return view
 
 

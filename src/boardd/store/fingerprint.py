@@ -15,6 +15,7 @@ from pathlib import Path
 import apsw
 
 from boardd.store.errors import FingerprintMismatchError
+from boardd.store.location import logdir_location
 from boardd.store.sampling import DEFAULT_CAPACITIES, WILDCARD
 from boardd.store.schema import SCHEMA_VERSION
 
@@ -30,7 +31,7 @@ def compute(logdir: str | os.PathLike[str], sampling: Mapping[str, int | None]) 
         "schema": str(SCHEMA_VERSION),
         "decoding_rules": str(DECODING_RULES_VERSION),
         "sampling": sampling_text(sampling),
-        "logdir": str(Path(logdir).resolve()),
+        "logdir": logdir_location(logdir),
     }
 
 

@@ -8,6 +8,23 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+#: A logdir given as a URL (``s3://bucket/prefix``, ``gs://…``, ``file:///…``): read through
+#: fsspec (boardd.ingest.remote). Two letters at least, so that ``C:/…`` is not one.
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def is_url(logdir: str | os.PathLike[str]) -> bool:
+    """Whether ``logdir`` is a URL (a remote logdir) rather than a local path."""
+    return isinstance(logdir, str) and _URL.match(logdir) is not None
+
+
+def logdir_location(logdir: str | os.PathLike[str]) -> str:
+    """How a store records its logdir: a local path resolved, a URL as given (no trailing
+    slash): the same logdir named twice is the same store."""
+    if is_url(logdir):
+        return str(logdir).rstrip("/")
+    return str(Path(logdir).resolve())
+
 
 def state_directory(environ: Mapping[str, str] | None = None) -> Path:
     """``$STATE_DIRECTORY`` (set by systemd's StateDirectory=), else ``$XDG_STATE_HOME/boardd``
@@ -28,8 +45,9 @@ def state_directory(environ: Mapping[str, str] | None = None) -> Path:
 def default_store_path(
     logdir: str | os.PathLike[str], environ: Mapping[str, str] | None = None
 ) -> Path:
-    """One store file per logdir: ``<name>-<hash of the absolute path>.sqlite``."""
-    absolute = Path(logdir).resolve()
-    digest = hashlib.sha256(str(absolute).encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", absolute.name or "root").strip("._") or "logdir"
+    """One store file per logdir: ``<name>-<hash of the absolute path or URL>.sqlite``."""
+    location = logdir_location(logdir)
+    digest = hashlib.sha256(location.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    last = location.rsplit("/", 1)[-1] if is_url(location) else Path(location).name
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", last or "root").strip("._") or "logdir"
     return state_directory(environ) / f"{name[:48]}-{digest}.sqlite"
