@@ -15,10 +15,12 @@ import { scalarsUrl } from "../api";
 import { runColor } from "../colors";
 import { el } from "../dom";
 import {
+  alignTables,
   type CardModel,
   type DrawOptions,
   formatValue,
   prepareCard,
+  type Table,
   valuesAt,
   type XRange,
 } from "./scalars_model";
@@ -105,7 +107,7 @@ export class ScalarCard {
     const options = this.options;
     if (!model || !options) return;
     this.stale = false;
-    const tables: uPlot.AlignedData[] = [];
+    const tables: Table[] = [];
     const series: uPlot.Series[] = [{}];
     const dots: string[] = [];
     for (const t of model.traces) {
@@ -122,7 +124,7 @@ export class ScalarCard {
         series.push({ label: t.run, stroke: color, width: 1.5, spanGaps: true, points: marker });
       }
     }
-    const data: uPlot.AlignedData = tables.length ? uPlot.join(tables) : [[]];
+    const data = alignTables(tables) as uPlot.AlignedData;
     const shape = [options.x, options.smoothing > 0, options.logY, model.drawn.join("\u0000"), dots.join("\u0000")].join("|");
     if (this.plot === null || shape !== this.shape) {
       this.plot?.destroy();
