@@ -54,6 +54,8 @@ export function initialRuns(): Promise<Run[]> {
   return firstRuns;
 }
 
+// index.html preloads `api/v1/runs` and `api/v1/scalars/list?plugin=scalars` (the first
+// experiment's; boardd/api/dashboard.py): these two requests must keep those exact URLs.
 export const listScalars = (): Promise<ListAnswer> =>
   getJson<ListAnswer>("scalars/list", [["plugin", "scalars"]]);
 
