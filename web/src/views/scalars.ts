@@ -14,7 +14,7 @@ import "uplot/dist/uPlot.min.css";
 import "./scalars.css";
 
 import { initialRuns, listScalars, readScalars, Stream, type SeriesEvent } from "../api";
-import { colorsReady, runColor, tagGroup } from "../colors";
+import { colorsReady, runColor, runColors, tagGroup } from "../colors";
 import { el } from "../dom";
 import { Series, toNumber, type ScalarColumns } from "../series";
 import { clampSmoothing, formatState, matcher, parseState, type ViewState, type XAxis } from "../url";
@@ -363,8 +363,11 @@ export class ScalarsView {
       },
     });
     const [runs, listing] = await Promise.all([initialRuns(), listScalars(), colorsReady()]);
-    // Runs and cards are added together, then laid out once (not once per run and card).
-    this.addRuns([...runs.map((r) => r.name), ...Object.keys(listing)]);
+    // Runs the page's assignment did not have (it failed, or they are new) in name order, as
+    // they are first seen together; runs and cards added together, then laid out once.
+    const names = [...runs.map((r) => r.name), ...Object.keys(listing)];
+    runColors.assign(names);
+    this.addRuns(names);
     const tags = new Set<string>();
     for (const perRun of Object.values(listing)) for (const tag of Object.keys(perRun)) tags.add(tag);
     for (const tag of [...tags].sort()) this.card(tag, false);
