@@ -68,7 +68,10 @@ def test_index_and_assets_headers(bundle: Path) -> None:
     with TestClient(_app(bundle)) as client:
         index = client.get("/", headers={"accept-encoding": "identity"})
         assert index.status_code == 200
-        assert index.text == (bundle / "index.html").read_text()
+        # The bundle's page, with its first requests as preloads (see the test below).
+        plain = (bundle / "index.html").read_text()
+        assert client.get("/?exp=x", headers={"accept-encoding": "identity"}).text == plain
+        assert index.text.endswith(plain.removeprefix("<!doctype html>"))
         assert index.headers["cache-control"] == "no-cache"
         assert index.headers["x-content-type-options"] == "nosniff"
         again = client.get("/", headers={"if-none-match": index.headers["etag"]})
@@ -125,3 +128,37 @@ def test_token_header_or_login_cookie(bundle: Path) -> None:
         )
         assert client.get("/").status_code == 200
         assert client.get("/assets/main-BBBB.js").status_code == 200
+
+
+def _preloads(text: str) -> list[str]:
+    return re.findall(r'<link rel="preload" as="fetch" crossorigin href="([^"]+)">', text)
+
+
+def test_the_index_preloads_the_pages_first_requests(bundle: Path) -> None:
+    """/ names the page's first requests (web/src/api.ts) as preloads: the run list, and the
+    scalars listing when the page opens on scalars; none for another experiment (exp=)."""
+    runs, scalars = dashboard.RUNS_URL, dashboard.SCALARS_LIST_URL
+    with TestClient(_app(bundle)) as client:
+        pages = {
+            query: client.get(f"/{query}")
+            for query in (
+                "",
+                "?view=scalars&smoothing=0",
+                "?view=images",
+                "?exp=b",
+                "?exp=b&view=text",
+            )
+        }
+        assert _preloads(pages[""].text) == [runs, scalars]
+        assert _preloads(pages["?view=scalars&smoothing=0"].text) == [runs, scalars]
+        assert _preloads(pages["?view=images"].text) == [runs]
+        assert _preloads(pages["?exp=b"].text) == []
+        assert _preloads(pages["?exp=b&view=text"].text) == []
+        # The rest of the page is the bundle's, and each variant has its own validator.
+        plain = (bundle / "index.html").read_text()
+        assert pages["?exp=b"].text == plain
+        assert re.sub(r"<link rel=\"preload\"[^>]*>\n", "", pages[""].text) == plain
+        etags = {q: r.headers["etag"] for q, r in pages.items()}
+        assert len({etags[""], etags["?view=images"], etags["?exp=b"]}) == 3
+        again = client.get("/?view=images", headers={"if-none-match": etags["?view=images"]})
+        assert again.status_code == 304

@@ -106,6 +106,39 @@ def test_a_card_per_scalar_tag_without_errors(
     page.assert_no_errors()
 
 
+def test_the_first_requests_are_preloaded_and_asked_once(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    """The page's run list and scalars listing are preloaded by index.html (boardd.api.
+    dashboard): the script takes those answers (each asked once, no console warning about an
+    unused or mismatched preload), for the scalars view and another one."""
+    base = ready(serve(logdir))
+    warnings: list[str] = []
+    page.page.on(
+        "console", lambda m: warnings.append(m.text) if m.type in ("warning", "error") else None
+    )
+    open_dashboard(page, base)
+    page.page.wait_for_load_state("networkidle")
+    asked = page.page.evaluate(
+        "() => performance.getEntriesByType('resource').map((e) => e.name)"
+        ".filter((n) => n.includes('/api/v1/runs') || n.includes('/api/v1/scalars/list'))"
+    )
+    assert sorted(asked) == sorted(
+        [f"{base}/api/v1/runs", f"{base}/api/v1/scalars/list?plugin=scalars"]
+    ), asked
+    page.page.goto(f"{base}/?view=status")
+    page.page.locator("main#view[data-view=status] [data-experiment]").first.wait_for()
+    page.page.wait_for_load_state("networkidle")
+    asked = page.page.evaluate(
+        "() => performance.getEntriesByType('resource').map((e) => e.name)"
+        ".filter((n) => n.includes('/api/v1/runs'))"
+    )
+    assert asked == [f"{base}/api/v1/runs"], asked
+    page.page.wait_for_timeout(3500)  # Chromium warns of a preload unused after 3 s
+    assert not [w for w in warnings if "preload" in w], warnings
+    page.assert_no_errors()
+
+
 def test_smoothing_and_runs_change_the_drawn_data(
     serve: ServeFactory, logdir: Path, page: Watched
 ) -> None:

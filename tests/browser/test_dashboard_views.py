@@ -343,6 +343,54 @@ def test_hparams_table_sorts_and_filters(
     page.assert_no_errors()
 
 
+def run_colours(page: Watched, view: str) -> dict[str, str]:
+    """Each run's swatch colour in the view shown: the scalars run list, the hparams rows."""
+    if view == "scalars":
+        page.page.locator("#run-list input[data-run]").first.wait_for()
+        script = """() => Object.fromEntries([...document.querySelectorAll('#run-list li')].map(
+            (li) => [li.querySelector('input').dataset.run,
+                     getComputedStyle(li.querySelector('.swatch')).backgroundColor]))"""
+    else:
+        page.page.locator(".hp-table tbody tr[data-session] .swatch").first.wait_for()
+        script = """() => Object.fromEntries(
+            [...document.querySelectorAll('.hp-table tbody tr[data-session]')].map(
+            (tr) => [tr.dataset.session,
+                     getComputedStyle(tr.querySelector('.swatch')).backgroundColor]))"""
+    colours: dict[str, str] = page.page.evaluate(script)
+    return colours
+
+
+def test_a_run_has_the_same_colour_in_every_view_whichever_opens_first(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """The page assigns run colours once, from the experiment's whole run list: a session's
+    hparams row has its run's colour in scalars, whether the page opened on hparams (which
+    lists only the sessions) or on scalars (every run), and on every reload."""
+    made = write_official(tmp_path)
+    daemon = serve(made.path)
+    last = sorted(s for s in made.statuses if s.startswith("epsilon/"))[-1]
+    steps = [step for step, _ in curve(1.0, every=20)]
+    daemon.wait_for_steps(f"{last}/validation", "accuracy", steps, timeout=30)
+    base = f"http://127.0.0.1:{daemon.port}"
+    sessions = set(made.statuses)
+
+    seen: list[tuple[dict[str, str], dict[str, str]]] = []
+    for first, then in (("hparams", "scalars"), ("scalars", "hparams")):
+        open_view(page, base, first)
+        opened = run_colours(page, first)
+        page.page.locator(f'nav#views a[data-view="{then}"]').click()
+        switched = run_colours(page, then)
+        hparams, scalars = (opened, switched) if first == "hparams" else (switched, opened)
+        assert sessions <= set(hparams) and sessions <= set(scalars), (hparams, scalars)
+        assert {s: hparams[s] for s in sessions} == {s: scalars[s] for s in sessions}
+        seen.append((hparams, scalars))
+    # The same colours whichever view the page opened on (and so on every reload).
+    assert seen[0] == seen[1]
+    # Distinct while the palette lasts (16 colours).
+    assert len(set(seen[0][1].values())) == min(16, len(seen[0][1]))
+    page.assert_no_errors()
+
+
 def test_views_work_with_the_login_cookie_and_several_experiments(
     serve: ServeFactory, tmp_path: Path, page: Watched
 ) -> None:

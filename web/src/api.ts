@@ -12,8 +12,11 @@ export interface Run {
 /** The experiment the page shows (`experiment=` on every request; null: the daemon's first);
  * the shell sets it. */
 let experiment: string | null = null;
+/** The experiment's run list asked for as the page started (see initialRuns). */
+let firstRuns: Promise<Run[]> | null = null;
 
 export function setExperiment(name: string | null): void {
+  if (name !== experiment) firstRuns = null;
   experiment = name;
 }
 
@@ -37,6 +40,22 @@ async function getJson<T>(path: string, params: [string, string][] = []): Promis
 
 export const listRuns = (): Promise<Run[]> => getJson<Run[]>("runs");
 
+/** The experiment's runs as the page first lists them: one request, asked by the shell as the
+ * page starts (the page's colours) and reused by the view that needs it first; asked again
+ * after a failure. */
+export function initialRuns(): Promise<Run[]> {
+  if (firstRuns === null) {
+    const asked = listRuns();
+    firstRuns = asked;
+    asked.catch(() => {
+      if (firstRuns === asked) firstRuns = null;
+    });
+  }
+  return firstRuns;
+}
+
+// index.html preloads `api/v1/runs` and `api/v1/scalars/list?plugin=scalars` (the first
+// experiment's; boardd/api/dashboard.py): these two requests must keep those exact URLs.
 export const listScalars = (): Promise<ListAnswer> =>
   getJson<ListAnswer>("scalars/list", [["plugin", "scalars"]]);
 
@@ -50,13 +69,11 @@ export interface ScalarsQuery {
   downsampleBy?: "uniform" | "extremes";
 }
 
-/** The points of `tag` (every run's, or `runs`'), in a step range, downsampled. */
-export function readScalars(tag: string, opts: ScalarsQuery = {}): Promise<ScalarsAnswer> {
-  const params: [string, string][] = [
-    ["plugin", "scalars"],
-    ["tag", tag],
-    ["format", "columns"],
-  ];
+/** The points of `tag` or tags (every run's, or `runs`'), in a step range, downsampled. */
+export function readScalars(tag: string | string[], opts: ScalarsQuery = {}): Promise<ScalarsAnswer> {
+  const params: [string, string][] = [["plugin", "scalars"]];
+  for (const t of typeof tag === "string" ? [tag] : tag) params.push(["tag", t]);
+  params.push(["format", "columns"]);
   for (const run of opts.runs ?? []) params.push(["run", run]);
   if (opts.stepMin !== undefined) params.push(["step_min", String(opts.stepMin)]);
   if (opts.stepMax !== undefined) params.push(["step_max", String(opts.stepMax)]);

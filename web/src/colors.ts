@@ -1,13 +1,17 @@
 // Run colours: stable and, among the runs on the page, distinct while the palette lasts.
 //
-// A run's preferred colour is a hash of its name (so it is the same in every view and on
-// every visit, unlike TensorBoard's palette by position, which shifts as runs appear); while
-// the page has at most 8 runs, only the palette's 8 most distinct colours are used. When
-// that colour is already taken by another run of the page, the run takes the next free one:
-// runs are assigned in name order when they are first seen together (the page's first
-// listing), so the same set of runs gets the same colours on every reload, and a colour once
-// given never changes while the page is open. With more runs than colours, runs share
-// colours (at their preferred one).
+// A run's preferred colour is a hash of its name (so it is the same on every visit, unlike
+// TensorBoard's palette by position, which shifts as runs appear); while the page has at most
+// 8 runs, only the palette's 8 most distinct colours are used. When that colour is already
+// taken by another run of the page, the run takes the next free one: runs are assigned in
+// name order when they are first seen together, so the same set of runs gets the same
+// colours on every reload, and a colour once given never changes while the page is open.
+// With more runs than colours, runs share colours (at their preferred one).
+//
+// One assignment for the page, whichever view it opens on: the shell assigns the
+// experiment's whole run list (/api/v1/runs) as the page starts (setPageRuns), and every view
+// waits for it (colorsReady) before it gives colours to the runs it lists, so a run has the
+// same colour in every view (the hparams rows are linked to the scalars' lines by it).
 
 /** 16 colours told apart at a glance (hues first, then darker and lighter ones). */
 export const PALETTE = [
@@ -66,6 +70,23 @@ export class ColorAssigner {
 
 /** The page's colours, shared by every view (a run has one colour everywhere). */
 export const runColors = new ColorAssigner();
+
+let ready: Promise<void> = Promise.resolve();
+
+/** Assigns the page's colours from the experiment's run list (the shell, as the page starts
+ * or the experiment changes); a list that cannot be had leaves the views to assign. */
+export function setPageRuns(runs: Promise<readonly string[]>): Promise<void> {
+  ready = runs.then(
+    (names) => runColors.assign(names),
+    () => undefined,
+  );
+  return ready;
+}
+
+/** Resolves once the page's colours are assigned (views wait for it before assigning theirs). */
+export function colorsReady(): Promise<void> {
+  return ready;
+}
 
 /** The run's colour on this page. */
 export function runColor(run: string): string {

@@ -13,7 +13,8 @@
 import "./style.css";
 import "./views/views.css";
 
-import { setExperiment, Stream } from "./api";
+import { initialRuns, setExperiment, Stream } from "./api";
+import { setPageRuns } from "./colors";
 import { el } from "./dom";
 import { getJson, type MountedView, type ViewContext, type ViewDef } from "./views/common";
 import { distributionsView } from "./views/distributions";
@@ -75,6 +76,7 @@ class Shell {
 
   constructor() {
     setExperiment(this.experiment);
+    this.assignColors();
     const nav = el("nav", { id: "views" }, el("strong", { class: "brand" }, "boardd"));
     for (const def of VIEWS) {
       const a = el("a", { href: urlWith({ view: def.id === DEFAULT_VIEW ? null : def.id }), "data-view": def.id }, def.title);
@@ -94,6 +96,7 @@ class Shell {
       history.pushState(null, "", urlWith({ exp: name === this.select.options[0]?.value ? null : name }));
       this.experiment = new URLSearchParams(location.search).get("exp");
       setExperiment(this.experiment);
+      this.assignColors();
       this.remount();
       void this.markEmptyTabs();
     });
@@ -102,10 +105,17 @@ class Shell {
     addEventListener("popstate", () => {
       this.experiment = new URLSearchParams(location.search).get("exp");
       setExperiment(this.experiment);
+      this.assignColors();
       this.show(viewFromUrl(), true);
     });
     this.show(viewFromUrl());
     this.loadExperiments();
+  }
+
+  /** The page's run colours, from the experiment's whole run list (one assignment for every
+   * view; the request is the one the scalars view lists its runs with). */
+  private assignColors(): void {
+    void setPageRuns(initialRuns().then((runs) => runs.map((r) => r.name)));
   }
 
   private context(): ViewContext {

@@ -1,6 +1,7 @@
+import uPlot from "uplot";
 import { describe, expect, it } from "vitest";
 import { Series } from "../src/series";
-import { formatValue, prepareCard, stepRange, valuesAt, windowIndices } from "../src/views/scalars_model";
+import { alignTables, formatValue, prepareCard, stepRange, type Table, valuesAt, windowIndices } from "../src/views/scalars_model";
 
 function series(steps: number[], values: number[], wall0 = 1000): Series {
   return Series.from({ step: steps, wall_time: steps.map((s) => wall0 + s), value: values });
@@ -81,5 +82,29 @@ describe("window and tooltip lookups", () => {
     expect(formatValue(1234567)).toBe("1.235e+6");
     expect(formatValue(NaN)).toBe("NaN");
     expect(formatValue(-Infinity)).toBe("−∞");
+  });
+});
+
+describe("alignTables", () => {
+  it("gives uPlot.join's aligned data: the union of the xs, gaps undefined, nulls kept", () => {
+    const tables: Table[] = [
+      [[0, 2, 4], [1, null, 3], [10, 20, 30]],
+      [[1, 2, 5], [7, 8, 9]],
+      [[], []],
+    ];
+    const expected = [[0, 1, 2, 4, 5], [1, undefined, null, 3, undefined], [10, undefined, 20, 30, undefined], [undefined, 7, 8, undefined, 9], [undefined, undefined, undefined, undefined, undefined]];
+    expect(alignTables(tables)).toEqual(expected);
+    expect(alignTables(tables)).toEqual(uPlot.join(tables as uPlot.AlignedData[]));
+  });
+
+  it("copies tables that share their xs, and answers [[]] for none", () => {
+    const xs = [1, 2, 3];
+    const tables: Table[] = [
+      [xs, [1, 2, 3]],
+      [[1, 2, 3], [4, null, 6]],
+    ];
+    expect(alignTables(tables)).toEqual([[1, 2, 3], [1, 2, 3], [4, null, 6]]);
+    expect(alignTables(tables)[0]).not.toBe(xs);
+    expect(alignTables([])).toEqual([[]]);
   });
 });

@@ -4,13 +4,20 @@ into :data:`boardd.dashboard.STATIC` (``index.html`` and ``assets/NAME-HASH.{js,
 ``/`` is ``index.html`` (``Cache-Control: no-cache``, ETag); ``/assets/NAME`` the files it
 names, whose names carry their content's hash, so they are cached for a year as immutable.
 Text is sent gzipped to clients that accept it (compressed once, kept). The files are read on
-first request and kept (about 70 KB). Without a bundle (a checkout never installed), ``/`` is a
+first request and kept (about 110 KB). Without a bundle (a checkout never installed), ``/`` is a
 page saying how to build it. The token guard (:mod:`boardd.api.auth`) covers these routes like
 every other: a browser that opened the login URL has the cookie.
+
+``/`` names, as ``<link rel="preload" as="fetch">``, the first requests the page's script makes
+(the run list, and the scalars listing when the page opens on scalars), so the browser asks
+for them while it loads the script: the script's own ``fetch()`` then takes those answers.
+Only for the first experiment (no ``exp=``), whose URLs are known here exactly
+(``web/src/api.ts``: ``initialRuns``, ``listScalars``).
 """
 
 from __future__ import annotations
 
+import html
 import posixpath
 import threading
 from pathlib import Path
@@ -62,6 +69,34 @@ in a checkout, <code>npm --prefix web ci &amp;&amp; npm --prefix web run build</
 """
 
 
+#: The page's first requests (web/src/api.ts), relative to the page.
+RUNS_URL = "api/v1/runs"
+SCALARS_LIST_URL = "api/v1/scalars/list?plugin=scalars"
+#: index.html's variants with preloads, by the view the page opens on.
+_WITH_RUNS = "index.html?runs"
+_WITH_SCALARS = "index.html?scalars"
+
+
+def with_preloads(index: bytes, urls: list[str]) -> bytes:
+    """``index`` with a ``<link rel="preload" as="fetch" crossorigin>`` per URL, first in its
+    head (``crossorigin``: the credentials mode of the script's same-origin ``fetch()``)."""
+    links = "".join(
+        f'<link rel="preload" as="fetch" crossorigin href="{html.escape(u)}">\n' for u in urls
+    )
+    head = index.find(b"<link")
+    at = head if head >= 0 else 0
+    return index[:at] + links.encode("utf-8") + index[at:]
+
+
+def index_variant(query: dict[str, str]) -> str:
+    """Which index.html answers ``/`` with this query: with the preloads of the view it opens
+    on (no ``view=`` or ``view=scalars``: the scalars listing too), or plain for another
+    experiment than the first (``exp=``)."""
+    if "exp" in query:
+        return "index.html"
+    return _WITH_SCALARS if query.get("view", "scalars") == "scalars" else _WITH_RUNS
+
+
 class Bundle:
     """The built dashboard in ``folder``, read on first use and kept."""
 
@@ -83,10 +118,11 @@ class Bundle:
             return {}
         files: dict[str, Asset] = {}
         paths = [index, *sorted(p for p in (self.folder / "assets").glob("*") if p.is_file())]
-        for path in paths:
-            name = path.relative_to(self.folder).as_posix()
-            body = path.read_bytes()
-            media_type = media_type_of(name)
+        bodies = {p.relative_to(self.folder).as_posix(): p.read_bytes() for p in paths}
+        bodies[_WITH_RUNS] = with_preloads(bodies["index.html"], [RUNS_URL])
+        bodies[_WITH_SCALARS] = with_preloads(bodies["index.html"], [RUNS_URL, SCALARS_LIST_URL])
+        for name, body in bodies.items():
+            media_type = media_type_of(name.partition("?")[0])
             asset = Asset(
                 body,
                 media_type,
@@ -124,7 +160,7 @@ def routes(folder: Path = STATIC) -> list[BaseRoute]:
         return found if found is not None else await run_in_threadpool(bundle.files)
 
     async def index(request: Request) -> Response:
-        asset = (await files()).get("index.html")
+        asset = (await files()).get(index_variant(dict(request.query_params)))
         if asset is None:
             return HTMLResponse(NOT_BUILT_PAGE, headers={"cache-control": "no-cache"})
         return _answer(

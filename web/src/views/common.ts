@@ -2,7 +2,7 @@
 // to the selected experiment, and drawing only the cards in view.
 
 import type { RunEvent, SeriesEvent } from "../api";
-import { runColors } from "../colors";
+import { colorsReady, runColors } from "../colors";
 
 /** What the shell gives a view: the experiment shown (null: the daemon's first) and the
  * page's URL parameters, which a view may read and set (its own keys only). */
@@ -275,9 +275,9 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   }
 
   private async listAll(): Promise<void> {
-    const listing = await this.list();
+    const [listing] = await Promise.all([this.list(), colorsReady()]);
     if (!this.alive) return;
-    // The runs' colours, assigned in name order as they are first seen together.
+    // Runs the page's assignment did not have, in name order as they are first seen together.
     runColors.assign(Object.keys(listing));
     for (const { tag, run } of pairs(listing)) this.card(tag, run);
     this.layout();

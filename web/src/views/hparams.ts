@@ -10,7 +10,7 @@
 // data-value (JSON); each header th data-key; each filter input data-filter="KEY"; each line
 // of the plot data-session.
 
-import { runColor, runColors } from "../colors";
+import { colorsReady, runColor, runColors } from "../colors";
 import { api, Debouncer, el, notice, retrying, type ViewContext, type ViewDef } from "./common";
 import { axisOf, type Cell, type Column, filterRows, type HparamsExperiment, type Row, type SessionGroups, sortRows, tableOf } from "./hptable";
 
@@ -78,6 +78,7 @@ class HparamsView {
     const [experiment, groups] = await Promise.all([
       api<HparamsExperiment>(this.ctx, "hparams/experiment"),
       api<SessionGroups>(this.ctx, "hparams/session_groups", request),
+      colorsReady(),
     ]);
     if (!this.alive) return;
     const { columns, rows } = tableOf(experiment, groups);

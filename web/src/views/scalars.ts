@@ -13,8 +13,8 @@
 import "uplot/dist/uPlot.min.css";
 import "./scalars.css";
 
-import { type Run, listRuns, listScalars, readScalars, Stream, type SeriesEvent } from "../api";
-import { runColor, runColors, tagGroup } from "../colors";
+import { initialRuns, listScalars, readScalars, Stream, type SeriesEvent } from "../api";
+import { colorsReady, runColor, runColors, tagGroup } from "../colors";
 import { el } from "../dom";
 import { Series, toNumber, type ScalarColumns } from "../series";
 import { clampSmoothing, formatState, matcher, parseState, type ViewState, type XAxis } from "../url";
@@ -32,6 +32,20 @@ function fetchPoints(width: number): number {
 const DELTA_DELAY_MS = 20;
 /** A zoom or pan waits this long for the next before the window's points are fetched. */
 const ZOOM_FETCH_DELAY_MS = 120;
+
+/** Resolves once the next frame has been drawn (its animation-frame callbacks have run), or
+ * after half a second (a page in a background tab draws no frames). */
+function afterNextFrame(): Promise<void> {
+  return new Promise((done) => {
+    const timer = setTimeout(done, 500);
+    requestAnimationFrame(() =>
+      setTimeout(() => {
+        clearTimeout(timer);
+        done();
+      }, 0),
+    );
+  });
+}
 
 export class ScalarsView {
   private view: ViewState = parseState(location.search);
@@ -187,8 +201,13 @@ export class ScalarsView {
   }
 
   private addRun(run: string): void {
-    if (this.runs.includes(run)) return;
-    this.runs.push(run);
+    this.addRuns([run]);
+  }
+
+  private addRuns(runs: Iterable<string>): void {
+    const fresh = [...new Set(runs)].filter((r) => !this.runs.includes(r));
+    if (fresh.length === 0) return;
+    this.runs.push(...fresh);
     this.renderRuns();
   }
 
@@ -222,7 +241,7 @@ export class ScalarsView {
     }
   }
 
-  private card(tag: string): ScalarCard {
+  private card(tag: string, layout = true): ScalarCard {
     let card = this.cards.get(tag);
     if (!card) {
       card = new ScalarCard(tag);
@@ -231,7 +250,7 @@ export class ScalarsView {
       this.cards.set(tag, card);
       this.data.set(tag, new Map());
       this.observer.observe(card.root);
-      this.layout();
+      if (layout) this.layout();
     }
     return card;
   }
@@ -343,22 +362,32 @@ export class ScalarsView {
         this.status.className = connected ? "live" : "down";
       },
     });
-    const [runs, listing] = await Promise.all([listRuns(), listScalars()]);
-    // Colours for the runs seen together, in name order (stable across reloads).
-    runColors.assign([...(runs as Run[]).map((r) => r.name), ...Object.keys(listing)]);
-    for (const run of runs as Run[]) this.addRun(run.name);
+    const [runs, listing] = await Promise.all([initialRuns(), listScalars(), colorsReady()]);
+    // Runs the page's assignment did not have (it failed, or they are new) in name order, as
+    // they are first seen together; runs and cards added together, then laid out once.
+    const names = [...runs.map((r) => r.name), ...Object.keys(listing)];
+    runColors.assign(names);
+    this.addRuns(names);
     const tags = new Set<string>();
     for (const perRun of Object.values(listing)) for (const tag of Object.keys(perRun)) tags.add(tag);
-    for (const tag of [...tags].sort()) this.card(tag);
-    // The cards in view first (what the user sees is drawn sooner), then the others.
-    const inView = (tag: string): boolean => {
+    for (const tag of [...tags].sort()) this.card(tag, false);
+    this.layout();
+    // The cards in view first, in one request (what the user sees is drawn sooner); the
+    // others once those are drawn, so that their answers (the server's work, the page's
+    // parsing) do not hold up the first paint.
+    const viewBottom = innerHeight;
+    const first = [...tags].filter((tag) => {
       const r = this.cards.get(tag)!.root.getBoundingClientRect();
-      return r.bottom > 0 && r.top < innerHeight;
-    };
-    const first = [...tags].filter(inView);
-    const failed = (await Promise.allSettled(first.map((tag) => this.load(tag))))
-      .map((result, i) => (result.status === "rejected" ? first[i] : null))
-      .filter((tag): tag is string => tag !== null);
+      return r.bottom > 0 && r.top < viewBottom;
+    });
+    let failed: string[] = [];
+    try {
+      await this.loadTags(first);
+      await afterNextFrame();
+    } catch {
+      failed = first;
+    }
+    if (!this.mounted) return;
     for (const tag of [...failed, ...[...tags].filter((t) => !first.includes(t))]) this.loadRetrying(tag);
   }
 
@@ -371,12 +400,20 @@ export class ScalarsView {
     });
   }
 
-  private async load(tag: string): Promise<void> {
-    const width = this.cards.get(tag)!.root.clientWidth;
-    const answer = await readScalars(tag, { downsample: fetchPoints(width), downsampleBy: "extremes" });
-    this.mergeAnswer(tag, answer);
-    this.cards.get(tag)!.loaded = true;
-    this.touch(tag);
+  private load(tag: string): Promise<void> {
+    return this.loadTags([tag]);
+  }
+
+  /** The first points of these tags' cards, in one request. */
+  private async loadTags(tags: string[]): Promise<void> {
+    if (tags.length === 0) return;
+    const width = Math.max(...tags.map((tag) => this.cards.get(tag)!.root.clientWidth));
+    const answer = await readScalars(tags, { downsample: fetchPoints(width), downsampleBy: "extremes" });
+    for (const tag of tags) {
+      this.mergeAnswer(tag, answer);
+      this.cards.get(tag)!.loaded = true;
+      this.touch(tag);
+    }
   }
 
   private onSeries(e: SeriesEvent): void {

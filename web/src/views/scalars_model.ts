@@ -172,3 +172,46 @@ export function formatValue(v: number | null): string {
   if (a !== 0 && (a >= 1e6 || a < 1e-4)) return v.toExponential(3);
   return String(Number(v.toPrecision(4)));
 }
+
+/** A table of a chart: its x column (ascending, no repeats) and its y columns. */
+export type Table = [readonly number[], ...(readonly (number | null)[])[]];
+
+/** uPlot's aligned data of these tables: the union of their x columns, ascending, and every y
+ * column at its x's index (undefined where its table has no such x; an explicit null kept).
+ * The same as uPlot.join(tables) with nulls retained, by merging sorted columns instead of
+ * looking every x up in a Map (a quarter of a first paint's drawing time). */
+export function alignTables(tables: readonly Table[]): (number | null | undefined)[][] {
+  if (tables.length === 0) return [[]];
+  const first = tables[0][0];
+  const same = tables.every((t) => t[0] === first || (t[0].length === first.length && t[0].every((x, i) => x === first[i])));
+  if (same) {
+    const out: (number | null | undefined)[][] = [first.slice()];
+    for (const t of tables) for (let c = 1; c < t.length; c++) out.push(t[c].slice());
+    return out;
+  }
+  let total = 0;
+  for (const t of tables) total += t[0].length;
+  const all = new Float64Array(total);
+  let k = 0;
+  for (const t of tables) for (const x of t[0]) all[k++] = x;
+  all.sort();
+  const xs: number[] = [];
+  for (let i = 0; i < total; i++) if (i === 0 || all[i] !== all[i - 1]) xs.push(all[i]);
+  const out: (number | null | undefined)[][] = [xs];
+  for (const t of tables) {
+    const tx = t[0];
+    const at = new Int32Array(tx.length);
+    let j = 0;
+    for (let i = 0; i < tx.length; i++) {
+      while (xs[j] < tx[i]) j++;
+      at[i] = j;
+    }
+    for (let c = 1; c < t.length; c++) {
+      const ys = t[c];
+      const col = new Array<number | null | undefined>(xs.length).fill(undefined);
+      for (let i = 0; i < tx.length; i++) col[at[i]] = ys[i];
+      out.push(col);
+    }
+  }
+  return out;
+}
