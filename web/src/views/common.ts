@@ -3,6 +3,7 @@
 
 import type { RunEvent, SeriesEvent } from "../api";
 import { colorsReady, runColors } from "../colors";
+import { el } from "../dom";
 
 /** What the shell gives a view: the experiment shown (null: the daemon's first) and the
  * page's URL parameters, which a view may read and set (its own keys only). */
@@ -26,16 +27,7 @@ export interface ViewDef {
   mount(host: HTMLElement, ctx: ViewContext): MountedView;
 }
 
-export function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  attrs: Record<string, string> = {},
-  ...children: (Node | string)[]
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  node.append(...children);
-  return node;
-}
+export { el };
 
 /** GET a boardd route (relative to the page, so a path prefix works) as JSON; the login
  * cookie goes along. */
