@@ -55,6 +55,25 @@ def test_a_commit_on_the_bus_brings_its_files_in(tmp_path: Path, live_stores: ob
         service.close()
 
 
+def test_a_service_nobody_started_opens_at_its_first_use(tmp_path: Path) -> None:
+    # boardd serve starts its lineage store after its first answer; a lineage request that
+    # comes first opens it at once instead of waiting for that.
+    service = LineageService(tmp_path / "lineage.sqlite")
+    try:
+        assert service.status()["state"] == "opening"
+        assert service.read(lambda s: s.get_artifact_types()) is not None
+        assert service.status()["state"] == "open"
+        service.start()  # a later start does nothing
+        t = pb.ArtifactType(name="DataSet")
+        assert service.write(lambda s: int(s.put_artifact_type(t))) > 0
+    finally:
+        service.close()
+    # Once closed, start() starts nothing.
+    before = set(threading.enumerate())
+    service.start()
+    assert set(threading.enumerate()) <= before
+
+
 def test_writes_run_on_one_thread_and_readers_have_their_own(tmp_path: Path) -> None:
     service = LineageService(tmp_path / "lineage.sqlite")
     service.start()

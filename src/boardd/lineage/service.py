@@ -120,6 +120,8 @@ class LineageService:
         self._stop = threading.Event()
         self._closed = False
         self._started = threading.Event()
+        self._start_lock = threading.Lock()
+        self._launched = False
         self._start_error: BaseException | None = None
         self._writer = threading.Thread(target=self._write_loop, name="boardd-lineage", daemon=True)
         self._follower: threading.Thread | None = None
@@ -132,20 +134,27 @@ class LineageService:
     def start(self) -> None:
         """Starts the writer thread, which opens the store (creating it and boardd's types;
         :meth:`wait_open`), and starts following commits. Does not wait: a daemon answers
-        before its lineage store is open."""
-        self._writer.start()
-        if self._hub is not None and self._experiments:
-            self._follower = threading.Thread(
-                target=self._follow, name="boardd-lineage-follow", daemon=True
-            )
-            self._follower.start()
+        before its lineage store is open. Once only (later calls, and calls after
+        :meth:`close`, do nothing); the first use (:meth:`wait_open`, :meth:`submit`) starts
+        it if nobody has yet, so a daemon may start it late."""
+        with self._start_lock:
+            if self._launched or self._closed:
+                return
+            self._launched = True
+            self._writer.start()
+            if self._hub is not None and self._experiments:
+                self._follower = threading.Thread(
+                    target=self._follow, name="boardd-lineage-follow", daemon=True
+                )
+                self._follower.start()
 
     def close(self) -> None:
         """Stops both threads (calls already queued are answered first) and closes every
         store; safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._start_lock:  # not while start() is starting the threads
+            if self._closed:
+                return
+            self._closed = True
         self._stop.set()
         self._queue.put(None)
         if self._writer.is_alive():
@@ -161,6 +170,7 @@ class LineageService:
     def wait_open(self, timeout: float = OPEN_TIMEOUT_SECONDS) -> None:
         """Waits until the writer opened the store; LineageUnavailable says why it could
         not."""
+        self.start()
         if not self._started.wait(timeout):
             raise LineageUnavailable(f"the lineage store {self.path} is still opening")
         if self._start_error is not None:
@@ -198,6 +208,7 @@ class LineageService:
         if self._closed:
             future.set_exception(LineageUnavailable("the lineage store is closed"))
             return future
+        self.start()
         self._queue.put(_Call(fn, future))
         return future
 
