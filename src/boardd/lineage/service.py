@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import fcntl
 import logging
+import os
 import queue
 import threading
 import time
@@ -128,6 +130,10 @@ class LineageService:
         self._local = threading.local()
         self._readers: list[Any] = []
         self._readers_lock = threading.Lock()
+        #: The lock that makes this process the one recording logdirs into the file (None:
+        #: not held; another daemon on the same lineage store records them).
+        self._recorder_fd: int | None = None
+        self._told_not_recorder = False
 
     # -- life cycle ----------------------------------------------------------------------------
 
@@ -166,6 +172,9 @@ class LineageService:
         for store in readers:
             with contextlib.suppress(Exception):
                 close_store(store)
+        if self._recorder_fd is not None:
+            os.close(self._recorder_fd)  # releases the lock
+            self._recorder_fd = None
 
     def wait_open(self, timeout: float = OPEN_TIMEOUT_SECONDS) -> None:
         """Waits until the writer opened the store; LineageUnavailable says why it could
@@ -354,10 +363,37 @@ class LineageService:
             self._due.difference_update(ready)
         return sorted(ready)
 
+    def _recorder(self) -> bool:
+        """Whether this process records the logdirs into the lineage store. Several daemons
+        may share one file (the default one in the state directory): each serves it, but only
+        the holder of ``<file>.recorder.lock`` records, or their record caches would go stale
+        and their writes collide; another takes over when the holder stops."""
+        if self._recorder_fd is not None:
+            return True
+        fd = os.open(f"{self.path}.recorder.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            if not self._told_not_recorder:
+                self._told_not_recorder = True
+                log.info(
+                    "lineage: another boardd records its logdirs into %s; this one serves the "
+                    "store and records its own logdirs once that one stops",
+                    self.path,
+                )
+            return False
+        self._recorder_fd = fd
+        if self._told_not_recorder:
+            log.info("lineage: recording logdirs into %s from now on", self.path)
+        return True
+
     def _refresh(self, names: Sequence[str]) -> None:
         from boardd.lineage.populate import Interrupted
         from boardd.lineage.scan import scan
 
+        if names and not self._recorder():
+            return  # the periodic sweep asks again
         for name in names:
             spec = self._experiments.get(name)
             if spec is None:
