@@ -140,8 +140,12 @@ class ExperimentRunner:
         beat: Callable[[str], None] | None = None,
         beat_interval: float | None = None,
         bus: ChangeHub | None = None,
+        warm: threading.Event | None = None,
     ) -> None:
         self.spec = spec
+        # The hparams preload waits for it once caught up (the daemon sets it after its first
+        # answer: the preload does not compete with that); None: no wait.
+        self._warm = warm
         self.settings = settings
         self._beat = beat or (lambda _name: None)
         # An idle loop must still beat this often (systemd's watchdog: half of WatchdogSec).
@@ -572,6 +576,13 @@ class ExperimentRunner:
         log.info("%s: caught up in %.2f s", self.spec.name, time.monotonic() - started)
         self._log_remote_requests(force=True)
 
+    def _preload(self) -> None:
+        if self._warm is not None:
+            self._warm.wait()
+            if self._stop.is_set():
+                return
+        _preload_hparams(self.spec.db)
+
     def _progress(self, done: int, total: int) -> None:
         self.bytes_done, self.bytes_total = done, total
         if self._reporter is not None:
@@ -584,9 +595,7 @@ class ExperimentRunner:
         if self._retry_at is None:
             self.state = RunnerState.LIVE
         log.info("%s: live (%s)", self.spec.name, watcher.mode)
-        threading.Thread(
-            target=_preload_hparams, args=(self.spec.db,), name="hparams-preload", daemon=True
-        ).start()
+        threading.Thread(target=self._preload, name="hparams-preload", daemon=True).start()
         unwatched = watcher.unwatched_reason()
         if unwatched is not None:
             log.warning(

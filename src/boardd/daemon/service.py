@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import uvicorn
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from boardd.api.app import create_app
 from boardd.api.auth import LOGIN_PATH
@@ -40,6 +41,12 @@ from boardd.store.bus import ChangeHub
 from boardd.store.location import state_directory
 
 log = logging.getLogger(__name__)
+
+#: What the first answer does not need (the lineage store's opening and first refreshes, the
+#: hparams preload) starts once the HTTP server has sent its first complete answer, or this
+#: long after it started serving if no request came first: on a small machine that work would
+#: compete with the first answer for the interpreter (bench/bench_tensorboard.py's start).
+WARM_UP_AFTER_SECONDS = 2.0
 
 
 #: Runner states before an experiment's catch-up is done.
@@ -162,6 +169,11 @@ class Service:
         # of "this process writes it"), and announces its commits; /api/v1/stream and the
         # cache's front key ask it.
         self.hub = ChangeHub()
+        #: Set once the first answer has been sent (or WARM_UP_AFTER_SECONDS passed): the
+        #: runners' hparams preloads wait for it.
+        self.warm = threading.Event()
+        self._answered = threading.Event()
+        self._warm_up = threading.Thread(target=self._start_warm_up, name="boardd-warm-up")
         self.runners = [
             ExperimentRunner(
                 spec,
@@ -169,6 +181,7 @@ class Service:
                 beat=self.liveness.beat,
                 beat_interval=self.liveness.interval,
                 bus=self.hub,
+                warm=self.warm,
             )
             for spec in settings.experiments
         ]
@@ -215,15 +228,14 @@ class Service:
             hparams_idle_seconds=self.settings.hparams_idle_seconds,
             lineage=self.lineage,
         )
-        config = server_config(app, graceful=3.0)
+        config = server_config(first_answer_sets(app, self._answered), graceful=3.0)
         self._server = _Server(config, self)
         for runner in self.runners:
             runner.start()
         for runner in self.runners:
             runner.opened.wait()
-        if self.lineage is not None:
-            # After the stores opened: its own opening does not compete with theirs.
-            self.lineage.start()
+        # The lineage store opens after the first answer (a lineage request opens it at once).
+        self._warm_up.start()
         self._write_port_file(sock)
         self.notifier.ready(self._status_line())
         status_thread = threading.Thread(
@@ -238,6 +250,15 @@ class Service:
             log.error("the HTTP server failed to start; see the messages above")
             return False
         return True
+
+    def _start_warm_up(self) -> None:
+        """Starts what the first answer does not need, once it has been sent."""
+        self._answered.wait(WARM_UP_AFTER_SECONDS)
+        if self._stopping.is_set():
+            return
+        if self.lineage is not None:
+            self.lineage.start()
+        self.warm.set()
 
     def handle_stop(self, signum: int, frame: FrameType | None) -> None:
         """SIGTERM/SIGINT: a second one while stopping forces the HTTP server down."""
@@ -260,10 +281,14 @@ class Service:
         """Stops the runners (final commit, lease release, checkpoint); idempotent."""
         self._stopping.set()
         self.notifier.stopping()
+        self._answered.set()  # ends the warm-up's wait; it starts nothing once stopping
+        if self._warm_up.is_alive():
+            self._warm_up.join()
         if self.lineage is not None:
             self.lineage.close()
         for runner in self.runners:
             runner.stop()
+        self.warm.set()  # the preloads still waiting end (their runners are stopped)
         port_file = self.settings.port_file
         if port_file is not None:
             with contextlib.suppress(OSError):
@@ -304,6 +329,26 @@ class Service:
             if line != last:
                 self.notifier.status(line)
                 last = line
+
+
+def first_answer_sets(app: ASGIApp, answered: threading.Event) -> ASGIApp:
+    """``app``, setting ``answered`` as it hands the last part of an HTTP answer to the server
+    (any status; a stream that never ends does not count)."""
+
+    async def watched(scope: Scope, receive: Receive, send: Send) -> None:
+        if answered.is_set() or scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def sending(message: Message) -> None:
+            # Before the send: once the client has the answer, the signal is set.
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                answered.set()
+            await send(message)
+
+        await app(scope, receive, sending)
+
+    return watched
 
 
 def _status_of(runner: ExperimentRunner) -> Any:

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import fcntl
 import logging
+import os
 import queue
 import threading
 import time
@@ -120,32 +122,45 @@ class LineageService:
         self._stop = threading.Event()
         self._closed = False
         self._started = threading.Event()
+        self._start_lock = threading.Lock()
+        self._launched = False
         self._start_error: BaseException | None = None
         self._writer = threading.Thread(target=self._write_loop, name="boardd-lineage", daemon=True)
         self._follower: threading.Thread | None = None
         self._local = threading.local()
         self._readers: list[Any] = []
         self._readers_lock = threading.Lock()
+        #: The lock that makes this process the one recording logdirs into the file (None:
+        #: not held; another daemon on the same lineage store records them).
+        self._recorder_fd: int | None = None
+        self._told_not_recorder = False
 
     # -- life cycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
         """Starts the writer thread, which opens the store (creating it and boardd's types;
         :meth:`wait_open`), and starts following commits. Does not wait: a daemon answers
-        before its lineage store is open."""
-        self._writer.start()
-        if self._hub is not None and self._experiments:
-            self._follower = threading.Thread(
-                target=self._follow, name="boardd-lineage-follow", daemon=True
-            )
-            self._follower.start()
+        before its lineage store is open. Once only (later calls, and calls after
+        :meth:`close`, do nothing); the first use (:meth:`wait_open`, :meth:`submit`) starts
+        it if nobody has yet, so a daemon may start it late."""
+        with self._start_lock:
+            if self._launched or self._closed:
+                return
+            self._launched = True
+            self._writer.start()
+            if self._hub is not None and self._experiments:
+                self._follower = threading.Thread(
+                    target=self._follow, name="boardd-lineage-follow", daemon=True
+                )
+                self._follower.start()
 
     def close(self) -> None:
         """Stops both threads (calls already queued are answered first) and closes every
         store; safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._start_lock:  # not while start() is starting the threads
+            if self._closed:
+                return
+            self._closed = True
         self._stop.set()
         self._queue.put(None)
         if self._writer.is_alive():
@@ -157,10 +172,14 @@ class LineageService:
         for store in readers:
             with contextlib.suppress(Exception):
                 close_store(store)
+        if self._recorder_fd is not None:
+            os.close(self._recorder_fd)  # releases the lock
+            self._recorder_fd = None
 
     def wait_open(self, timeout: float = OPEN_TIMEOUT_SECONDS) -> None:
         """Waits until the writer opened the store; LineageUnavailable says why it could
         not."""
+        self.start()
         if not self._started.wait(timeout):
             raise LineageUnavailable(f"the lineage store {self.path} is still opening")
         if self._start_error is not None:
@@ -198,6 +217,7 @@ class LineageService:
         if self._closed:
             future.set_exception(LineageUnavailable("the lineage store is closed"))
             return future
+        self.start()
         self._queue.put(_Call(fn, future))
         return future
 
@@ -343,10 +363,37 @@ class LineageService:
             self._due.difference_update(ready)
         return sorted(ready)
 
+    def _recorder(self) -> bool:
+        """Whether this process records the logdirs into the lineage store. Several daemons
+        may share one file (the default one in the state directory): each serves it, but only
+        the holder of ``<file>.recorder.lock`` records, or their record caches would go stale
+        and their writes collide; another takes over when the holder stops."""
+        if self._recorder_fd is not None:
+            return True
+        fd = os.open(f"{self.path}.recorder.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            if not self._told_not_recorder:
+                self._told_not_recorder = True
+                log.info(
+                    "lineage: another boardd records its logdirs into %s; this one serves the "
+                    "store and records its own logdirs once that one stops",
+                    self.path,
+                )
+            return False
+        self._recorder_fd = fd
+        if self._told_not_recorder:
+            log.info("lineage: recording logdirs into %s from now on", self.path)
+        return True
+
     def _refresh(self, names: Sequence[str]) -> None:
         from boardd.lineage.populate import Interrupted
         from boardd.lineage.scan import scan
 
+        if names and not self._recorder():
+            return  # the periodic sweep asks again
         for name in names:
             spec = self._experiments.get(name)
             if spec is None:

@@ -209,8 +209,13 @@ class SchemaError(Exception):
 
 
 def migrate(connection: apsw.Connection) -> int:
-    """Brings the schema up to :data:`SCHEMA_VERSION`; returns the version found before."""
-    with connection:
+    """Brings the schema up to :data:`SCHEMA_VERSION`; returns the version found before.
+
+    The transaction takes the write lock first (BEGIN IMMEDIATE): two processes opening a new
+    file at once then wait for each other (the busy timeout), where a read upgraded to a write
+    fails at once with "database is locked"."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
         found = _int_pragma(connection, "user_version")
         check_identity(connection, found)
         for version in range(found, SCHEMA_VERSION):
@@ -218,6 +223,10 @@ def migrate(connection: apsw.Connection) -> int:
         if found < SCHEMA_VERSION:
             connection.pragma("user_version", SCHEMA_VERSION)
             connection.pragma("application_id", APPLICATION_ID)
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
     return found
 
 
