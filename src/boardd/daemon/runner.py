@@ -75,6 +75,9 @@ RETRY_MAX_SECONDS = 60.0
 #: RESCAN_STRETCH_MAX times the interval. The interval in force is in health.
 RESCAN_CPU_SHARE = 0.01
 RESCAN_STRETCH_MAX = 10.0
+#: A restart's catch-up starts once the daemon has answered its first request, or this long
+#: after the store opened if none came (see ExperimentRunner._await_first_answer).
+CATCH_UP_AFTER_SECONDS = 0.5
 #: A remote logdir's requests are logged at most this often (when they changed).
 REMOTE_LOG_SECONDS = 60.0
 
@@ -141,11 +144,14 @@ class ExperimentRunner:
         beat_interval: float | None = None,
         bus: ChangeHub | None = None,
         warm: threading.Event | None = None,
+        answered: threading.Event | None = None,
     ) -> None:
         self.spec = spec
         # The hparams preload waits for it once caught up (the daemon sets it after its first
         # answer: the preload does not compete with that); None: no wait.
         self._warm = warm
+        # A restart's catch-up waits for it (see _await_first_answer); None: no wait.
+        self._answered = answered
         self.settings = settings
         self._beat = beat or (lambda _name: None)
         # An idle loop must still beat this often (systemd's watchdog: half of WatchdogSec).
@@ -170,6 +176,7 @@ class ExperimentRunner:
         self.opened = threading.Event()
         self.state = RunnerState.STARTING
         self.generation = 0
+        self._restarted = False
         self.last_commit: float | None = None
         self.first_unseen_change: float | None = None
         self.bytes_done = 0
@@ -353,6 +360,8 @@ class ExperimentRunner:
             self.error = None
             writer = self._session.writer
             self.generation = writer.generation
+            # A restart: the store has commits to answer from before the catch-up.
+            self._restarted = writer.generation > 0
             writer.on_commit(self._committed)
             if self._bus is not None:
                 self._claim = self._bus.claim(self.spec.name, writer)
@@ -536,6 +545,7 @@ class ExperimentRunner:
         from boardd.ingest.progress import catch_up_reporter
 
         assert self._ingestor is not None
+        self._await_first_answer()
         self._start_watcher()
         try:
             self.bytes_total = self._ingestor.pending_bytes()
@@ -575,6 +585,16 @@ class ExperimentRunner:
         self.bytes_done = self.bytes_total
         log.info("%s: caught up in %.2f s", self.spec.name, time.monotonic() - started)
         self._log_remote_requests(force=True)
+
+    def _await_first_answer(self) -> None:
+        """On a restart (the store has data), the catch-up starts once the daemon has sent its
+        first answer, or CATCH_UP_AFTER_SECONDS after the store opened: the store answers at
+        once, and the catch-up (the logdir's walk, the ingest's imports) does not compete with
+        that answer for the interpreter (bench/bench_tensorboard.py's start). A new store
+        catches up at once: until it has, there is nothing to answer."""
+        if self._answered is None or not self._restarted:
+            return
+        self._answered.wait(CATCH_UP_AFTER_SECONDS)
 
     def _preload(self) -> None:
         if self._warm is not None:

@@ -10,6 +10,7 @@ committed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import weakref
@@ -17,7 +18,6 @@ from collections.abc import Awaitable, Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import anyio.to_thread
 import apsw
 from starlette.requests import Request
 from starlette.responses import Response
@@ -223,7 +223,9 @@ async def answer(
             cache.put(request_part, entry, version)
         return entry
 
-    entry = await anyio.to_thread.run_sync(compute)
+    # asyncio's own thread pool: anyio's (Starlette's) would import its asyncio backend on
+    # the first answer, ~20 ms of a restart's first answer (bench/bench_tensorboard.py).
+    entry = await asyncio.to_thread(compute)
     return reply(request, cache, request_part, entry)
 
 
