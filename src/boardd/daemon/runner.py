@@ -355,8 +355,6 @@ class ExperimentRunner:
                 self._recovered("the store opened")
             if self.state is RunnerState.READ_ONLY:
                 log.info("%s: took the store's lease over: now writing", self.spec.name)
-            from boardd.ingest.ingestor import Ingestor
-
             self.error = None
             writer = self._session.writer
             self.generation = writer.generation
@@ -365,15 +363,6 @@ class ExperimentRunner:
             writer.on_commit(self._committed)
             if self._bus is not None:
                 self._claim = self._bus.claim(self.spec.name, writer)
-            self._ingestor = Ingestor(
-                writer,
-                self._source(),
-                experiment=self.spec.name,
-                crc_mode=self.settings.crc_mode,
-                workers=1 if self.spec.remote else None,
-            )
-            if self._stop.is_set():
-                self._ingestor.stop_event.set()
             self.state = RunnerState.CATCHING_UP
             self.opened.set()
             return True
@@ -541,11 +530,28 @@ class ExperimentRunner:
             self._watcher.start()
         return self._watcher
 
+    def _make_ingestor(self) -> None:
+        """The open session's ingestor; made as the catch-up starts (a restart's first answer
+        does not wait for the ingest's modules to load)."""
+        from boardd.ingest.ingestor import Ingestor
+
+        assert self._session is not None
+        self._ingestor = Ingestor(
+            self._session.writer,
+            self._source(),
+            experiment=self.spec.name,
+            crc_mode=self.settings.crc_mode,
+            workers=1 if self.spec.remote else None,
+        )
+        if self._stop.is_set():
+            self._ingestor.stop_event.set()
+
     def _catch_up(self) -> None:
         from boardd.ingest.progress import catch_up_reporter
 
-        assert self._ingestor is not None
         self._await_first_answer()
+        self._make_ingestor()
+        assert self._ingestor is not None
         self._start_watcher()
         try:
             self.bytes_total = self._ingestor.pending_bytes()
@@ -594,7 +600,12 @@ class ExperimentRunner:
         catches up at once: until it has, there is nothing to answer."""
         if self._answered is None or not self._restarted:
             return
-        self._answered.wait(CATCH_UP_AFTER_SECONDS)
+        deadline = time.monotonic() + CATCH_UP_AFTER_SECONDS
+        while not self._answered.is_set() and not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._answered.wait(min(left, 0.05))  # a stop ends the wait too
 
     def _preload(self) -> None:
         if self._warm is not None:
