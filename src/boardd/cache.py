@@ -28,7 +28,7 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import boardd
 
@@ -292,8 +292,7 @@ def _decode(raw: bytes) -> Encoded | None:
     return Encoded(parts[3], parts[1].decode("utf-8"), parts[2].decode("ascii"))
 
 
-@dataclass(frozen=True, slots=True)
-class TierStats:
+class TierStats(NamedTuple):
     """Counters of both tiers (``disk`` is None without a disk tier)."""
 
     memory: CacheStats

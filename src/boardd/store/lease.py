@@ -13,7 +13,7 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import apsw
 
@@ -27,8 +27,7 @@ class LeaseLostError(StoreError):
     """This process's lease was taken over by another writer; it must stop writing."""
 
 
-@dataclass(frozen=True, slots=True)
-class LeaseInfo:
+class LeaseInfo(NamedTuple):
     """Who holds a store's lease."""
 
     owner: str

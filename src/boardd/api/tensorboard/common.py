@@ -15,8 +15,7 @@ import json
 import os
 import weakref
 from collections.abc import Awaitable, Callable, Hashable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 from starlette.requests import Request
@@ -39,8 +38,7 @@ EXPERIMENT_PARAM = "experiment"
 DEFAULT_EXPERIMENT_ID = "defaultExperimentId"
 
 
-@dataclass(frozen=True, slots=True)
-class Scope:
+class Scope(NamedTuple):
     """The experiments one request addresses, and whether their run names carry the
     experiment's name (several logdirs under ``/data``: ``NAME/RUN``, as ``--logdir_spec``)."""
 
@@ -86,8 +84,7 @@ def _scope(state: AppState, name: str | None) -> Scope | None:
     return Scope(handles, prefixed=len(handles) > 1)
 
 
-@dataclass(frozen=True, slots=True)
-class Series:
+class Series(NamedTuple):
     """One time series as a route sees it: its outer run name, the store it is in."""
 
     run: str
