@@ -21,7 +21,6 @@ import gzip
 import hashlib
 import logging
 import os
-import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -263,6 +262,8 @@ class DiskTier:
         self._executor.shutdown(wait=True)
 
     def _call(self, operation: Callable[[], T]) -> T | None:
+        import sqlite3  # diskcache's database (both loaded once the tier opens)
+
         import diskcache
 
         if self._closed:
