@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from starlette.testclient import TestClient
 from tensorboardX import SummaryWriter
 
 import boardd
+from boardd.api import app as app_module
 from boardd.api.app import create_app
 from boardd.cache import (
     GZIP_MIN_BYTES,
@@ -262,6 +264,40 @@ def test_answers_follow_commits_in_both_tiers(tmp_path: Path, store: Store) -> N
             "/api/v1/tensors", params=TENSORS, headers={"if-none-match": before[1].headers["etag"]}
         )
         assert stale.status_code == 200 and stale.content == after[1].content
+
+
+def test_a_deferred_disk_tier_opens_once_signalled(
+    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # boardd serve: the disk tier opens after the first answer (not beside it), at the latest
+    # DISK_OPEN_AFTER_SECONDS after the start; here that fallback is out of reach.
+    monkeypatch.setattr(app_module, "DISK_OPEN_AFTER_SECONDS", 600.0)
+    after = threading.Event()
+    cache_dir = tmp_path / "cache"
+    with TestClient(create_app([store.spec], disk_cache=cache_dir, disk_after=after)) as client:
+        assert client.get("/api/v1/scalars", params={"plugin": "scalars"}).status_code == 200
+        assert not cache_dir.exists()  # not opened while it waits
+        after.set()
+        deadline = time.monotonic() + 30
+        while client.get("/api/v1/health").json()["cache"]["tiers"]["disk"] is None:
+            assert time.monotonic() < deadline, "the disk tier did not open once signalled"
+            time.sleep(0.05)
+        assert cache_dir.is_dir()
+
+
+def test_a_request_that_needs_a_deferred_disk_tier_opens_it_at_once(
+    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app_module, "DISK_OPEN_AFTER_SECONDS", 600.0)
+    after = threading.Event()
+    app = create_app([store.spec], disk_cache=tmp_path / "cache", disk_after=after)
+    with TestClient(app) as client:
+        # An expensive answer goes through the disk tier: it has the opening begin now (the
+        # fallback's 600 s would make this test time out).
+        built = client.get("/api/v1/tensors", params=TENSORS)
+        assert built.status_code == 200
+        assert after.is_set()
+        assert disk_stats(client)["misses"] == 1
 
 
 def test_disk_tier_is_shared_by_two_apps_and_survives_restarts(

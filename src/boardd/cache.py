@@ -21,14 +21,13 @@ import gzip
 import hashlib
 import logging
 import os
-import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import boardd
 
@@ -263,6 +262,8 @@ class DiskTier:
         self._executor.shutdown(wait=True)
 
     def _call(self, operation: Callable[[], T]) -> T | None:
+        import sqlite3  # diskcache's database (both loaded once the tier opens)
+
         import diskcache
 
         if self._closed:
@@ -292,8 +293,7 @@ def _decode(raw: bytes) -> Encoded | None:
     return Encoded(parts[3], parts[1].decode("utf-8"), parts[2].decode("ascii"))
 
 
-@dataclass(frozen=True, slots=True)
-class TierStats:
+class TierStats(NamedTuple):
     """Counters of both tiers (``disk`` is None without a disk tier)."""
 
     memory: CacheStats

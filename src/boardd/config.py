@@ -12,7 +12,7 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from boardd.exitcodes import ExitCode
 from boardd.reader.modes import CrcMode
@@ -59,8 +59,7 @@ class LogdirError(SettingsError):
     exit_code = ExitCode.BAD_LOGDIR
 
 
-@dataclass(frozen=True, slots=True)
-class ExperimentSpec:
+class ExperimentSpec(NamedTuple):
     """One watched logdir: its experiment name, path (or URL: a remote logdir) and store file."""
 
     name: str

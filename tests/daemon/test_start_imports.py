@@ -24,6 +24,10 @@ LATER = (
     "tensorboard",
     "markdown",
     "bleach",
+    # The UI's zip, CSV answers and the disk cache's database load on first use.
+    "zipfile",
+    "csv",
+    "sqlite3",
 )
 
 

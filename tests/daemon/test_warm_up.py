@@ -1,18 +1,28 @@
-"""What ``boardd serve`` starts only after its first answer (the lineage store, the hparams
-preload): the signal that the first answer has been sent (bench/bench_tensorboard.py, start)."""
+"""What ``boardd serve`` starts only after its first answer (a restart's catch-up, the lineage
+store, the hparams preload, the disk cache: tests/test_cache.py): the signal that the first
+answer has been sent, and the catch-up waiting for it (bench/bench_tensorboard.py, start)."""
 
 from __future__ import annotations
 
 import threading
+import time
+from pathlib import Path
 
 import httpx
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from tensorboardX import SummaryWriter
 
+from boardd.config import ExperimentSpec, ServeSettings
+from boardd.daemon import runner as runner_module
+from boardd.daemon.runner import ExperimentRunner
 from boardd.daemon.service import first_answer_sets
-from tests.conftest import ThreadedServer
+from boardd.store.connection import open_reader
+from tests.conftest import ThreadedServer, ingest
+from tests.daemon.conftest import wait_until
 
 
 async def hello(request: Request) -> Response:
@@ -45,3 +55,62 @@ def test_an_error_answer_counts_too() -> None:
         assert answered.is_set()
     finally:
         server.stop()
+
+
+# -- a restart's catch-up starts after the first answer --------------------------------------------
+
+
+def _write(directory: Path, steps: range) -> None:
+    # A file of its own (two writers within a second would otherwise share a name).
+    writer = SummaryWriter(str(directory), flush_secs=1, filename_suffix=f".{steps.start}")
+    for step in steps:
+        writer.add_scalar("loss", float(step), step)
+    writer.close()
+
+
+def _steps(db: Path) -> list[int]:
+    connection = open_reader(db)
+    try:
+        return [int(s) for (s,) in connection.execute("SELECT step FROM scalar_points ORDER BY 1")]
+    finally:
+        connection.close()
+
+
+def test_a_restart_catches_up_once_the_first_answer_is_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fallback (no request at all) is out of reach here: only the signal starts it.
+    monkeypatch.setattr(runner_module, "CATCH_UP_AFTER_SECONDS", 600.0)
+    logdir, db = tmp_path / "logs", tmp_path / "s.sqlite"
+    _write(logdir / "train", range(3))
+    ingest(logdir, db)  # the store a restart finds
+    _write(logdir / "train", range(3, 6))  # written while the daemon was down (a new file)
+    spec = ExperimentSpec("default", logdir, db)  # as `ingest` named it
+    answered = threading.Event()
+    runner = ExperimentRunner(spec, ServeSettings(experiments=(spec,)), answered=answered)
+    runner.start()
+    try:
+        assert runner.opened.wait(30)
+        time.sleep(0.5)  # time enough to catch up, were it not waiting
+        assert runner.status().state == "catching_up"
+        assert _steps(db) == [0, 1, 2]  # the store is served as it was
+        answered.set()
+        wait_until(lambda: runner.status().state == "live", what="live")
+        assert _steps(db) == list(range(6))
+    finally:
+        runner.stop()
+
+
+def test_a_new_store_catches_up_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner_module, "CATCH_UP_AFTER_SECONDS", 600.0)
+    logdir, db = tmp_path / "logs", tmp_path / "s.sqlite"
+    _write(logdir / "train", range(4))
+    spec = ExperimentSpec("new", logdir, db)
+    runner = ExperimentRunner(spec, ServeSettings(experiments=(spec,)), answered=threading.Event())
+    runner.start()
+    try:
+        # Nothing to answer from until it has caught up: it does not wait for an answer.
+        wait_until(lambda: runner.status().state == "live", what="live")
+        assert _steps(db) == list(range(4))
+    finally:
+        runner.stop()

@@ -52,6 +52,9 @@ from boardd.lineage import LineageService
 
 log = logging.getLogger(__name__)
 
+#: With ``disk_after``, the disk tier opens at the latest this long after the app started.
+DISK_OPEN_AFTER_SECONDS = 0.5
+
 #: A route's handler: the request, its parameters as the route table validated them, the route.
 Handler = Callable[[Request, Query, RouteDef], Awaitable[Response]]
 
@@ -66,6 +69,7 @@ def create_app(
     stream_heartbeat: float = HEARTBEAT_SECONDS,
     disk_cache: Path | None = None,
     disk_cache_bytes: int = DEFAULT_DISK_BYTES,
+    disk_after: threading.Event | None = None,
     generation: Mapping[str, Callable[[], int | None]] | None = None,
     sampling: Mapping[str, int | None] | None = None,
     hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS,
@@ -82,7 +86,9 @@ def create_app(
     them; without it the stream watches the stores (another process writes them).
     ``stream_heartbeat``: seconds without a message before the stream sends ``: ping``.
     ``disk_cache``: the directory of the second cache tier (diskcache; shared by processes,
-    kept across restarts) for expensive answers; None: memory only.
+    kept across restarts) for expensive answers; None: memory only. ``disk_after``: its
+    opening waits for this event (the daemon sets it once its first answer is sent, so that
+    the opening does not compete with that answer), DISK_OPEN_AFTER_SECONDS at most.
     ``generation``: per experiment, the generation of its last commit when this process is
     its writer (None otherwise); with it a cache hit needs no store access at all.
     ``sampling``: ``--samples-per-plugin``; TensorBoard's routes (:mod:`boardd.api.tensorboard`)
@@ -107,13 +113,14 @@ def create_app(
         tiers = TwoTierCache(memory)
         # The disk tier opens beside the start-up, not in its way: the first answers need only
         # the memory tier, and what uses the disk tier waits for the opening (tiers_of).
-        opening = _open_disk_tier(tiers, disk_cache, disk_cache_bytes)
+        opening = _open_disk_tier(tiers, disk_cache, disk_cache_bytes, disk_after)
         state = AppState(
             handles,
             memory,
             time.time(),
             tiers=tiers,
             disk_opening=opening,
+            disk_wanted=disk_after,
             sampling=dict(sampling or {}),
             hparams_idle_seconds=hparams_idle_seconds,
             lineage=lineage,
@@ -174,14 +181,22 @@ def _route(route: RouteDef, handler: Handler) -> Route:
 
 
 def _open_disk_tier(
-    tiers: TwoTierCache, directory: Path | None, max_bytes: int
+    tiers: TwoTierCache,
+    directory: Path | None,
+    max_bytes: int,
+    after: threading.Event | None = None,
 ) -> threading.Thread | None:
     """Starts opening the disk tier into ``tiers`` (it stays without one if it cannot be
-    opened: memory only); returns the thread doing it, or None (no disk tier asked for)."""
+    opened: memory only); returns the thread doing it, or None (no disk tier asked for).
+    With ``after``, the opening waits until it is set (the daemon: its first answer has been
+    sent; a request that needs the tier sets it, see :func:`boardd.api.common.tiers_of`), or
+    DISK_OPEN_AFTER_SECONDS at most."""
     if directory is None:
         return None
 
     def open_tier() -> None:
+        if after is not None:
+            after.wait(DISK_OPEN_AFTER_SECONDS)
         try:
             tiers.disk = DiskTier(directory, max_bytes)
         except Exception as exc:

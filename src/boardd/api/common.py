@@ -73,6 +73,8 @@ class AppState:
     #: The thread opening the disk tier (begun by the lifespan, so that start-up does not wait
     #: for it); whatever uses ``tiers.disk`` waits for it first (:func:`tiers_of`).
     disk_opening: threading.Thread | None = None
+    #: Set to have the opening begin now if it waits (see ``create_app``'s ``disk_after``).
+    disk_wanted: threading.Event | None = None
     #: ``--samples-per-plugin`` (plugin → points, None for all): TensorBoard's routes return
     #: at most that many points per series, as TensorBoard's do.
     sampling: Mapping[str, int | None] = field(default_factory=dict)
@@ -176,6 +178,8 @@ async def tiers_of(state: AppState) -> TwoTierCache | None:
     """The app's tiers, once the disk tier's opening has ended (opened or not)."""
     opening = state.disk_opening
     if opening is not None and opening.is_alive():
+        if state.disk_wanted is not None:
+            state.disk_wanted.set()
         await run_in_threadpool(opening.join)
     return state.tiers
 

@@ -5,7 +5,6 @@ through the response cache."""
 from __future__ import annotations
 
 import base64
-import csv
 import io
 import re
 from typing import Any
@@ -175,6 +174,8 @@ def _scalars(c: apsw.Connection, series: list[SeriesInfo], bounds: Bounds, fmt: 
 
 def _csv(columns: list[data_series.ScalarColumns]) -> bytes:
     out = io.StringIO()
+    import csv  # loaded by the first CSV answer (off `boardd serve`'s start)
+
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["run", "tag", "step", "wall_time", "value"])
     for col in columns:

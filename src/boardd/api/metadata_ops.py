@@ -4,7 +4,7 @@ OpenAPI description and the handler (api/metadata.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: Argument kinds: ``int``, ``str``, ``bool``, ``ints``, ``strs``; ``msg:NAME`` (one message
 #: of metadata_store.proto as proto3 JSON), ``msgs:NAME`` (a list of them); ``list_options``
@@ -14,8 +14,7 @@ from dataclasses import dataclass
 Kind = str
 
 
-@dataclass(frozen=True, slots=True)
-class Arg:
+class Arg(NamedTuple):
     """One argument of an operation."""
 
     name: str
@@ -23,8 +22,7 @@ class Arg:
     required: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Operation:
+class Operation(NamedTuple):
     """One MetadataStore method as a route."""
 
     name: str

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from starlette.requests import Request
 
@@ -21,8 +21,7 @@ INT64_MAX = 2**63 - 1
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
-@dataclass(frozen=True, slots=True)
-class Param:
+class Param(NamedTuple):
     """One parameter of a route: its name, type and bounds, and what it means."""
 
     name: str
@@ -104,8 +103,7 @@ def _paren(hint: str) -> str:
     return f" ({hint})" if hint else ""
 
 
-@dataclass(frozen=True, slots=True)
-class Query:
+class Query(NamedTuple):
     """The validated parameters of one request, by name (absent ones are None or ``()``)."""
 
     values: Mapping[str, object]
@@ -140,8 +138,7 @@ class Answer:
     headers: Mapping[str, dict[str, Any]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class RouteDef:
+class RouteDef(NamedTuple):
     """One route: where, what it takes, what it answers."""
 
     path: str

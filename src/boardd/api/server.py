@@ -108,7 +108,7 @@ async def list_runs(request: Request, query: Query, route: RouteDef) -> Response
     generation = await handle.pool.run(data_experiments.generation)
 
     def build(c: apsw.Connection) -> bytes:
-        return json_bytes([asdict(r) for r in data_experiments.runs(c, exp_id)])
+        return json_bytes([r._asdict() for r in data_experiments.runs(c, exp_id)])
 
     key = ("runs", handle.spec.name)
     version = (handle.pool.swaps, generation)

@@ -75,6 +75,9 @@ RETRY_MAX_SECONDS = 60.0
 #: RESCAN_STRETCH_MAX times the interval. The interval in force is in health.
 RESCAN_CPU_SHARE = 0.01
 RESCAN_STRETCH_MAX = 10.0
+#: A restart's catch-up starts once the daemon has answered its first request, or this long
+#: after the store opened if none came (see ExperimentRunner._await_first_answer).
+CATCH_UP_AFTER_SECONDS = 0.5
 #: A remote logdir's requests are logged at most this often (when they changed).
 REMOTE_LOG_SECONDS = 60.0
 
@@ -141,11 +144,14 @@ class ExperimentRunner:
         beat_interval: float | None = None,
         bus: ChangeHub | None = None,
         warm: threading.Event | None = None,
+        answered: threading.Event | None = None,
     ) -> None:
         self.spec = spec
         # The hparams preload waits for it once caught up (the daemon sets it after its first
         # answer: the preload does not compete with that); None: no wait.
         self._warm = warm
+        # A restart's catch-up waits for it (see _await_first_answer); None: no wait.
+        self._answered = answered
         self.settings = settings
         self._beat = beat or (lambda _name: None)
         # An idle loop must still beat this often (systemd's watchdog: half of WatchdogSec).
@@ -170,6 +176,7 @@ class ExperimentRunner:
         self.opened = threading.Event()
         self.state = RunnerState.STARTING
         self.generation = 0
+        self._restarted = False
         self.last_commit: float | None = None
         self.first_unseen_change: float | None = None
         self.bytes_done = 0
@@ -348,23 +355,14 @@ class ExperimentRunner:
                 self._recovered("the store opened")
             if self.state is RunnerState.READ_ONLY:
                 log.info("%s: took the store's lease over: now writing", self.spec.name)
-            from boardd.ingest.ingestor import Ingestor
-
             self.error = None
             writer = self._session.writer
             self.generation = writer.generation
+            # A restart: the store has commits to answer from before the catch-up.
+            self._restarted = writer.generation > 0
             writer.on_commit(self._committed)
             if self._bus is not None:
                 self._claim = self._bus.claim(self.spec.name, writer)
-            self._ingestor = Ingestor(
-                writer,
-                self._source(),
-                experiment=self.spec.name,
-                crc_mode=self.settings.crc_mode,
-                workers=1 if self.spec.remote else None,
-            )
-            if self._stop.is_set():
-                self._ingestor.stop_event.set()
             self.state = RunnerState.CATCHING_UP
             self.opened.set()
             return True
@@ -532,9 +530,27 @@ class ExperimentRunner:
             self._watcher.start()
         return self._watcher
 
+    def _make_ingestor(self) -> None:
+        """The open session's ingestor; made as the catch-up starts (a restart's first answer
+        does not wait for the ingest's modules to load)."""
+        from boardd.ingest.ingestor import Ingestor
+
+        assert self._session is not None
+        self._ingestor = Ingestor(
+            self._session.writer,
+            self._source(),
+            experiment=self.spec.name,
+            crc_mode=self.settings.crc_mode,
+            workers=1 if self.spec.remote else None,
+        )
+        if self._stop.is_set():
+            self._ingestor.stop_event.set()
+
     def _catch_up(self) -> None:
         from boardd.ingest.progress import catch_up_reporter
 
+        self._await_first_answer()
+        self._make_ingestor()
         assert self._ingestor is not None
         self._start_watcher()
         try:
@@ -575,6 +591,21 @@ class ExperimentRunner:
         self.bytes_done = self.bytes_total
         log.info("%s: caught up in %.2f s", self.spec.name, time.monotonic() - started)
         self._log_remote_requests(force=True)
+
+    def _await_first_answer(self) -> None:
+        """On a restart (the store has data), the catch-up starts once the daemon has sent its
+        first answer, or CATCH_UP_AFTER_SECONDS after the store opened: the store answers at
+        once, and the catch-up (the logdir's walk, the ingest's imports) does not compete with
+        that answer for the interpreter (bench/bench_tensorboard.py's start). A new store
+        catches up at once: until it has, there is nothing to answer."""
+        if self._answered is None or not self._restarted:
+            return
+        deadline = time.monotonic() + CATCH_UP_AFTER_SECONDS
+        while not self._answered.is_set() and not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self._answered.wait(min(left, 0.05))  # a stop ends the wait too
 
     def _preload(self) -> None:
         if self._warm is not None:

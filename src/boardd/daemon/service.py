@@ -173,6 +173,8 @@ class Service:
         #: runners' hparams preloads wait for it.
         self.warm = threading.Event()
         self._answered = threading.Event()
+        # The response cache's disk tier opens after the first answer too (api/app.py).
+        self._disk_after = threading.Event()
         self._warm_up = threading.Thread(target=self._start_warm_up, name="boardd-warm-up")
         self.runners = [
             ExperimentRunner(
@@ -182,6 +184,7 @@ class Service:
                 beat_interval=self.liveness.interval,
                 bus=self.hub,
                 warm=self.warm,
+                answered=self._answered,
             )
             for spec in settings.experiments
         ]
@@ -227,8 +230,11 @@ class Service:
             sampling=self.settings.sampling,
             hparams_idle_seconds=self.settings.hparams_idle_seconds,
             lineage=self.lineage,
+            disk_after=self._disk_after,
         )
-        config = server_config(first_answer_sets(app, self._answered), graceful=3.0)
+        config = server_config(
+            first_answer_sets(app, self._answered, self._disk_after), graceful=3.0
+        )
         self._server = _Server(config, self)
         for runner in self.runners:
             runner.start()
@@ -282,6 +288,7 @@ class Service:
         self._stopping.set()
         self.notifier.stopping()
         self._answered.set()  # ends the warm-up's wait; it starts nothing once stopping
+        self._disk_after.set()
         if self._warm_up.is_alive():
             self._warm_up.join()
         if self.lineage is not None:
@@ -331,9 +338,10 @@ class Service:
                 last = line
 
 
-def first_answer_sets(app: ASGIApp, answered: threading.Event) -> ASGIApp:
-    """``app``, setting ``answered`` as it hands the last part of an HTTP answer to the server
-    (any status; a stream that never ends does not count)."""
+def first_answer_sets(app: ASGIApp, *events: threading.Event) -> ASGIApp:
+    """``app``, setting each of ``events`` as it hands the last part of an HTTP answer to the
+    server (any status; a stream that never ends does not count)."""
+    answered = events[0]
 
     async def watched(scope: Scope, receive: Receive, send: Send) -> None:
         if answered.is_set() or scope["type"] != "http":
@@ -343,7 +351,8 @@ def first_answer_sets(app: ASGIApp, answered: threading.Event) -> ASGIApp:
         async def sending(message: Message) -> None:
             # Before the send: once the client has the answer, the signal is set.
             if message["type"] == "http.response.body" and not message.get("more_body"):
-                answered.set()
+                for event in events:
+                    event.set()
             await send(message)
 
         await app(scope, receive, sending)

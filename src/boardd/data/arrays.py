@@ -4,8 +4,7 @@ compression, PR curves, text tables) rather than pass them through as JSON
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 import numpy as np
@@ -18,8 +17,7 @@ from boardd.store import queries
 from boardd.store.queries import SeriesInfo
 
 
-@dataclass(frozen=True, slots=True)
-class ArrayPoint:
+class ArrayPoint(NamedTuple):
     """One tensor point: numbers in their stored dtype and shape; strings as an object array
     of byte strings in the stored shape."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import apsw
 
@@ -22,8 +23,7 @@ def blob_key(experiment: str, store: str, blob_id: int) -> str:
     return f"{experiment}~{store[:12]}.{blob_id}"
 
 
-@dataclass(frozen=True, slots=True)
-class BlobKey:
+class BlobKey(NamedTuple):
     """A parsed blob key."""
 
     experiment: str

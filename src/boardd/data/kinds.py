@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from boardd.reader.types import DataClass
 
 
-@dataclass(frozen=True, slots=True)
-class Kind:
+class Kind(NamedTuple):
     """One kind of time series: its name in URLs, how it is stored, which plugins write it."""
 
     #: The name in URLs (``/api/v1/scalars``) and in the design doc (``scalars``).

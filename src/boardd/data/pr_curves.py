@@ -9,7 +9,7 @@ undefined.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -18,8 +18,7 @@ import numpy.typing as npt
 TRUE_POSITIVES, FALSE_POSITIVES, TRUE_NEGATIVES, FALSE_NEGATIVES, PRECISION, RECALL = range(6)
 
 
-@dataclass(frozen=True, slots=True)
-class PrCurve:
+class PrCurve(NamedTuple):
     """One step's curve up to its last threshold with any positive."""
 
     precision: list[float]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import apsw
 import numpy as np
@@ -49,8 +49,7 @@ DOWNSAMPLE_BY = ("uniform", "extremes")
 MAX_POINTS = {"scalars": 5_000_000, "tensors": 100_000, "blob_sequences": 100_000}
 
 
-@dataclass(frozen=True, slots=True)
-class Selection:
+class Selection(NamedTuple):
     """Which series: one plugin's, optionally only these runs and tags (cross product)."""
 
     plugin: str
@@ -186,8 +185,7 @@ def _pick(steps: npt.NDArray[np.int64], bounds: Bounds) -> npt.NDArray[np.intp] 
     return downsample_indices(steps, bounds.downsample)
 
 
-@dataclass(frozen=True, slots=True)
-class ScalarColumns:
+class ScalarColumns(NamedTuple):
     """The points of one scalar series as columns (NaN and ±Inf kept as floats)."""
 
     run: str
@@ -221,8 +219,7 @@ def read_scalars(
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class TensorDatum:
+class TensorDatum(NamedTuple):
     """One tensor point, its value converted (:func:`boardd.data.values.tensor_value`)."""
 
     step: int
@@ -232,8 +229,7 @@ class TensorDatum:
     value: Any
 
 
-@dataclass(frozen=True, slots=True)
-class TensorSeries:
+class TensorSeries(NamedTuple):
     """The points of one tensor series."""
 
     run: str
@@ -277,8 +273,7 @@ def read_tensors(
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class BlobStep:
+class BlobStep(NamedTuple):
     """The blobs of one step of a blob sequence, as keys in index order."""
 
     step: int
@@ -286,8 +281,7 @@ class BlobStep:
     keys: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class BlobSequenceSeries:
+class BlobSequenceSeries(NamedTuple):
     """The steps of one blob sequence."""
 
     run: str

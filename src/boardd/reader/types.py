@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -24,8 +24,7 @@ class DataClass(enum.IntEnum):
         return self.name.lower()
 
 
-@dataclass(frozen=True, slots=True)
-class DataLoss:
+class DataLoss(NamedTuple):
     """A byte range of an event file that could not be read, and why.
 
     ``offset`` and ``length`` are in bytes from the start of the file. ``length`` is 0 for a
@@ -38,8 +37,7 @@ class DataLoss:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class TagMetadata:
+class TagMetadata(NamedTuple):
     """What TensorBoard's SummaryMetadata says about a tag, normalized by the data_compat rules."""
 
     plugin_name: str
@@ -49,8 +47,7 @@ class TagMetadata:
     description: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ScalarPoint:
+class ScalarPoint(NamedTuple):
     """One scalar datum. ``value`` is float64 whatever the source dtype; NaN and ±Inf are kept."""
 
     step: int
@@ -58,8 +55,7 @@ class ScalarPoint:
     value: float
 
 
-@dataclass(frozen=True, slots=True)
-class TensorPoint:
+class TensorPoint(NamedTuple):
     """One tensor datum, kept as dtype + shape + bytes.
 
     ``dtype`` is a TensorFlow ``DataType`` number (``types.proto``). For numeric dtypes ``content``
@@ -80,8 +76,7 @@ class TensorPoint:
         return TensorPoint, (self.step, self.wall_time, self.dtype, self.shape, self.content)
 
 
-@dataclass(frozen=True, slots=True)
-class BlobSequencePoint:
+class BlobSequencePoint(NamedTuple):
     """One blob-sequence datum: the blobs written at one step (images, audio clips, a graph)."""
 
     step: int
@@ -102,8 +97,7 @@ class RunEventKind(enum.Enum):
     LOG_MESSAGE = "log_message"
 
 
-@dataclass(frozen=True, slots=True)
-class RunEvent:
+class RunEvent(NamedTuple):
     """A run-level event (SessionLog, file_version, log message) at a step and wall time."""
 
     kind: RunEventKind

@@ -17,8 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 
@@ -118,8 +117,7 @@ def backfill(connection: apsw.Connection) -> None:
 # -- reads ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class RunChange:
+class RunChange(NamedTuple):
     """A run created, undeleted, deleted or restarted since a generation."""
 
     id: int
@@ -127,15 +125,13 @@ class RunChange:
     deleted: bool
 
 
-@dataclass(frozen=True, slots=True)
-class HParamsRow:
+class HParamsRow(NamedTuple):
     run_id: int
     kind: str
     data: str
 
 
-@dataclass(frozen=True, slots=True)
-class SeriesRow:
+class SeriesRow(NamedTuple):
     """What the hparams API reads of a series: where it is, and its last point."""
 
     id: int

@@ -10,10 +10,10 @@ and on the same host a lease whose process no longer exists is taken over at onc
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import time
-import uuid
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import apsw
 
@@ -27,8 +27,7 @@ class LeaseLostError(StoreError):
     """This process's lease was taken over by another writer; it must stop writing."""
 
 
-@dataclass(frozen=True, slots=True)
-class LeaseInfo:
+class LeaseInfo(NamedTuple):
     """Who holds a store's lease."""
 
     owner: str
@@ -59,7 +58,7 @@ class Lease:
     ) -> None:
         self._connection = connection
         self.expiry_seconds = expiry_seconds
-        self.owner = uuid.uuid4().hex
+        self.owner = secrets.token_hex(16)
         self.host = socket.gethostname()
         self.pid = os.getpid()
         self.held = False

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 import numpy as np
@@ -14,8 +13,7 @@ from boardd.reader.types import DataClass
 from boardd.store.names import unescape
 
 
-@dataclass(frozen=True, slots=True)
-class StoreSummary:
+class StoreSummary(NamedTuple):
     """Counts of what a store holds (points after sampling)."""
 
     runs: int
@@ -55,8 +53,7 @@ def summary(connection: apsw.Connection) -> StoreSummary:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ExperimentRow:
+class ExperimentRow(NamedTuple):
     """One experiment of a store."""
 
     id: int
@@ -65,8 +62,7 @@ class ExperimentRow:
     creation_time: float
 
 
-@dataclass(frozen=True, slots=True)
-class RunRow:
+class RunRow(NamedTuple):
     """One live run."""
 
     name: str
@@ -102,8 +98,7 @@ def data_loss_count(connection: apsw.Connection) -> int:
     return int(value) if value is not None else 0
 
 
-@dataclass(frozen=True, slots=True)
-class DataLossRow:
+class DataLossRow(NamedTuple):
     """One data-loss record with the run and the path of its file."""
 
     run: str
@@ -136,8 +131,7 @@ def data_loss(
     ]
 
 
-@dataclass(frozen=True, slots=True)
-class SeriesInfo:
+class SeriesInfo(NamedTuple):
     """The metadata of one series, as the data API's "list" calls return it."""
 
     id: int
@@ -274,8 +268,7 @@ def scalar_columns(
     return steps, walls, values
 
 
-@dataclass(frozen=True, slots=True)
-class StoredTensor:
+class StoredTensor(NamedTuple):
     """One stored tensor point."""
 
     step: int
@@ -316,8 +309,7 @@ def tensor_rows(
     return rows
 
 
-@dataclass(frozen=True, slots=True)
-class StoredBlobStep:
+class StoredBlobStep(NamedTuple):
     """The blobs of one step of a blob sequence: (index, blob id) pairs in index order."""
 
     step: int
@@ -374,8 +366,7 @@ def store_id(connection: apsw.Connection) -> str:
     return str(value) if value is not None else ""
 
 
-@dataclass(frozen=True, slots=True)
-class RunChange:
+class RunChange(NamedTuple):
     """A run created (or undeleted) or deleted by the commit of ``generation``."""
 
     run: str
@@ -383,8 +374,7 @@ class RunChange:
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
-class SeriesChange:
+class SeriesChange(NamedTuple):
     """A series' state after the last commit that changed it (of ``generation``)."""
 
     run: str
@@ -397,8 +387,7 @@ class SeriesChange:
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
-class Changes:
+class Changes(NamedTuple):
     """What changed in one experiment after a generation, as of the snapshot ``generation``."""
 
     generation: int
@@ -447,8 +436,7 @@ def changes_since(connection: apsw.Connection, experiment: str, since: int) -> C
         connection.execute("COMMIT")
 
 
-@dataclass(frozen=True, slots=True)
-class EventFileRow:
+class EventFileRow(NamedTuple):
     """One event file of a live run, as the writer last saw it (for the lineage store)."""
 
     run: str

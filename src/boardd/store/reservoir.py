@@ -62,7 +62,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -203,8 +203,7 @@ class ReservoirState:
         return self._priorities
 
 
-@dataclass(frozen=True, slots=True)
-class OfferResult:
+class OfferResult(NamedTuple):
     """What the store must do after :func:`offer`.
 
     ``keep[i]``: the i-th offered point is in the sample after the batch; at most one point per

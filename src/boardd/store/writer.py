@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
+from typing import NamedTuple
 
 import apsw
 import numpy as np
@@ -64,8 +65,7 @@ class _Series:
     written: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class FileRecord:
+class FileRecord(NamedTuple):
     """What the store knows of one event file: where reading resumes, and its identity."""
 
     id: int
@@ -81,8 +81,7 @@ class FileRecord:
     tail: bytes | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class FileProgress:
+class FileProgress(NamedTuple):
     """A file's state after a batch, committed with that batch's points."""
 
     file_id: int

@@ -10,14 +10,13 @@ committed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import weakref
 from collections.abc import Awaitable, Callable, Hashable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-import anyio.to_thread
 import apsw
 from starlette.requests import Request
 from starlette.responses import Response
@@ -39,8 +38,7 @@ EXPERIMENT_PARAM = "experiment"
 DEFAULT_EXPERIMENT_ID = "defaultExperimentId"
 
 
-@dataclass(frozen=True, slots=True)
-class Scope:
+class Scope(NamedTuple):
     """The experiments one request addresses, and whether their run names carry the
     experiment's name (several logdirs under ``/data``: ``NAME/RUN``, as ``--logdir_spec``)."""
 
@@ -86,8 +84,7 @@ def _scope(state: AppState, name: str | None) -> Scope | None:
     return Scope(handles, prefixed=len(handles) > 1)
 
 
-@dataclass(frozen=True, slots=True)
-class Series:
+class Series(NamedTuple):
     """One time series as a route sees it: its outer run name, the store it is in."""
 
     run: str
@@ -223,7 +220,9 @@ async def answer(
             cache.put(request_part, entry, version)
         return entry
 
-    entry = await anyio.to_thread.run_sync(compute)
+    # asyncio's own thread pool: anyio's (Starlette's) would import its asyncio backend on
+    # the first answer, ~20 ms of a restart's first answer (bench/bench_tensorboard.py).
+    entry = await asyncio.to_thread(compute)
     return reply(request, cache, request_part, entry)
 
 

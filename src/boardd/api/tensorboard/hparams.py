@@ -9,7 +9,6 @@ TensorBoard merges the runs of ``--logdir_spec NAME:DIR,…`` (data/hparams.py: 
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -248,6 +247,8 @@ def table(
         body += "\\hline\n\\end{tabular}\n\\end{table}\n"
         return body.encode("utf-8")
     out = io.StringIO()
+    import csv  # loaded by the first CSV answer (off `boardd serve`'s start)
+
     writer = csv.writer(out)
     writer.writerow(header)
     writer.writerows(rows)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 from typing import Any
 
@@ -79,6 +78,8 @@ async def scalars(request: Request) -> Response:
             reader.connection(found.handle), [found.info], Bounds(downsample=samples)
         )
         text = io.StringIO()
+        import csv  # loaded by the first CSV answer (off `boardd serve`'s start)
+
         writer = csv.writer(text)
         writer.writerow(["Wall time", "Step", "Value"])
         writer.writerows(

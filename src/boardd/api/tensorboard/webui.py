@@ -20,9 +20,9 @@ import mimetypes
 import posixpath
 import struct
 import threading
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -31,6 +31,9 @@ from starlette.routing import BaseRoute, Route
 
 from boardd.api.errors import ApiError
 from boardd.cache import GZIP_MIN_BYTES, make_etag
+
+if TYPE_CHECKING:
+    import zipfile  # loaded by the first request of the UI (off `boardd serve`'s start)
 
 #: Where the UI is served.
 PREFIX = "/tensorboard"
@@ -144,6 +147,8 @@ def gzip_from_zip(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes | None:
 
     Neither :mod:`zipfile` nor :mod:`gzip` hands out or takes a raw deflate stream, hence these
     few lines: gzip's framing around the zip's bytes, with the zip's own CRC-32 and size."""
+    import zipfile
+
     if info.compress_type != zipfile.ZIP_DEFLATED or info.flag_bits & 0x1:
         return None
     fp = zf.fp
@@ -169,6 +174,8 @@ class Webfiles:
     """The files of a ``webfiles.zip``, read on first request and kept (about 20 MB)."""
 
     def __init__(self, path: Path) -> None:
+        import zipfile
+
         self.path = path
         stat = path.stat()
         # The zip's identity: another tensorboard version gives other validators.
@@ -198,6 +205,8 @@ class Webfiles:
             media_type = media_type_of(name)
             compressible = media_type.startswith(COMPRESSIBLE)
             packed: bytes | None = None
+            import zipfile
+
             with zipfile.ZipFile(self.path) as zf:
                 body = zf.read(name)  # checks the CRC-32 the gzip form below carries
                 if name == "index.html":
