@@ -266,10 +266,12 @@ export class ScalarsView {
       // in view prepared and drawn, then the others' models (their attributes) brought up
       // to date.
       for (const card of cards) if (card.dirty) card.measure();
+      // A card whose first points have not arrived yet is not drawn (an empty chart drawn
+      // now would be thrown away and made again when they arrive, in the frame that matters).
       for (const card of cards) {
         if (!card.visible) continue;
         if (card.dirty) card.prepare(this.data.get(card.tag)!, runs, view);
-        if (card.stale) card.render();
+        if (card.stale && card.loaded) card.render();
       }
       // After this frame is painted: the cards out of view.
       if (cards.some((c) => !c.visible && c.dirty) && this.background === null) {
