@@ -30,10 +30,13 @@ import type { Series } from "../series";
 
 const CHART_HEIGHT = 220;
 
-/** One chart series' points: its run's kept x values and its y values (null: not drawn). */
+/** One chart series' line: its run's kept x values, its y values (null: not drawn), its
+ * colour and width (CSS pixels). */
 interface Line {
   xs: readonly number[];
   ys: readonly (number | null)[];
+  stroke: string;
+  width: number;
 }
 /** A wheel notch zooms by this factor (in) or its inverse (out). */
 const WHEEL_ZOOM = 0.8;
@@ -120,21 +123,23 @@ export class ScalarCard {
     const tables: Table[] = [];
     const series: uPlot.Series[] = [{}];
     const dots: string[] = [];
-    const lines: Line[] = [{ xs: [], ys: [] }];
-    const paths = (u: uPlot, index: number): uPlot.Series.Paths | null => this.path(u, index);
+    const lines: Line[] = [];
+    // The lines are drawn by drawLines (uPlot's own draw of a series draws none).
+    const paths = (): null => null;
     for (const t of model.traces) {
       const color = runColor(t.run);
       // A line needs two points: a series of one is drawn as a dot.
       const marker = { show: t.xs.length === 1, size: 6 };
       if (t.xs.length === 1) dots.push(t.run);
       if (t.smoothed) {
+        const faint = color + "40";
         tables.push([t.xs, t.raw, t.smoothed]);
-        lines.push({ xs: t.xs, ys: t.raw }, { xs: t.xs, ys: t.smoothed });
-        series.push({ label: t.run, stroke: color + "40", width: 1, spanGaps: true, points: { show: false }, paths });
+        lines.push({ xs: t.xs, ys: t.raw, stroke: faint, width: 1 }, { xs: t.xs, ys: t.smoothed, stroke: color, width: 1.5 });
+        series.push({ label: t.run, stroke: faint, width: 1, spanGaps: true, points: { show: false }, paths });
         series.push({ label: `${t.run} (smoothed)`, stroke: color, width: 1.5, spanGaps: true, points: marker, paths });
       } else {
         tables.push([t.xs, t.raw]);
-        lines.push({ xs: t.xs, ys: t.raw });
+        lines.push({ xs: t.xs, ys: t.raw, stroke: color, width: 1.5 });
         series.push({ label: t.run, stroke: color, width: 1.5, spanGaps: true, points: marker, paths });
       }
     }
@@ -154,31 +159,51 @@ export class ScalarCard {
     }
   }
 
-  /** A series' line from its own points (uPlot's own line walks every x of the chart, the
-   * union of all runs' steps: 16 runs' extremes have about 7 times as many as one run), those
-   * in the x window and one neighbour each side; gaps (null) are spanned. */
-  private path(u: uPlot, index: number): uPlot.Series.Paths | null {
-    const line = this.lines[index];
+  /** Draws every series' line from its own points (uPlot's own line would walk every x of
+   * the chart, the union of all runs' steps: 16 runs' extremes have about 7 times as many as
+   * one run), those in the x window and one neighbour each side; gaps (null) are spanned. As
+   * uPlot draws a line (its pixel alignment, round joins, butt caps, clipped to the plot), in
+   * the series' order, but in one pass: one clip for the chart, and positions computed from
+   * the scales directly rather than through valToPos per point. */
+  private drawLines(u: uPlot): void {
     const x = u.scales.x;
-    const scale = u.series[index].scale ?? "y";
-    if (!line || x.min == null || x.max == null) return null;
-    const { xs, ys } = line;
-    const from = Math.max(0, lowerBound(xs, x.min) - 1);
-    const to = Math.min(xs.length, upperBound(xs, x.max) + 1);
-    const stroke = new Path2D();
-    let started = false;
-    for (let i = from; i < to; i++) {
-      const y = ys[i];
-      if (y === null || y === undefined) continue;
-      const px = u.valToPos(xs[i], "x", true);
-      const py = u.valToPos(y, scale, true);
-      if (started) stroke.lineTo(px, py);
-      else {
-        stroke.moveTo(px, py);
-        started = true;
+    if (x.min == null || x.max == null || this.lines.length === 0) return;
+    const toX = projection(u, "x");
+    const toY = projection(u, "y");
+    if (!toX || !toY) return;
+    const { left, top, width, height } = u.bbox;
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(Math.floor(left), Math.floor(top), Math.ceil(width) + 1, Math.ceil(height) + 1);
+    ctx.clip();
+    ctx.lineJoin = "round";
+    ctx.lineCap = "butt";
+    ctx.setLineDash([]);
+    const ratio = uPlot.pxRatio;
+    for (const line of this.lines) {
+      const { xs, ys } = line;
+      const from = Math.max(0, lowerBound(xs, x.min) - 1);
+      const to = Math.min(xs.length, upperBound(xs, x.max) + 1);
+      const lineWidth = Math.round(line.width * ratio * 1000) / 1000;
+      // uPlot's pixel alignment: an odd width's line on pixel centres.
+      const offset = (lineWidth % 2) / 2;
+      const stroke = new Path2D();
+      let points = 0;
+      for (let i = from; i < to; i++) {
+        const y = ys[i];
+        if (y === null || y === undefined) continue;
+        const px = toX(xs[i]) + offset;
+        const py = toY(y) + offset;
+        if (points++ > 0) stroke.lineTo(px, py);
+        else stroke.moveTo(px, py);
       }
+      if (points < 2) continue;
+      ctx.strokeStyle = line.stroke;
+      ctx.lineWidth = lineWidth;
+      ctx.stroke(stroke);
     }
-    return { stroke, fill: null, clip: null, flags: 0 };
+    ctx.restore();
   }
 
   private chartOptions(options: DrawOptions, series: uPlot.Series[]): uPlot.Options {
@@ -210,6 +235,7 @@ export class ScalarCard {
           },
         ],
         setCursor: [(u) => this.showTooltip(u)],
+        draw: [(u) => this.drawLines(u)],
       },
     };
   }
@@ -332,4 +358,30 @@ export class ScalarCard {
     this.plot?.destroy();
     this.plot = null;
   }
+}
+
+/** A scale's value → canvas pixel (the plot's, at the device's pixel ratio), as uPlot's
+ * valToPos(v, key, true) computes it: linear and log-10 scales in the usual direction
+ * directly, any other through valToPos; null while the scale has no range. */
+function projection(u: uPlot, key: string): ((v: number) => number) | null {
+  const scale = u.scales[key];
+  const { min, max } = scale;
+  if (min == null || max == null) return null;
+  const horizontal = scale.ori === 0;
+  const { left, top, width, height } = u.bbox;
+  const usual = (scale.dir ?? 1) === 1 && (scale.ori === 0 || scale.ori === 1);
+  const distr = scale.distr ?? 1;
+  if (usual && (distr === 1 || (distr === 3 && (scale.log ?? 10) === 10 && min > 0 && max > 0))) {
+    const log = distr === 3;
+    const lo = log ? Math.log10(min) : min;
+    const span = (log ? Math.log10(max) : max) - lo;
+    if (horizontal) {
+      const k = width / span;
+      return log ? (v) => left + (Math.log10(v) - lo) * k : (v) => left + (v - lo) * k;
+    }
+    const k = height / span;
+    const bottom = top + height;
+    return log ? (v) => bottom - (Math.log10(v) - lo) * k : (v) => bottom - (v - lo) * k;
+  }
+  return (v) => u.valToPos(v, key, true);
 }
