@@ -208,7 +208,8 @@ export function alignTables(tables: readonly Table[]): (number | null | undefine
     }
     for (let c = 1; c < t.length; c++) {
       const ys = t[c];
-      const col = new Array<number | null | undefined>(xs.length).fill(undefined);
+      // Holes, not undefined: a column of numbers stays an array of unboxed doubles.
+      const col = new Array<number | null | undefined>(xs.length);
       for (let i = 0; i < tx.length; i++) col[at[i]] = ys[i];
       out.push(col);
     }
