@@ -345,7 +345,7 @@ export class ScalarsView {
         s = new Series();
         byRun.set(run, s);
       }
-      added += s.merge(cols.step, cols.wall_time, cols.value.map(toNumber));
+      added += s.length === 0 ? s.adopt(cols) : s.merge(cols.step, cols.wall_time, cols.value.map(toNumber));
     }
     return added;
   }

@@ -187,25 +187,19 @@ export class ScalarCard {
       const { xs, ys } = line;
       const from = Math.max(0, lowerBound(xs, x.min) - 1);
       const to = Math.min(xs.length, upperBound(xs, x.max) + 1);
+      const n = canvasPoints(xs, ys, from, to, toX, toY);
+      if (n < 2) continue;
       const lineWidth = Math.round(line.width * ratio * 1000) / 1000;
       ctx.strokeStyle = line.stroke;
       if (lineWidth === 1.5) {
-        strokeAsHairlines(ctx, xs, ys, from, to, toX, toY);
+        strokeAsHairlines(ctx, n);
         continue;
       }
       // uPlot's pixel alignment: an odd width's line on pixel centres.
       const offset = (lineWidth % 2) / 2;
       const stroke = new Path2D();
-      let points = 0;
-      for (let i = from; i < to; i++) {
-        const y = ys[i];
-        if (y === null || y === undefined) continue;
-        const px = toX(xs[i]) + offset;
-        const py = toY(y) + offset;
-        if (points++ > 0) stroke.lineTo(px, py);
-        else stroke.moveTo(px, py);
-      }
-      if (points < 2) continue;
+      stroke.moveTo(scratchX[0] + offset, scratchY[0] + offset);
+      for (let i = 1; i < n; i++) stroke.lineTo(scratchX[i] + offset, scratchY[i] + offset);
       ctx.lineWidth = lineWidth;
       ctx.stroke(stroke);
     }
@@ -367,78 +361,104 @@ export class ScalarCard {
 }
 
 /** A scale's value → canvas pixel (the plot's, at the device's pixel ratio), as uPlot's
- * valToPos(v, key, true) computes it: linear and log-10 scales in the usual direction
- * directly, any other through valToPos; null while the scale has no range. */
-function projection(u: uPlot, key: string): ((v: number) => number) | null {
+ * valToPos(v, key, true) computes it: linear scales in the usual direction as offset + v *
+ * factor, log-10 ones as offset + log10(v) * factor, any other through valToPos; null while
+ * the scale has no range. */
+type Projection = { log: boolean; offset: number; factor: number } | ((v: number) => number);
+
+function projection(u: uPlot, key: string): Projection | null {
   const scale = u.scales[key];
   const { min, max } = scale;
   if (min == null || max == null) return null;
-  const horizontal = scale.ori === 0;
   const { left, top, width, height } = u.bbox;
-  const usual = (scale.dir ?? 1) === 1 && (scale.ori === 0 || scale.ori === 1);
   const distr = scale.distr ?? 1;
-  if (usual && (distr === 1 || (distr === 3 && (scale.log ?? 10) === 10 && min > 0 && max > 0))) {
+  if ((scale.dir ?? 1) === 1 && (distr === 1 || (distr === 3 && (scale.log ?? 10) === 10 && min > 0 && max > 0))) {
     const log = distr === 3;
     const lo = log ? Math.log10(min) : min;
     const span = (log ? Math.log10(max) : max) - lo;
-    if (horizontal) {
-      const k = width / span;
-      return log ? (v) => left + (Math.log10(v) - lo) * k : (v) => left + (v - lo) * k;
-    }
-    const k = height / span;
-    const bottom = top + height;
-    return log ? (v) => bottom - (Math.log10(v) - lo) * k : (v) => bottom - (v - lo) * k;
+    // uPlot: left + width * pct horizontally, top + height * (1 - pct) vertically.
+    if (scale.ori === 0) return { log, offset: left - (lo * width) / span, factor: width / span };
+    if (scale.ori === 1) return { log, offset: top + height + (lo * height) / span, factor: -height / span };
   }
   return (v) => u.valToPos(v, key, true);
+}
+
+/** Canvas positions of a line's points [from, to), nulls skipped (a gap is spanned). */
+let scratchX = new Float64Array(1024);
+let scratchY = new Float64Array(1024);
+
+/** Fills scratchX/scratchY with the canvas positions of the points of xs/ys in [from, to)
+ * whose y is not null; returns how many. */
+function canvasPoints(
+  xs: readonly number[],
+  ys: readonly (number | null)[],
+  from: number,
+  to: number,
+  toX: Projection,
+  toY: Projection,
+): number {
+  if (scratchX.length < to - from) {
+    scratchX = new Float64Array(2 * (to - from));
+    scratchY = new Float64Array(2 * (to - from));
+  }
+  let n = 0;
+  if (typeof toX !== "function" && typeof toY !== "function" && !toX.log) {
+    // The usual case, straight arithmetic: a linear x scale, a linear or log y scale.
+    const { offset: ox, factor: fx } = toX;
+    const { offset: oy, factor: fy, log } = toY;
+    for (let i = from; i < to; i++) {
+      const y = ys[i];
+      if (y === null || y === undefined) continue;
+      scratchX[n] = ox + xs[i] * fx;
+      scratchY[n] = oy + (log ? Math.log10(y) : y) * fy;
+      n++;
+    }
+    return n;
+  }
+  const px = typeof toX === "function" ? toX : (v: number): number => toX.offset + (toX.log ? Math.log10(v) : v) * toX.factor;
+  const py = typeof toY === "function" ? toY : (v: number): number => toY.offset + (toY.log ? Math.log10(v) : v) * toY.factor;
+  for (let i = from; i < to; i++) {
+    const y = ys[i];
+    if (y === null || y === undefined) continue;
+    scratchX[n] = px(xs[i]);
+    scratchY[n] = py(y);
+    n++;
+  }
+  return n;
 }
 
 /** Half the distance between the two hairlines that draw a line 1.5 device pixels wide. */
 const HAIRLINE_SPREAD = 0.35;
 
-/** Strokes the line through these points (nulls skipped) 1.5 device pixels wide as two
+/** Strokes the line through the n points in scratchX/scratchY 1.5 device pixels wide as two
  * anti-aliased one-pixel lines, each 0.35 px to one side of it (along the normal at each
  * point). The canvas (Skia) draws a line at most one device pixel wide as a hairline, and a
- * wider one through its general stroker and path filler: for the 16 smoothed lines of 500
- * points of a chart, about four times as long (on the first paint of the standard workload,
- * 5 charts, about 70 ms of the page's main thread of ~95 ms). Compared on screenshots with
- * the 1.5-pixel stroke, the charts differ by about 1/255 a pixel on average: the same look. */
-function strokeAsHairlines(
-  ctx: CanvasRenderingContext2D,
-  xs: readonly number[],
-  ys: readonly (number | null)[],
-  from: number,
-  to: number,
-  toX: (v: number) => number,
-  toY: (v: number) => number,
-): void {
-  const px: number[] = [];
-  const py: number[] = [];
-  for (let i = from; i < to; i++) {
-    const y = ys[i];
-    if (y === null || y === undefined) continue;
-    // On pixel centres, as uPlot aligns a one-pixel line.
-    px.push(toX(xs[i]) + 0.5);
-    py.push(toY(y) + 0.5);
-  }
-  const n = px.length;
-  if (n < 2) return;
+ * wider one through its general stroker and path filler, several times as long: the first
+ * paint of the standard workload (5 charts of 16 runs' ~500 points) spent about 100 ms of the
+ * page's main thread rasterising its lines, now about 25 ms (headless Chromium, software
+ * raster). Compared on screenshots with the 1.5-pixel stroke, the charts differ by about
+ * 1/255 a pixel on average: the same look. */
+function strokeAsHairlines(ctx: CanvasRenderingContext2D, n: number): void {
   const left = new Path2D();
   const right = new Path2D();
   for (let i = 0; i < n; i++) {
     // The normal at a point: of the chord between its neighbours (its segment at an end).
     const p = i > 0 ? i - 1 : 0;
     const q = i < n - 1 ? i + 1 : n - 1;
-    const dx = px[q] - px[p];
-    const dy = py[q] - py[p];
+    const dx = scratchX[q] - scratchX[p];
+    const dy = scratchY[q] - scratchY[p];
     const scale = HAIRLINE_SPREAD / (Math.sqrt(dx * dx + dy * dy) || 1);
     const nx = -dy * scale;
     const ny = dx * scale;
+    // On pixel centres, as uPlot aligns a one-pixel line.
+    const x = scratchX[i] + 0.5;
+    const y = scratchY[i] + 0.5;
     if (i === 0) {
-      left.moveTo(px[i] + nx, py[i] + ny);
-      right.moveTo(px[i] - nx, py[i] - ny);
+      left.moveTo(x + nx, y + ny);
+      right.moveTo(x - nx, y - ny);
     } else {
-      left.lineTo(px[i] + nx, py[i] + ny);
-      right.lineTo(px[i] - nx, py[i] - ny);
+      left.lineTo(x + nx, y + ny);
+      right.lineTo(x - nx, y - ny);
     }
   }
   ctx.lineWidth = 1;
