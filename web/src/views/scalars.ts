@@ -16,6 +16,7 @@ import "./scalars.css";
 import { initialRuns, listScalars, readScalars, Stream, type SeriesEvent } from "../api";
 import { colorsReady, runColor, runColors, tagGroup } from "../colors";
 import { el } from "../dom";
+import { FIRST_DRAW_EVENT } from "./common";
 import { Series, toNumber, type ScalarColumns } from "../series";
 import { clampSmoothing, formatState, matcher, parseState, type ViewState, type XAxis } from "../url";
 import { ScalarCard } from "./scalars_card";
@@ -389,6 +390,8 @@ export class ScalarsView {
     } catch {
       failed = first;
     }
+    // The page shell's requests wait for this (main.ts).
+    document.dispatchEvent(new Event(FIRST_DRAW_EVENT));
     if (!this.mounted) return;
     for (const tag of [...failed, ...[...tags].filter((t) => !first.includes(t))]) this.loadRetrying(tag);
   }
