@@ -27,6 +27,10 @@ import {
   type XRange,
 } from "./scalars_model";
 import type { Series } from "../series";
+import { hairlinePair, LinePoints, linearProjection, type Projection } from "./lines";
+
+/** The points of the line drawn, in canvas pixels (one set of arrays for every chart). */
+const linePoints = new LinePoints();
 
 const CHART_HEIGHT = 220;
 
@@ -164,15 +168,15 @@ export class ScalarCard {
    * one run), those in the x window and one neighbour each side; gaps (null) are spanned. As
    * uPlot draws a line (its pixel alignment, round joins, butt caps, clipped to the plot), in
    * the series' order, but in one pass: one clip for the chart, and positions computed from
-   * the scales directly rather than through valToPos per point. A line 1.5 device pixels
-   * wide (the smoothed lines at a pixel ratio of 1) is drawn as two lines of one pixel (see
-   * strokeAsHairlines). */
+   * the scales directly rather than through valToPos per point (lines.ts). A line 1.5 device
+   * pixels wide (the smoothed lines at a pixel ratio of 1) is drawn as two lines of one pixel
+   * (lines.ts, hairlinePair). */
   private drawLines(u: uPlot): void {
     const x = u.scales.x;
-    if (x.min == null || x.max == null || this.lines.length === 0) return;
-    const toX = projection(u, "x");
-    const toY = projection(u, "y");
-    if (!toX || !toY) return;
+    const y = u.scales.y;
+    if (x.min == null || x.max == null || y.min == null || y.max == null || this.lines.length === 0) return;
+    const toX: Projection = linearProjection(x, u.bbox) ?? ((v) => u.valToPos(v, "x", true));
+    const toY: Projection = linearProjection(y, u.bbox) ?? ((v) => u.valToPos(v, "y", true));
     const { left, top, width, height } = u.bbox;
     const ctx = u.ctx;
     ctx.save();
@@ -183,23 +187,30 @@ export class ScalarCard {
     ctx.lineCap = "butt";
     ctx.setLineDash([]);
     const ratio = uPlot.pxRatio;
+    const at = linePoints;
     for (const line of this.lines) {
       const { xs, ys } = line;
       const from = Math.max(0, lowerBound(xs, x.min) - 1);
       const to = Math.min(xs.length, upperBound(xs, x.max) + 1);
-      const n = canvasPoints(xs, ys, from, to, toX, toY);
+      const n = at.fill(xs, ys, from, to, toX, toY);
       if (n < 2) continue;
       const lineWidth = Math.round(line.width * ratio * 1000) / 1000;
       ctx.strokeStyle = line.stroke;
       if (lineWidth === 1.5) {
-        strokeAsHairlines(ctx, n);
+        // Two hairlines (lines.ts, hairlinePair): the same look, a fraction of the raster time.
+        const one = new Path2D();
+        const other = new Path2D();
+        hairlinePair(at.x, at.y, n, one, other);
+        ctx.lineWidth = 1;
+        ctx.stroke(one);
+        ctx.stroke(other);
         continue;
       }
       // uPlot's pixel alignment: an odd width's line on pixel centres.
       const offset = (lineWidth % 2) / 2;
       const stroke = new Path2D();
-      stroke.moveTo(scratchX[0] + offset, scratchY[0] + offset);
-      for (let i = 1; i < n; i++) stroke.lineTo(scratchX[i] + offset, scratchY[i] + offset);
+      stroke.moveTo(at.x[0] + offset, at.y[0] + offset);
+      for (let i = 1; i < n; i++) stroke.lineTo(at.x[i] + offset, at.y[i] + offset);
       ctx.lineWidth = lineWidth;
       ctx.stroke(stroke);
     }
@@ -358,110 +369,4 @@ export class ScalarCard {
     this.plot?.destroy();
     this.plot = null;
   }
-}
-
-/** A scale's value → canvas pixel (the plot's, at the device's pixel ratio), as uPlot's
- * valToPos(v, key, true) computes it: linear scales in the usual direction as offset + v *
- * factor, log-10 ones as offset + log10(v) * factor, any other through valToPos; null while
- * the scale has no range. */
-type Projection = { log: boolean; offset: number; factor: number } | ((v: number) => number);
-
-function projection(u: uPlot, key: string): Projection | null {
-  const scale = u.scales[key];
-  const { min, max } = scale;
-  if (min == null || max == null) return null;
-  const { left, top, width, height } = u.bbox;
-  const distr = scale.distr ?? 1;
-  if ((scale.dir ?? 1) === 1 && (distr === 1 || (distr === 3 && (scale.log ?? 10) === 10 && min > 0 && max > 0))) {
-    const log = distr === 3;
-    const lo = log ? Math.log10(min) : min;
-    const span = (log ? Math.log10(max) : max) - lo;
-    // uPlot: left + width * pct horizontally, top + height * (1 - pct) vertically.
-    if (scale.ori === 0) return { log, offset: left - (lo * width) / span, factor: width / span };
-    if (scale.ori === 1) return { log, offset: top + height + (lo * height) / span, factor: -height / span };
-  }
-  return (v) => u.valToPos(v, key, true);
-}
-
-/** Canvas positions of a line's points [from, to), nulls skipped (a gap is spanned). */
-let scratchX = new Float64Array(1024);
-let scratchY = new Float64Array(1024);
-
-/** Fills scratchX/scratchY with the canvas positions of the points of xs/ys in [from, to)
- * whose y is not null; returns how many. */
-function canvasPoints(
-  xs: readonly number[],
-  ys: readonly (number | null)[],
-  from: number,
-  to: number,
-  toX: Projection,
-  toY: Projection,
-): number {
-  if (scratchX.length < to - from) {
-    scratchX = new Float64Array(2 * (to - from));
-    scratchY = new Float64Array(2 * (to - from));
-  }
-  let n = 0;
-  if (typeof toX !== "function" && typeof toY !== "function" && !toX.log) {
-    // The usual case, straight arithmetic: a linear x scale, a linear or log y scale.
-    const { offset: ox, factor: fx } = toX;
-    const { offset: oy, factor: fy, log } = toY;
-    for (let i = from; i < to; i++) {
-      const y = ys[i];
-      if (y === null || y === undefined) continue;
-      scratchX[n] = ox + xs[i] * fx;
-      scratchY[n] = oy + (log ? Math.log10(y) : y) * fy;
-      n++;
-    }
-    return n;
-  }
-  const px = typeof toX === "function" ? toX : (v: number): number => toX.offset + (toX.log ? Math.log10(v) : v) * toX.factor;
-  const py = typeof toY === "function" ? toY : (v: number): number => toY.offset + (toY.log ? Math.log10(v) : v) * toY.factor;
-  for (let i = from; i < to; i++) {
-    const y = ys[i];
-    if (y === null || y === undefined) continue;
-    scratchX[n] = px(xs[i]);
-    scratchY[n] = py(y);
-    n++;
-  }
-  return n;
-}
-
-/** Half the distance between the two hairlines that draw a line 1.5 device pixels wide. */
-const HAIRLINE_SPREAD = 0.35;
-
-/** Strokes the line through the n points in scratchX/scratchY 1.5 device pixels wide as two
- * anti-aliased one-pixel lines, each 0.35 px to one side of it (along the normal at each
- * point). The canvas (Skia) draws a line at most one device pixel wide as a hairline, and a
- * wider one through its general stroker and path filler, several times as long: the first
- * paint of the standard workload (5 charts of 16 runs' ~500 points) spent about 100 ms of the
- * page's main thread rasterising its lines, now about 25 ms (headless Chromium, software
- * raster). Compared on screenshots with the 1.5-pixel stroke, the charts differ by about
- * 1/255 a pixel on average: the same look. */
-function strokeAsHairlines(ctx: CanvasRenderingContext2D, n: number): void {
-  const left = new Path2D();
-  const right = new Path2D();
-  for (let i = 0; i < n; i++) {
-    // The normal at a point: of the chord between its neighbours (its segment at an end).
-    const p = i > 0 ? i - 1 : 0;
-    const q = i < n - 1 ? i + 1 : n - 1;
-    const dx = scratchX[q] - scratchX[p];
-    const dy = scratchY[q] - scratchY[p];
-    const scale = HAIRLINE_SPREAD / (Math.sqrt(dx * dx + dy * dy) || 1);
-    const nx = -dy * scale;
-    const ny = dx * scale;
-    // On pixel centres, as uPlot aligns a one-pixel line.
-    const x = scratchX[i] + 0.5;
-    const y = scratchY[i] + 0.5;
-    if (i === 0) {
-      left.moveTo(x + nx, y + ny);
-      right.moveTo(x - nx, y - ny);
-    } else {
-      left.lineTo(x + nx, y + ny);
-      right.lineTo(x - nx, y - ny);
-    }
-  }
-  ctx.lineWidth = 1;
-  ctx.stroke(left);
-  ctx.stroke(right);
 }
