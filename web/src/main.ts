@@ -16,7 +16,7 @@ import "./views/views.css";
 import { initialRuns, setExperiment, Stream } from "./api";
 import { setPageRuns } from "./colors";
 import { el } from "./dom";
-import { getJson, type MountedView, type ViewContext, type ViewDef } from "./views/common";
+import { FIRST_DRAW_EVENT, getJson, type MountedView, type ViewContext, type ViewDef } from "./views/common";
 import { distributionsView } from "./views/distributions";
 import { histogramsView } from "./views/histograms";
 import { hparamsView } from "./views/hparams";
@@ -52,6 +52,23 @@ const VIEW_PLUGIN: Record<string, string> = {
 function viewFromUrl(): ViewDef {
   const id = new URLSearchParams(location.search).get("view") ?? DEFAULT_VIEW;
   return VIEWS.find((v) => v.id === id) ?? VIEWS[0];
+}
+
+const FIRST_DRAW_WAIT_MS = 2000;
+
+/** Resolves on FIRST_DRAW_EVENT, or after FIRST_DRAW_WAIT_MS. */
+function afterFirstDraw(): Promise<void> {
+  return new Promise((done) => {
+    const timer = setTimeout(done, FIRST_DRAW_WAIT_MS);
+    document.addEventListener(
+      FIRST_DRAW_EVENT,
+      () => {
+        clearTimeout(timer);
+        done();
+      },
+      { once: true },
+    );
+  });
 }
 
 function urlWith(changes: Record<string, string | null>): string {
@@ -108,8 +125,12 @@ class Shell {
       this.assignColors();
       this.show(viewFromUrl(), true);
     });
-    this.show(viewFromUrl());
-    this.loadExperiments();
+    const first = viewFromUrl();
+    this.show(first);
+    // The experiment selector and the tabs' marks wait for the scalars view's first drawing
+    // (their requests and answers are not the first paint's), at most FIRST_DRAW_WAIT_MS.
+    if (first.id === "scalars") void afterFirstDraw().then(() => this.loadExperiments());
+    else this.loadExperiments();
   }
 
   /** The page's run colours, from the experiment's whole run list (one assignment for every

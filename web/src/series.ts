@@ -20,6 +20,23 @@ export class Series {
     return s;
   }
 
+  /** Takes an answer's columns as an empty series' own (no copy, no point by point merge)
+   * when its steps ascend strictly, as the API answers them; else merges them. Returns how
+   * many steps are new. */
+  adopt(cols: ScalarColumns): number {
+    const { step, wall_time: wall, value } = cols;
+    const n = step.length;
+    let plain = this.step.length === 0 && wall.length === n && value.length === n;
+    for (let i = 1; plain && i < n; i++) if (!(step[i] > step[i - 1])) plain = false;
+    if (!plain) return this.merge(step, wall, value.map(toNumber));
+    let numbers = true;
+    for (let i = 0; numbers && i < n; i++) if (typeof value[i] !== "number") numbers = false;
+    this.step = step;
+    this.wall = wall;
+    this.value = numbers ? (value as number[]) : value.map(toNumber);
+    return n;
+  }
+
   get length(): number {
     return this.step.length;
   }

@@ -19,6 +19,28 @@ describe("Series (live points merged by step)", () => {
     expect(s.wall).toEqual([10, 11, 12, 13, 14, 15]);
   });
 
+  it("adopts an answer's columns as an empty series' own, as merging them would give", () => {
+    const cols = { step: [0, 1, 5], wall_time: [10, 11, 15], value: [1, "NaN", 3] as (number | string)[] };
+    const merged = new Series();
+    merged.merge(cols.step, cols.wall_time, cols.value.map(toNumber));
+    const s = new Series();
+    expect(s.adopt(cols)).toBe(3);
+    expect([s.step, s.wall, s.value]).toEqual([merged.step, merged.wall, merged.value]);
+    expect(s.step).toBe(cols.step); // taken, not copied
+    s.put(3, 13, 2); // and still merged into by step
+    expect(s.step).toEqual([0, 1, 3, 5]);
+    const numbers = { step: [0, 1], wall_time: [0, 1], value: [1, 2] };
+    const t = new Series();
+    t.adopt(numbers);
+    expect(t.value).toBe(numbers.value);
+  });
+
+  it("merges, not adopts, columns whose steps do not strictly ascend", () => {
+    const s = new Series();
+    expect(s.adopt({ step: [2, 1, 1], wall_time: [12, 11, 13], value: [3, 2, 4] })).toBe(2);
+    expect([s.step, s.wall, s.value]).toEqual([[1, 2], [13, 12], [4, 3]]);
+  });
+
   it("a re-written step takes the new value", () => {
     const s = Series.from({ step: [0, 1, 2], wall_time: [10, 11, 12], value: [1, 2, 3] });
     expect(s.put(1, 20, 9)).toBe(false);

@@ -7,6 +7,10 @@ import { el } from "../dom";
 
 /** What the shell gives a view: the experiment shown (null: the daemon's first) and the
  * page's URL parameters, which a view may read and set (its own keys only). */
+/** The scalars view's event (on document) once its first cards in view are drawn: the page
+ * shell's own requests (the experiment list, the tabs' marks) wait for it. */
+export const FIRST_DRAW_EVENT = "boardd:first-draw";
+
 export interface ViewContext {
   readonly experiment: string | null;
   param(name: string): string | null;

@@ -16,6 +16,7 @@ import "./scalars.css";
 import { initialRuns, listScalars, readScalars, Stream, type SeriesEvent } from "../api";
 import { colorsReady, runColor, runColors, tagGroup } from "../colors";
 import { el } from "../dom";
+import { FIRST_DRAW_EVENT } from "./common";
 import { Series, toNumber, type ScalarColumns } from "../series";
 import { clampSmoothing, formatState, matcher, parseState, type ViewState, type XAxis } from "../url";
 import { ScalarCard } from "./scalars_card";
@@ -266,10 +267,12 @@ export class ScalarsView {
       // in view prepared and drawn, then the others' models (their attributes) brought up
       // to date.
       for (const card of cards) if (card.dirty) card.measure();
+      // A card whose first points have not arrived yet is not drawn (an empty chart drawn
+      // now would be thrown away and made again when they arrive, in the frame that matters).
       for (const card of cards) {
         if (!card.visible) continue;
         if (card.dirty) card.prepare(this.data.get(card.tag)!, runs, view);
-        if (card.stale) card.render();
+        if (card.stale && card.loaded) card.render();
       }
       // After this frame is painted: the cards out of view.
       if (cards.some((c) => !c.visible && c.dirty) && this.background === null) {
@@ -343,7 +346,7 @@ export class ScalarsView {
         s = new Series();
         byRun.set(run, s);
       }
-      added += s.merge(cols.step, cols.wall_time, cols.value.map(toNumber));
+      added += s.length === 0 ? s.adopt(cols) : s.merge(cols.step, cols.wall_time, cols.value.map(toNumber));
     }
     return added;
   }
@@ -387,6 +390,8 @@ export class ScalarsView {
     } catch {
       failed = first;
     }
+    // The page shell's requests wait for this (main.ts).
+    document.dispatchEvent(new Event(FIRST_DRAW_EVENT));
     if (!this.mounted) return;
     for (const tag of [...failed, ...[...tags].filter((t) => !first.includes(t))]) this.loadRetrying(tag);
   }

@@ -27,13 +27,20 @@ import {
   type XRange,
 } from "./scalars_model";
 import type { Series } from "../series";
+import { hairlinePair, LinePoints, linearProjection, type Projection } from "./lines";
+
+/** The points of the line drawn, in canvas pixels (one set of arrays for every chart). */
+const linePoints = new LinePoints();
 
 const CHART_HEIGHT = 220;
 
-/** One chart series' points: its run's kept x values and its y values (null: not drawn). */
+/** One chart series' line: its run's kept x values, its y values (null: not drawn), its
+ * colour and width (CSS pixels). */
 interface Line {
   xs: readonly number[];
   ys: readonly (number | null)[];
+  stroke: string;
+  width: number;
 }
 /** A wheel notch zooms by this factor (in) or its inverse (out). */
 const WHEEL_ZOOM = 0.8;
@@ -120,21 +127,23 @@ export class ScalarCard {
     const tables: Table[] = [];
     const series: uPlot.Series[] = [{}];
     const dots: string[] = [];
-    const lines: Line[] = [{ xs: [], ys: [] }];
-    const paths = (u: uPlot, index: number): uPlot.Series.Paths | null => this.path(u, index);
+    const lines: Line[] = [];
+    // The lines are drawn by drawLines (uPlot's own draw of a series draws none).
+    const paths = (): null => null;
     for (const t of model.traces) {
       const color = runColor(t.run);
       // A line needs two points: a series of one is drawn as a dot.
       const marker = { show: t.xs.length === 1, size: 6 };
       if (t.xs.length === 1) dots.push(t.run);
       if (t.smoothed) {
+        const faint = color + "40";
         tables.push([t.xs, t.raw, t.smoothed]);
-        lines.push({ xs: t.xs, ys: t.raw }, { xs: t.xs, ys: t.smoothed });
-        series.push({ label: t.run, stroke: color + "40", width: 1, spanGaps: true, points: { show: false }, paths });
+        lines.push({ xs: t.xs, ys: t.raw, stroke: faint, width: 1 }, { xs: t.xs, ys: t.smoothed, stroke: color, width: 1.5 });
+        series.push({ label: t.run, stroke: faint, width: 1, spanGaps: true, points: { show: false }, paths });
         series.push({ label: `${t.run} (smoothed)`, stroke: color, width: 1.5, spanGaps: true, points: marker, paths });
       } else {
         tables.push([t.xs, t.raw]);
-        lines.push({ xs: t.xs, ys: t.raw });
+        lines.push({ xs: t.xs, ys: t.raw, stroke: color, width: 1.5 });
         series.push({ label: t.run, stroke: color, width: 1.5, spanGaps: true, points: marker, paths });
       }
     }
@@ -154,31 +163,58 @@ export class ScalarCard {
     }
   }
 
-  /** A series' line from its own points (uPlot's own line walks every x of the chart, the
-   * union of all runs' steps: 16 runs' extremes have about 7 times as many as one run), those
-   * in the x window and one neighbour each side; gaps (null) are spanned. */
-  private path(u: uPlot, index: number): uPlot.Series.Paths | null {
-    const line = this.lines[index];
+  /** Draws every series' line from its own points (uPlot's own line would walk every x of
+   * the chart, the union of all runs' steps: 16 runs' extremes have about 7 times as many as
+   * one run), those in the x window and one neighbour each side; gaps (null) are spanned. As
+   * uPlot draws a line (its pixel alignment, round joins, butt caps, clipped to the plot), in
+   * the series' order, but in one pass: one clip for the chart, and positions computed from
+   * the scales directly rather than through valToPos per point (lines.ts). A line 1.5 device
+   * pixels wide (the smoothed lines at a pixel ratio of 1) is drawn as two lines of one pixel
+   * (lines.ts, hairlinePair). */
+  private drawLines(u: uPlot): void {
     const x = u.scales.x;
-    const scale = u.series[index].scale ?? "y";
-    if (!line || x.min == null || x.max == null) return null;
-    const { xs, ys } = line;
-    const from = Math.max(0, lowerBound(xs, x.min) - 1);
-    const to = Math.min(xs.length, upperBound(xs, x.max) + 1);
-    const stroke = new Path2D();
-    let started = false;
-    for (let i = from; i < to; i++) {
-      const y = ys[i];
-      if (y === null || y === undefined) continue;
-      const px = u.valToPos(xs[i], "x", true);
-      const py = u.valToPos(y, scale, true);
-      if (started) stroke.lineTo(px, py);
-      else {
-        stroke.moveTo(px, py);
-        started = true;
+    const y = u.scales.y;
+    if (x.min == null || x.max == null || y.min == null || y.max == null || this.lines.length === 0) return;
+    const toX: Projection = linearProjection(x, u.bbox) ?? ((v) => u.valToPos(v, "x", true));
+    const toY: Projection = linearProjection(y, u.bbox) ?? ((v) => u.valToPos(v, "y", true));
+    const { left, top, width, height } = u.bbox;
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(Math.floor(left), Math.floor(top), Math.ceil(width) + 1, Math.ceil(height) + 1);
+    ctx.clip();
+    ctx.lineJoin = "round";
+    ctx.lineCap = "butt";
+    ctx.setLineDash([]);
+    const ratio = uPlot.pxRatio;
+    const at = linePoints;
+    for (const line of this.lines) {
+      const { xs, ys } = line;
+      const from = Math.max(0, lowerBound(xs, x.min) - 1);
+      const to = Math.min(xs.length, upperBound(xs, x.max) + 1);
+      const n = at.fill(xs, ys, from, to, toX, toY);
+      if (n < 2) continue;
+      const lineWidth = Math.round(line.width * ratio * 1000) / 1000;
+      ctx.strokeStyle = line.stroke;
+      if (lineWidth === 1.5) {
+        // Two hairlines (lines.ts, hairlinePair): the same look, a fraction of the raster time.
+        const one = new Path2D();
+        const other = new Path2D();
+        hairlinePair(at.x, at.y, n, one, other);
+        ctx.lineWidth = 1;
+        ctx.stroke(one);
+        ctx.stroke(other);
+        continue;
       }
+      // uPlot's pixel alignment: an odd width's line on pixel centres.
+      const offset = (lineWidth % 2) / 2;
+      const stroke = new Path2D();
+      stroke.moveTo(at.x[0] + offset, at.y[0] + offset);
+      for (let i = 1; i < n; i++) stroke.lineTo(at.x[i] + offset, at.y[i] + offset);
+      ctx.lineWidth = lineWidth;
+      ctx.stroke(stroke);
     }
-    return { stroke, fill: null, clip: null, flags: 0 };
+    ctx.restore();
   }
 
   private chartOptions(options: DrawOptions, series: uPlot.Series[]): uPlot.Options {
@@ -210,6 +246,7 @@ export class ScalarCard {
           },
         ],
         setCursor: [(u) => this.showTooltip(u)],
+        draw: [(u) => this.drawLines(u)],
       },
     };
   }

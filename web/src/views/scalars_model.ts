@@ -100,18 +100,22 @@ export function prepareCard(series: Map<string, Series>, runs: string[], opts: D
     const fullX = xValues(s, opts.x);
     const fullSmoothed = opts.smoothing > 0 ? smooth(s.value, opts.smoothing) : null;
     const [from, to] = windowIndices(fullX, opts.range);
-    const keep = minMaxIndices(fullX.slice(from, to), s.value.slice(from, to), Math.max(1, Math.round(opts.width)));
-    const xs = new Array<number>(keep.length);
-    const raw = new Array<number | null>(keep.length);
-    const smoothed = fullSmoothed ? new Array<number | null>(keep.length) : null;
-    for (let k = 0; k < keep.length; k++) {
-      const i = keep[k] + from;
+    const buckets = Math.max(1, Math.round(opts.width));
+    // Every point of the window kept (no more than 4 a bucket: minMaxIndices keeps them all,
+    // the first paint's case) without copying the window and listing its indices first.
+    const keep = to - from <= 4 * buckets ? null : minMaxIndices(fullX.slice(from, to), s.value.slice(from, to), buckets);
+    const kept = keep === null ? to - from : keep.length;
+    const xs = new Array<number>(kept);
+    const raw = new Array<number | null>(kept);
+    const smoothed = fullSmoothed ? new Array<number | null>(kept) : null;
+    for (let k = 0; k < kept; k++) {
+      const i = keep === null ? from + k : keep[k] + from;
       xs[k] = fullX[i];
       raw[k] = shown(s.value[i], opts.logY);
       if (smoothed) smoothed[k] = shown(fullSmoothed![i], opts.logY);
     }
     traces.push({ run, xs, raw, smoothed, series: s, fullX, fullSmoothed });
-    points += keep.length;
+    points += kept;
     const last = s.step[s.length - 1];
     lastStep = lastStep === null ? last : Math.max(lastStep, last);
     const lv = (fullSmoothed ?? s.value)[s.length - 1];
@@ -208,7 +212,8 @@ export function alignTables(tables: readonly Table[]): (number | null | undefine
     }
     for (let c = 1; c < t.length; c++) {
       const ys = t[c];
-      const col = new Array<number | null | undefined>(xs.length).fill(undefined);
+      // Holes, not undefined: a column of numbers stays an array of unboxed doubles.
+      const col = new Array<number | null | undefined>(xs.length);
       for (let i = 0; i < tx.length; i++) col[at[i]] = ys[i];
       out.push(col);
     }
