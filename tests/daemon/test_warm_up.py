@@ -4,6 +4,7 @@ answer has been sent, and the catch-up waiting for it (bench/bench_tensorboard.p
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from pathlib import Path
@@ -16,10 +17,11 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from tensorboardX import SummaryWriter
 
+from boardd.cli import main
 from boardd.config import ExperimentSpec, ServeSettings
 from boardd.daemon import runner as runner_module
 from boardd.daemon.runner import ExperimentRunner
-from boardd.daemon.service import first_answer_sets
+from boardd.daemon.service import Service, first_answer_sets
 from boardd.store.connection import open_reader
 from tests.conftest import ThreadedServer, ingest
 from tests.daemon.conftest import wait_until
@@ -114,3 +116,32 @@ def test_a_new_store_catches_up_at_once(tmp_path: Path, monkeypatch: pytest.Monk
         assert _steps(db) == list(range(4))
     finally:
         runner.stop()
+
+
+# -- the cyclic collector is off during a start-up -------------------------------------------------
+
+
+def test_the_warm_up_turns_the_collector_back_on(tmp_path: Path) -> None:
+    # `boardd serve` (the console script) starts with gc disabled (boardd.cli.main); the
+    # warm-up, once the first answer is sent, freezes what the start made and enables it.
+    spec = ExperimentSpec("default", tmp_path / "logs", tmp_path / "s.sqlite")
+    service = Service(ServeSettings(experiments=(spec,)))
+    frozen = gc.get_freeze_count()
+    gc.disable()
+    try:
+        service._answered.set()  # the first answer has been sent
+        service._start_warm_up()
+        assert gc.isenabled()
+        assert gc.get_freeze_count() > frozen
+        assert service.warm.is_set()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def test_only_the_serve_console_script_turns_the_collector_off() -> None:
+    # In-process callers of main() (tests, embedders) keep their collector as it is.
+    assert gc.isenabled()
+    with pytest.raises(SystemExit):  # --help exits once printed
+        main(["serve", "--help"])
+    assert gc.isenabled()

@@ -5,6 +5,7 @@ returns the exit code."""
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -59,6 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     words = sys.argv[1:] if argv is None else list(argv)
     command = words[0] if words and words[0] in COMMANDS else None
+    if command == "serve" and argv is None:
+        # A start-up makes long-lived objects only (modules, classes, functions): the cyclic
+        # collector, which would walk them again and again as they pile up, is off until the
+        # daemon's first answer has been sent; they are then frozen out of its reach and it
+        # runs as usual (boardd.daemon.service's warm-up).
+        gc.disable()
     parser = build_parser(command)
     args = parser.parse_args(words)
     if args.command is None:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import errno
 import functools
+import gc
 import logging
 import os
 import signal
@@ -260,6 +261,11 @@ class Service:
     def _start_warm_up(self) -> None:
         """Starts what the first answer does not need, once it has been sent."""
         self._answered.wait(WARM_UP_AFTER_SECONDS)
+        # `boardd serve` started with the cyclic collector off (boardd.cli.main): what the
+        # start made stays (frozen: later collections skip it), and the collector runs again.
+        if not gc.isenabled():
+            gc.freeze()
+            gc.enable()
         if self._stopping.is_set():
             return
         if self.lineage is not None:
