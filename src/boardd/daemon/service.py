@@ -344,10 +344,10 @@ class Service:
                 last = line
 
 
-def first_answer_sets(app: ASGIApp, *events: threading.Event) -> ASGIApp:
-    """``app``, setting each of ``events`` as it hands the last part of an HTTP answer to the
-    server (any status; a stream that never ends does not count)."""
-    answered = events[0]
+def first_answer_sets(app: ASGIApp, answered: threading.Event, *also: threading.Event) -> ASGIApp:
+    """``app``, setting ``answered`` (and each of ``also``) as it hands the last part of an
+    HTTP answer to the server (any status; a stream that never ends does not count)."""
+    events = (answered, *also)
 
     async def watched(scope: Scope, receive: Receive, send: Send) -> None:
         if answered.is_set() or scope["type"] != "http":
