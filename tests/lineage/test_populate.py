@@ -4,10 +4,13 @@ attributions and associations, found by stable keys; user records are never touc
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from boardd.lineage import types
 from boardd.lineage.populate import Populator
@@ -255,7 +258,9 @@ def test_state_follows_inactivity_without_session_end(tmp_path: Path) -> None:
         store.close()
 
 
-def test_a_name_taken_by_a_user_record_is_skipped_not_fatal(tmp_path: Path) -> None:
+def test_a_name_taken_by_a_user_record_is_skipped_not_fatal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from boardd.config import ExperimentSpec
     from tests.lineage.conftest import write_training_logdir
 
@@ -271,8 +276,13 @@ def test_a_name_taken_by_a_user_record_is_skipped_not_fatal(tmp_path: Path) -> N
         type_id = store.put_execution_type(run_type)
         [theirs] = store.put_executions([pb.Execution(type_id=type_id, name="exp/lr0.1")])
         before = store.get_executions_by_id([theirs])
-        Populator(store, 600.0).refresh(scan(spec))
+        with caplog.at_level(logging.WARNING, logger="boardd.lineage.populate"):
+            Populator(store, 600.0).refresh(scan(spec))
         assert store.get_executions_by_id([theirs]) == before
+        # One line saying which name is taken, not the stored record quoted whole.
+        [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert "1 execution name(s) are taken" in warning and "'exp/lr0.1'" in warning
+        assert "\n" not in warning
         names = {e.name for e in store.get_executions_by_type(types.TRAINING_RUN)}
         assert {"exp/lr0.01", f"exp/{OFFICIAL}"} <= names
         stored = store.get_execution_type(types.TRAINING_RUN)

@@ -368,20 +368,27 @@ class Populator:
         except errors.AlreadyExistsError:
             # A user's record holds one of these names: write one by one, skipping those.
             pairs = []
+            taken = []
             for message, fingerprint in due:
                 try:
                     [new_id] = put([message])
                 except errors.AlreadyExistsError as exc:
                     self._conflicts.add(message.external_id)
-                    log.warning(
-                        "lineage: %s %r is taken by a record boardd did not write; not "
-                        "recording it (%s)",
-                        kind,
-                        message.name,
-                        exc,
-                    )
+                    taken.append(message.name)
+                    # The store's message quotes the whole record: for a debug log only.
+                    log.debug("lineage: %s %r not recorded: %s", kind, message.name, exc)
                     continue
                 pairs.append(((message, fingerprint), new_id))
+            if taken:
+                # One line for the batch: a store shared with another writer can conflict on
+                # every file of a logdir at once.
+                log.warning(
+                    "lineage: %d %s name(s) are taken by records this daemon did not write "
+                    "(another process or store); not recording them: %s",
+                    len(taken),
+                    kind,
+                    ", ".join(repr(n) for n in taken[:3]) + (", …" if len(taken) > 3 else ""),
+                )
         for (message, fingerprint), new_id in pairs:
             if not message.HasField("id"):
                 created.add(int(new_id))
