@@ -119,6 +119,19 @@ SCHEMAS: dict[str, Any] = {
                     "hits": {"type": "integer"},
                     "misses": {"type": "integer"},
                     "hit_rate": {"type": "number"},
+                    "columns": {
+                        "type": "object",
+                        "description": "whole scalar series kept decoded (a process's readers "
+                        "share them; filled once an experiment is caught up)",
+                        "required": ["hits", "misses", "entries", "bytes", "max_bytes"],
+                        "properties": {
+                            "hits": {"type": "integer"},
+                            "misses": {"type": "integer"},
+                            "entries": {"type": "integer"},
+                            "bytes": {"type": "integer"},
+                            "max_bytes": {"type": "integer"},
+                        },
+                    },
                 },
             },
             "experiments": {

@@ -24,6 +24,7 @@ from boardd.api.common import (
 from boardd.api.openapi import SPEC
 from boardd.api.routes import Query, RouteDef
 from boardd.cache import CacheStats
+from boardd.data import columns
 from boardd.data import experiments as data_experiments
 from boardd.data.errors import DataError
 
@@ -63,6 +64,7 @@ async def health(request: Request, query: Query, route: RouteDef) -> Response:
                     "memory": _tier_stats(stats),
                     "disk": None if disk is None else _tier_stats(disk.stats, disk.errors),
                 },
+                "columns": columns.cache.stats._asdict(),
             },
             "experiments": experiments,
         }

@@ -41,6 +41,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _preload_columns(db: Path, stop: threading.Event) -> None:
+    """The scalar series into the column cache, as far as it has room (boardd.data.columns),
+    so that the first charts after a start do not read the store's rows."""
+    from boardd.data import columns
+
+    columns.preload_store(db, stop)
+
+
 def _preload_hparams(db: Path) -> None:
     """The hparams engine reads the store's hparams data (if any) now that the catch-up is
     done, rather than at the first hparams request (imported here: not on the start path)."""
@@ -612,6 +620,10 @@ class ExperimentRunner:
             self._warm.wait()
             if self._stop.is_set():
                 return
+        # The scalar series first (the dashboard's first view reads them), then hparams.
+        _preload_columns(self.spec.db, self._stop)
+        if self._stop.is_set():
+            return
         _preload_hparams(self.spec.db)
 
     def _progress(self, done: int, total: int) -> None:
@@ -626,7 +638,7 @@ class ExperimentRunner:
         if self._retry_at is None:
             self.state = RunnerState.LIVE
         log.info("%s: live (%s)", self.spec.name, watcher.mode)
-        threading.Thread(target=self._preload, name="hparams-preload", daemon=True).start()
+        threading.Thread(target=self._preload, name="preload", daemon=True).start()
         unwatched = watcher.unwatched_reason()
         if unwatched is not None:
             log.warning(

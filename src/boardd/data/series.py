@@ -11,6 +11,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from boardd.data import columns
 from boardd.data.blobs import blob_key
 from boardd.data.downsample import downsample_indices, extremes_indices
 from boardd.data.errors import BadRequest, TooLarge
@@ -185,6 +186,25 @@ def _pick(steps: npt.NDArray[np.int64], bounds: Bounds) -> npt.NDArray[np.intp] 
     return downsample_indices(steps, bounds.downsample)
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _within(
+    held: columns.Columns, bounds: Bounds
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The step range and ``latest`` of a whole series, as the store's query would cut them."""
+    lo, hi = 0, int(held.steps.shape[0])
+    if bounds.step_min is not None:
+        step = min(max(bounds.step_min, _INT64[0]), _INT64[1])
+        lo = int(np.searchsorted(held.steps, step, "left"))
+    if bounds.step_max is not None:
+        step = min(max(bounds.step_max, _INT64[0]), _INT64[1])
+        hi = max(lo, int(np.searchsorted(held.steps, step, "right")))
+    if bounds.latest is not None:
+        lo = max(lo, hi - bounds.latest)
+    return held.steps[lo:hi], held.wall_times[lo:hi], held.values[lo:hi]
+
+
 class ScalarColumns(NamedTuple):
     """The points of one scalar series as columns (NaN and ±Inf kept as floats)."""
 
@@ -198,16 +218,30 @@ class ScalarColumns(NamedTuple):
 def read_scalars(
     connection: apsw.Connection, series: Sequence[SeriesInfo], bounds: Bounds
 ) -> list[ScalarColumns]:
-    """The points of scalar series within the bounds, by step."""
+    """The points of scalar series within the bounds, by step.
+
+    A read of whole series goes through the column cache (:mod:`boardd.data.columns`), which
+    it fills; a step range or ``latest`` is cut from a series the cache holds, else read from
+    the store (a live chart's few new points must not read its whole series)."""
+    whole = bounds.step_min is None and bounds.step_max is None and bounds.latest is None
+    store = columns.store_key(connection) if series else ""
     out = []
     for s in series:
-        steps, walls, values = queries.scalar_columns(
-            connection,
-            s.id,
-            step_min=bounds.step_min,
-            step_max=bounds.step_max,
-            latest=bounds.latest,
+        held = (
+            columns.read_whole(connection, store, s.id, s.generation)
+            if whole
+            else columns.cache.get(store, s.id, s.generation)
         )
+        if held is not None:
+            steps, walls, values = _within(held, bounds)
+        else:
+            steps, walls, values = queries.scalar_columns(
+                connection,
+                s.id,
+                step_min=bounds.step_min,
+                step_max=bounds.step_max,
+                latest=bounds.latest,
+            )
         chosen: npt.NDArray[np.intp] | None
         if bounds.downsample is not None and bounds.downsample_by == "extremes":
             chosen = extremes_indices(steps, values, bounds.downsample)

@@ -194,6 +194,19 @@ def list_series(
     ]
 
 
+def scalar_series_by_tag(connection: apsw.Connection) -> list[tuple[int, int, int]]:
+    """(id, generation, points kept) of every scalar series of live runs, by tag then run (the
+    order a dashboard shows them in)."""
+    return [
+        (int(row[0]), int(row[1]), int(row[2] or 0))
+        for row in connection.execute(
+            "SELECT s.id, s.generation, s.kept FROM series s JOIN runs r ON r.id = s.run_id "
+            "WHERE r.deleted = 0 AND s.data_class = ? ORDER BY s.tag, r.name",
+            (int(DataClass.SCALAR),),
+        )
+    ]
+
+
 def plugins(connection: apsw.Connection, experiment_id: int) -> dict[str, list[int]]:
     """Plugin name → the data classes its series have, for live runs."""
     out: dict[str, list[int]] = {}
