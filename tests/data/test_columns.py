@@ -151,7 +151,7 @@ def test_a_commit_to_the_series_is_never_answered_from_before_it(tmp_path: Path)
 
 
 def test_a_copy_of_a_store_file_does_not_share_its_entries(tmp_path: Path) -> None:
-    logdir, db, run = _store_of(tmp_path, {s: float(s) for s in range(10)})
+    _logdir, db, run = _store_of(tmp_path, {s: float(s) for s in range(10)})
     run.close()
     copy = tmp_path / "copy.sqlite"
     shutil.copyfile(db, copy)
