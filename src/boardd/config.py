@@ -188,6 +188,8 @@ def lineage_path(given: str | None, environ: Mapping[str, str] | None = None) ->
 
 def parse_storage(items: Sequence[str]) -> dict[str, Any]:
     """``--storage-option KEY=VALUE`` items → fsspec storage options."""
+    if not items:  # the usual case: the remote logdirs' module is not imported for nothing
+        return {}
     from boardd.ingest.remote import parse_storage_options
 
     try:

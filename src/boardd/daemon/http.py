@@ -40,10 +40,9 @@ import time
 from collections import Counter
 from typing import Any
 
-import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
 from boardd.api.errors import error_bytes
+from boardd.daemon.uvicorn_server import Config, HttpToolsProtocol
+from boardd.daemon.uvicorn_server import Server as UvicornServer
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +81,11 @@ def server_config(
     graceful: float = 3.0,
     head_timeout: float = HEAD_TIMEOUT,
     max_connections: int | None = None,
-) -> uvicorn.Config:
+) -> Config:
     """uvicorn's configuration of boardd's HTTP server: its own logging, no access log, and
     the connection guard of this module (``max_connections`` default: connection_cap())."""
     cap = connection_cap() if max_connections is None else max_connections
-    return uvicorn.Config(
+    return Config(
         app,
         log_config=None,
         access_log=False,
@@ -387,7 +386,7 @@ def guarded_protocol(cap: int, head_timeout: float) -> type[asyncio.Protocol]:
 _ACCEPT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
-class Server(uvicorn.Server):
+class Server(UvicornServer):
     """uvicorn's server whose event loop counts failed accepts into the guard's summary line
     (asyncio logs each with a traceback, up to a batch of them per turn of the loop)."""
 

@@ -26,7 +26,6 @@ from types import FrameType
 from typing import Any
 from urllib.parse import urlencode
 
-import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from boardd.api.app import create_app
@@ -37,6 +36,7 @@ from boardd.daemon.http import Server, server_config
 from boardd.daemon.memory import tune_malloc
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner, RunnerState, describe
+from boardd.daemon.uvicorn_server import Config
 from boardd.lineage import LineageService
 from boardd.store.bus import ChangeHub
 from boardd.store.location import state_directory
@@ -128,7 +128,7 @@ def open_url(base: str, token: str | None) -> str:
 class _Server(Server):
     """uvicorn's server with boardd's own signal handling (SIGHUP rescans; no re-raise)."""
 
-    def __init__(self, config: uvicorn.Config, service: Service) -> None:
+    def __init__(self, config: Config, service: Service) -> None:
         super().__init__(config)
         self._service = service
 
