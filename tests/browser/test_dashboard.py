@@ -359,9 +359,25 @@ def test_tooltip_shows_every_runs_value_at_the_step(
     for run, step, value in rows:
         cols = answer[run]["loss"]
         assert value == pytest.approx(cols["value"][cols["step"].index(step)])
+    # Each run's point is marked on the chart, in its run's colour, under the pointer's x.
+    markers = page.page.evaluate(
+        """() => [...document.querySelectorAll('[data-tag="loss"] .hover-point:not([hidden])')]
+            .map((m) => { const r = m.getBoundingClientRect();
+                          return [r.left + r.width / 2, getComputedStyle(m).borderTopColor]; })"""
+    )
+    swatches = page.page.evaluate(
+        """() => [...document.querySelectorAll('[data-tag="loss"] .tooltip .swatch')]
+            .map((s) => getComputedStyle(s).backgroundColor)"""
+    )
+    assert sorted(m[1] for m in markers) == sorted(swatches)
+    # At the rows' step (one for all: the runs log the same steps), the nearest to the pointer.
+    half_step = box["width"] / (STEPS - 1) / 2
+    assert len({round(m[0], 1) for m in markers}) == 1
+    assert abs(markers[0][0] - (box["x"] + box["width"] / 2)) <= half_step + 1, (markers, box)
     page.screenshot("tooltip")
     page.page.mouse.move(0, 0)
     tooltip.wait_for(state="hidden")
+    assert page.page.locator('[data-tag="loss"] .hover-point:not([hidden])').count() == 0
     page.assert_no_errors()
 
 

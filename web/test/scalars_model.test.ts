@@ -1,7 +1,7 @@
 import uPlot from "uplot";
 import { describe, expect, it } from "vitest";
 import { Series } from "../src/series";
-import { alignTables, formatValue, prepareCard, stepRange, type Table, valuesAt, windowIndices } from "../src/views/scalars_model";
+import { formatValue, prepareCard, stepRange, valuesAt, windowIndices, xExtent, yExtent } from "../src/views/scalars_model";
 
 function series(steps: number[], values: number[], wall0 = 1000): Series {
   return Series.from({ step: steps, wall_time: steps.map((s) => wall0 + s), value: values });
@@ -85,26 +85,42 @@ describe("window and tooltip lookups", () => {
   });
 });
 
-describe("alignTables", () => {
-  it("gives uPlot.join's aligned data: the union of the xs, gaps undefined, nulls kept", () => {
-    const tables: Table[] = [
-      [[0, 2, 4], [1, null, 3], [10, 20, 30]],
-      [[1, 2, 5], [7, 8, 9]],
-      [[], []],
-    ];
-    const expected = [[0, 1, 2, 4, 5], [1, undefined, null, 3, undefined], [10, undefined, 20, 30, undefined], [undefined, 7, 8, undefined, 9], [undefined, undefined, undefined, undefined, undefined]];
-    expect(alignTables(tables)).toEqual(expected);
-    expect(alignTables(tables)).toEqual(uPlot.join(tables as uPlot.AlignedData[]));
+describe("the chart's extents (its scales, without aligning the runs for uPlot)", () => {
+  it("gives the x extent of every run's kept points, null for none", () => {
+    const m = prepareCard(new Map([["a", series([3, 5, 9], [1, 2, 3])], ["b", series([1, 4], [5, 6])]]), ["a", "b"], base);
+    expect(xExtent(m)).toEqual([1, 9]);
+    expect(xExtent(prepareCard(new Map(), [], base))).toBeNull();
   });
 
-  it("copies tables that share their xs, and answers [[]] for none", () => {
-    const xs = [1, 2, 3];
-    const tables: Table[] = [
-      [xs, [1, 2, 3]],
-      [[1, 2, 3], [4, null, 6]],
-    ];
-    expect(alignTables(tables)).toEqual([[1, 2, 3], [1, 2, 3], [4, null, 6]]);
-    expect(alignTables(tables)[0]).not.toBe(xs);
-    expect(alignTables([])).toEqual([[]]);
+  it("gives the y extent of raw and smoothed lines inside the window, as uPlot's auto range read it", () => {
+    const steps = Array.from({ length: 50 }, (_, i) => i * 2);
+    const a = series(steps, steps.map((s) => Math.sin(s / 7) * 10));
+    const b = series(steps.map((s) => s + 1), steps.map((s) => (s === 40 ? 100 : Math.cos(s / 5))));
+    const data = new Map([["a", a], ["b", b]]);
+    for (const range of [null, [10, 30], [39.5, 41.5], [200, 300]] as const) {
+      for (const smoothing of [0, 0.9]) {
+        const m = prepareCard(data, ["a", "b"], { ...base, smoothing, range });
+        // What uPlot's auto range read: the aligned columns' values at the xs inside the window.
+        const tables = m.traces.map((t) => [t.xs, t.raw, ...(t.smoothed ? [t.smoothed] : [])]);
+        const aligned = uPlot.join(tables as uPlot.AlignedData[]);
+        let lo = Infinity;
+        let hi = -Infinity;
+        aligned[0].forEach((x, i) => {
+          if (range !== null && (x < range[0] || x > range[1])) return;
+          for (const col of aligned.slice(1)) {
+            const y = col[i];
+            if (typeof y === "number") [lo, hi] = [Math.min(lo, y), Math.max(hi, y)];
+          }
+        });
+        expect(yExtent(m, range)).toEqual(lo <= hi ? [lo, hi] : null);
+      }
+    }
+    // The spike at step 41 (b's step 40 + 1) is in the window that holds it, not in others.
+    expect(yExtent(prepareCard(data, ["a", "b"], { ...base, range: [39.5, 41.5] }), [39.5, 41.5])![1]).toBe(100);
+  });
+
+  it("skips gaps: a log scale's non-positive values", () => {
+    const m = prepareCard(new Map([["a", series([1, 2, 3], [-1, 0, 5])]]), ["a"], { ...base, logY: true });
+    expect(yExtent(m, null)).toEqual([5, 5]);
   });
 });

@@ -15,16 +15,17 @@ import { scalarsUrl } from "../api";
 import { runColor } from "../colors";
 import { el } from "../dom";
 import {
-  alignTables,
   type CardModel,
   type DrawOptions,
   formatValue,
   lowerBound,
   prepareCard,
-  type Table,
+  type TooltipRow,
   upperBound,
   valuesAt,
   type XRange,
+  xExtent,
+  yExtent,
 } from "./scalars_model";
 import type { Series } from "../series";
 import { hairlinePair, LinePoints, linearProjection, type Projection } from "./lines";
@@ -34,14 +35,24 @@ const linePoints = new LinePoints();
 
 const CHART_HEIGHT = 220;
 
-/** One chart series' line: its run's kept x values, its y values (null: not drawn), its
- * colour and width (CSS pixels). */
+/** One line of the chart: its run's kept x values, its y values (null: not drawn), its
+ * colour and width (CSS pixels); a run of one point is a dot (as uPlot draws a point). */
 interface Line {
   xs: readonly number[];
   ys: readonly (number | null)[];
   stroke: string;
   width: number;
+  dot: boolean;
 }
+/** A run of one point, in canvas pixels. */
+interface Dot {
+  x: number;
+  y: number;
+  stroke: string;
+}
+/** A dot as uPlot draws a series' point: 6 CSS pixels across, its outline 1.2 wide. */
+const DOT_SIZE = 6;
+const DOT_WIDTH = 1.2;
 /** A wheel notch zooms by this factor (in) or its inverse (out). */
 const WHEEL_ZOOM = 0.8;
 
@@ -49,10 +60,12 @@ export class ScalarCard {
   readonly root: HTMLElement;
   private readonly plotBox: HTMLElement;
   private readonly tooltip: HTMLElement;
+  /** The hover markers (showMarkers), made as needed and reused. */
+  private readonly markers: HTMLElement[] = [];
   private readonly csv: HTMLAnchorElement;
   private readonly json: HTMLAnchorElement;
   private plot: uPlot | null = null;
-  /** Each chart series' own points (index 0: the x series, none), read by path(). */
+  /** The chart's lines, drawn by drawLines. */
   private lines: Line[] = [];
   private shape = "";
   private model: CardModel | null = null;
@@ -88,7 +101,10 @@ export class ScalarCard {
     this.plotBox.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
     // Capture: Shift+drag pans, and uPlot (listening below) must not start a selection then.
     this.plotBox.addEventListener("mousedown", (e) => this.onPanStart(e), { capture: true });
-    this.plotBox.addEventListener("mouseleave", () => (this.tooltip.hidden = true));
+    this.plotBox.addEventListener("mouseleave", () => {
+      this.tooltip.hidden = true;
+      for (const marker of this.markers) marker.hidden = true;
+    });
   }
 
   /** Reads the chart's width (a layout read: done for every card before any is drawn). */
@@ -118,42 +134,39 @@ export class ScalarCard {
     this.json.href = scalarsUrl(this.tag, model.drawn, "json");
   }
 
-  /** Draws the prepared model on the chart. */
+  /** Draws the prepared model on the chart. uPlot holds the axes, the scales, the cursor and
+   * the selection, and draws no line: its data is the x extent alone (two x values, no y
+   * series), its y range is the lines' own within the x window (yExtent, with uPlot's
+   * padding), and the lines are drawn by drawLines from each run's own points. uPlot's
+   * aligned data (the union of every run's x values, each run's values spread over it) cost
+   * more than any other part of a first paint's drawing: 16 runs' extremes have about 7
+   * times as many x values together as one has. */
   render(): void {
     const model = this.model;
     const options = this.options;
     if (!model || !options) return;
     this.stale = false;
-    const tables: Table[] = [];
-    const series: uPlot.Series[] = [{}];
-    const dots: string[] = [];
     const lines: Line[] = [];
-    // The lines are drawn by drawLines (uPlot's own draw of a series draws none).
-    const paths = (): null => null;
     for (const t of model.traces) {
       const color = runColor(t.run);
       // A line needs two points: a series of one is drawn as a dot.
-      const marker = { show: t.xs.length === 1, size: 6 };
-      if (t.xs.length === 1) dots.push(t.run);
+      const dot = t.xs.length === 1;
       if (t.smoothed) {
-        const faint = color + "40";
-        tables.push([t.xs, t.raw, t.smoothed]);
-        lines.push({ xs: t.xs, ys: t.raw, stroke: faint, width: 1 }, { xs: t.xs, ys: t.smoothed, stroke: color, width: 1.5 });
-        series.push({ label: t.run, stroke: faint, width: 1, spanGaps: true, points: { show: false }, paths });
-        series.push({ label: `${t.run} (smoothed)`, stroke: color, width: 1.5, spanGaps: true, points: marker, paths });
+        lines.push({ xs: t.xs, ys: t.raw, stroke: color + "40", width: 1, dot: false });
+        lines.push({ xs: t.xs, ys: t.smoothed, stroke: color, width: 1.5, dot });
       } else {
-        tables.push([t.xs, t.raw]);
-        lines.push({ xs: t.xs, ys: t.raw, stroke: color, width: 1.5 });
-        series.push({ label: t.run, stroke: color, width: 1.5, spanGaps: true, points: marker, paths });
+        lines.push({ xs: t.xs, ys: t.raw, stroke: color, width: 1.5, dot });
       }
     }
     this.lines = lines;
-    const data = alignTables(tables) as uPlot.AlignedData;
-    const shape = [options.x, options.smoothing > 0, options.logY, model.drawn.join("\u0000"), dots.join("\u0000")].join("|");
+    const extent = xExtent(model);
+    const xs = extent === null ? [] : extent[0] === extent[1] ? [extent[0]] : extent;
+    const data: uPlot.AlignedData = [xs];
+    const shape = [options.x, options.logY].join("|");
     if (this.plot === null || shape !== this.shape) {
       this.plot?.destroy();
       this.shape = shape;
-      this.plot = new uPlot(this.chartOptions(options, series), data, this.plotBox);
+      this.plot = new uPlot(this.chartOptions(options), data, this.plotBox);
       if (this.range) this.applyRange(this.range);
     } else {
       this.plot.setData(data, this.range === null);
@@ -161,6 +174,14 @@ export class ScalarCard {
       // A tooltip on show reads the new points.
       if (!this.tooltip.hidden) this.showTooltip(this.plot);
     }
+  }
+
+  /** The y scale's range: the lines' extent in the x window, padded as uPlot pads its auto
+   * range (rangeNum, or rangeLog on a log scale). */
+  private yRange(logY: boolean): uPlot.Range.MinMax {
+    const extent = this.model ? yExtent(this.model, this.range) : null;
+    if (extent === null) return [null, null];
+    return logY ? uPlot.rangeLog(extent[0], extent[1], 10, false) : uPlot.rangeNum(extent[0], extent[1], 0.1, true);
   }
 
   /** Draws every series' line from its own points (uPlot's own line would walk every x of
@@ -188,14 +209,19 @@ export class ScalarCard {
     ctx.setLineDash([]);
     const ratio = uPlot.pxRatio;
     const at = linePoints;
+    const dots: Dot[] = [];
     for (const line of this.lines) {
       const { xs, ys } = line;
       const from = Math.max(0, lowerBound(xs, x.min) - 1);
       const to = Math.min(xs.length, upperBound(xs, x.max) + 1);
       const n = at.fill(xs, ys, from, to, toX, toY);
+      if (line.dot) {
+        if (n > 0) dots.push({ x: at.x[0], y: at.y[0], stroke: line.stroke });
+        continue;
+      }
       if (n < 2) continue;
-      const lineWidth = Math.round(line.width * ratio * 1000) / 1000;
       ctx.strokeStyle = line.stroke;
+      const lineWidth = Math.round(line.width * ratio * 1000) / 1000;
       if (lineWidth === 1.5) {
         // Two hairlines (lines.ts, hairlinePair): the same look, a fraction of the raster time.
         const one = new Path2D();
@@ -215,19 +241,43 @@ export class ScalarCard {
       ctx.stroke(stroke);
     }
     ctx.restore();
+    if (dots.length > 0) this.drawDots(ctx, dots, u.bbox, ratio);
   }
 
-  private chartOptions(options: DrawOptions, series: uPlot.Series[]): uPlot.Options {
+  /** Draws runs of one point as uPlot draws a series' points: on whole pixels (shifted by
+   * half the outline's odd part), white inside, clipped to the plot grown by a dot. */
+  private drawDots(ctx: CanvasRenderingContext2D, dots: readonly Dot[], bbox: uPlot.BBox, ratio: number): void {
+    const outline = Math.round(DOT_WIDTH * ratio * 1000) / 1000;
+    const shift = (outline % 2) / 2;
+    const radius = ((DOT_SIZE - DOT_WIDTH) / 2) * ratio;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(bbox.left - 2 * radius, bbox.top - 2 * radius, bbox.width + 4 * radius, bbox.height + 4 * radius);
+    ctx.clip();
+    ctx.lineWidth = outline;
+    ctx.fillStyle = "#fff";
+    for (const d of dots) {
+      const path = new Path2D();
+      path.arc(Math.round(d.x) + shift, Math.round(d.y) + shift, radius, 0, 2 * Math.PI);
+      ctx.strokeStyle = d.stroke;
+      ctx.fill(path);
+      ctx.stroke(path);
+    }
+    ctx.restore();
+  }
+
+  private chartOptions(options: DrawOptions): uPlot.Options {
+    const logY = options.logY;
     return {
       width: options.width,
       height: CHART_HEIGHT,
       legend: { show: false },
       scales: {
         x: { time: options.x === "wall" },
-        y: options.logY ? { distr: 3 } : {},
+        y: { distr: logY ? 3 : 1, range: () => this.yRange(logY) },
       },
       axes: [{ label: options.x === "relative" ? "relative (s)" : undefined }, {}],
-      series,
+      series: [{}],
       cursor: {
         drag: { x: true, y: false, setScale: false },
         // Double-click is the card's (zoom out, and forget the window).
@@ -314,6 +364,7 @@ export class ScalarCard {
     const model = this.model;
     if (!model || left === undefined || left < 0 || model.traces.length === 0) {
       this.tooltip.hidden = true;
+      this.showMarkers(u, []);
       return;
     }
     const x = u.posToVal(left, "x");
@@ -337,6 +388,7 @@ export class ScalarCard {
     }
     this.tooltip.replaceChildren(head, table);
     this.tooltip.hidden = false;
+    this.showMarkers(u, rows);
     const box = this.root.getBoundingClientRect();
     const over = u.over.getBoundingClientRect();
     const px = over.left - box.left + left;
@@ -345,6 +397,32 @@ export class ScalarCard {
     this.tooltip.style.left = flip ? "" : `${px + 16}px`;
     this.tooltip.style.right = flip ? `${box.width - px + 16}px` : "";
     this.tooltip.style.top = `${over.top - box.top + 8}px`;
+  }
+
+  /** Marks each run's point that the tooltip lists (on its line: smoothed when smoothing
+   * is on), in the run's colour, over the chart (uPlot's own hover points would mark only
+   * the runs that have a point at the very x under the pointer). */
+  private showMarkers(u: uPlot, rows: readonly TooltipRow[]): void {
+    const logY = this.options?.logY ?? false;
+    let shown = 0;
+    for (const r of rows) {
+      const y = r.smoothed ?? r.value;
+      if (!Number.isFinite(y) || (logY && y <= 0)) continue;
+      const left = u.valToPos(r.x, "x");
+      const top = u.valToPos(y, "y");
+      if (left < 0 || left > u.over.clientWidth || top < 0 || top > u.over.clientHeight) continue;
+      let marker = this.markers[shown];
+      if (!marker) {
+        marker = el("div", { class: "hover-point" });
+        this.markers.push(marker);
+      }
+      if (marker.parentElement !== u.over) u.over.append(marker);
+      marker.style.transform = `translate(${left}px, ${top}px)`;
+      marker.style.borderColor = runColor(r.run);
+      marker.hidden = false;
+      shown++;
+    }
+    for (let i = shown; i < this.markers.length; i++) this.markers[i].hidden = true;
   }
 
   /** Saves the link's answer under the card's name (the API's own names the experiment). */

@@ -126,6 +126,8 @@ export function prepareCard(series: Map<string, Series>, runs: string[], opts: D
 
 export interface TooltipRow {
   run: string;
+  /** The point's x, in the axis' units. */
+  x: number;
   step: number;
   wall: number;
   value: number;
@@ -143,6 +145,7 @@ export function valuesAt(model: CardModel, x: number): TooltipRow[] {
     const s = t.series;
     rows.push({
       run: t.run,
+      x: t.fullX[i],
       step: s.step[i],
       wall: s.wall[i],
       value: s.value[i],
@@ -177,46 +180,37 @@ export function formatValue(v: number | null): string {
   return String(Number(v.toPrecision(4)));
 }
 
-/** A table of a chart: its x column (ascending, no repeats) and its y columns. */
-export type Table = [readonly number[], ...(readonly (number | null)[])[]];
+/** The least and greatest x of the chart's kept points (null without any). */
+export function xExtent(model: CardModel): [number, number] | null {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const t of model.traces) {
+    for (const x of t.xs) {
+      if (x < lo) lo = x;
+      if (x > hi) hi = x;
+    }
+  }
+  return lo <= hi ? [lo, hi] : null;
+}
 
-/** uPlot's aligned data of these tables: the union of their x columns, ascending, and every y
- * column at its x's index (undefined where its table has no such x; an explicit null kept).
- * The same as uPlot.join(tables) with nulls retained, by merging sorted columns instead of
- * looking every x up in a Map (a quarter of a first paint's drawing time). */
-export function alignTables(tables: readonly Table[]): (number | null | undefined)[][] {
-  if (tables.length === 0) return [[]];
-  const first = tables[0][0];
-  const same = tables.every((t) => t[0] === first || (t[0].length === first.length && t[0].every((x, i) => x === first[i])));
-  if (same) {
-    const out: (number | null | undefined)[][] = [first.slice()];
-    for (const t of tables) for (let c = 1; c < t.length; c++) out.push(t[c].slice());
-    return out;
-  }
-  let total = 0;
-  for (const t of tables) total += t[0].length;
-  const all = new Float64Array(total);
-  let k = 0;
-  for (const t of tables) for (const x of t[0]) all[k++] = x;
-  all.sort();
-  const xs: number[] = [];
-  for (let i = 0; i < total; i++) if (i === 0 || all[i] !== all[i - 1]) xs.push(all[i]);
-  const out: (number | null | undefined)[][] = [xs];
-  for (const t of tables) {
-    const tx = t[0];
-    const at = new Int32Array(tx.length);
-    let j = 0;
-    for (let i = 0; i < tx.length; i++) {
-      while (xs[j] < tx[i]) j++;
-      at[i] = j;
-    }
-    for (let c = 1; c < t.length; c++) {
-      const ys = t[c];
-      // Holes, not undefined: a column of numbers stays an array of unboxed doubles.
-      const col = new Array<number | null | undefined>(xs.length);
-      for (let i = 0; i < tx.length; i++) col[at[i]] = ys[i];
-      out.push(col);
+/** The least and greatest y of the chart's lines (raw and smoothed) at the kept points inside
+ * the x window (every kept point without one): what uPlot's auto y range read from its aligned
+ * data (the window's neighbours outside it left out; gaps and non-finite values skipped).
+ * null without any. */
+export function yExtent(model: CardModel, range: XRange): [number, number] | null {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const t of model.traces) {
+    const from = range === null ? 0 : lowerBound(t.xs, range[0]);
+    const to = range === null ? t.xs.length : upperBound(t.xs, range[1]);
+    for (const ys of t.smoothed ? [t.raw, t.smoothed] : [t.raw]) {
+      for (let i = from; i < to; i++) {
+        const y = ys[i];
+        if (y === null || !Number.isFinite(y)) continue;
+        if (y < lo) lo = y;
+        if (y > hi) hi = y;
+      }
     }
   }
-  return out;
+  return lo <= hi ? [lo, hi] : null;
 }
