@@ -468,6 +468,38 @@ def test_etag_304_and_gzip(tmp_path: Path, store: Store) -> None:
         assert "content-encoding" not in small.headers
 
 
+def test_a_fresh_answer_is_compressed_off_the_event_loop(
+    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The gzip form of an answer built now is made in the worker thread that built it (the
+    # event loop serves every other request meanwhile); a cached answer is sent as it is.
+    compressing: list[str] = []
+    real = gzip.compress
+
+    def watched(data: bytes, compresslevel: int = 9, *, mtime: float | None = None) -> bytes:
+        compressing.append(threading.current_thread().name)
+        return real(data, compresslevel=compresslevel, mtime=mtime)
+
+    monkeypatch.setattr(gzip, "compress", watched)
+    with TestClient(create_app([store.spec], disk_cache=tmp_path / "cache")) as client:
+        loop_thread = client.portal.call(lambda: threading.current_thread().name)  # type: ignore[union-attr]
+        for path, params in [
+            ("/api/v1/tensors", TENSORS),  # the disk tier's path
+            ("/api/v1/scalars", {"plugin": "scalars", "run": "train", "tag": "loss"}),
+            ("/data/plugin/scalars/scalars", {"run": "train", "tag": "loss"}),
+        ]:
+            compressing.clear()
+            for _ in range(2):
+                with client.stream(
+                    "GET", path, params=params, headers={"accept-encoding": "gzip"}
+                ) as zipped:
+                    assert zipped.headers["content-encoding"] == "gzip", path
+                    plain = gzip.decompress(b"".join(zipped.iter_raw()))
+                assert len(plain) >= GZIP_MIN_BYTES
+            assert len(compressing) == 1, (path, compressing)
+            assert compressing[0] != loop_thread, path
+
+
 def test_an_unusable_disk_tier_leaves_the_memory_tier(tmp_path: Path, store: Store) -> None:
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("")

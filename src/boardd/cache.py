@@ -43,6 +43,11 @@ T = TypeVar("T")
 DEFAULT_MAX_BYTES = 64 * 2**20
 #: Bodies at least this large are sent gzip-compressed to clients that accept it.
 GZIP_MIN_BYTES = 1024
+#: zlib's level for answers: 1, nginx's default. Answers change with every commit of their
+#: series, so each is compressed about as often as it is sent: the dashboard's first request
+#: on the standard workload (1.16 MB of JSON) takes 15 ms at level 1 (489 KB) against 43 ms
+#: at level 5 (420 KB) on the project's machine.
+GZIP_LEVEL = 1
 
 
 @dataclass(slots=True)
@@ -57,8 +62,21 @@ class Encoded:
     def gzipped(self) -> bytes:
         """The gzip-compressed body, computed once."""
         if self._gzipped is None:
-            self._gzipped = gzip.compress(self.body, compresslevel=5, mtime=0)
+            self._gzipped = gzip.compress(self.body, compresslevel=GZIP_LEVEL, mtime=0)
         return self._gzipped
+
+    @property
+    def compressible(self) -> bool:
+        """Whether the body is large enough to be sent gzip-compressed."""
+        return len(self.body) >= GZIP_MIN_BYTES
+
+    def ready_for(self, accept_encoding: str) -> Encoded:
+        """Makes the gzip form now if a client with this Accept-Encoding is sent it; returns
+        the entry. For the thread that built the answer: compressing a large answer in the
+        event loop would hold up every other request and stream (zlib lets go of the GIL)."""
+        if self.compressible and "gzip" in accept_encoding:
+            self.gzipped()
+        return self
 
     @property
     def size(self) -> int:

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.errors import ApiError
-from boardd.cache import GZIP_MIN_BYTES, Encoded, ResponseCache, TwoTierCache, make_etag
+from boardd.cache import Encoded, ResponseCache, TwoTierCache, make_etag
 from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS, ExperimentSpec
 from boardd.data import experiments
 from boardd.data.pool import ReadPool
@@ -158,16 +158,25 @@ async def respond_cached(
     cache = state.cache
     entry = cache.get(key, version)
     if entry is None:
+        # Compressed (for a client that takes gzip) in the worker thread that builds it.
+        accept = request.headers.get("accept-encoding", "")
         tiers = await tiers_of(state) if expensive else None
         if tiers is not None and tiers.disk is not None:
             entry = await handle.pool.run(
-                lambda c: _through_disk(c, tiers, handle, key, version, build, media_type)
+                lambda c: _through_disk(
+                    c, tiers, handle, key, version, build, media_type
+                ).ready_for(accept)
             )
         else:
-            body = await handle.pool.run(build)
-            # The store's identity: a store recreated at the same path counts ids and
-            # generations from the start again, and a client keeps validators across restarts.
-            entry = Encoded(body, media_type, make_etag((handle.store_id, key, version)))
+
+            def fresh(c: apsw.Connection) -> Encoded:
+                # The store's identity: a store recreated at the same path counts ids and
+                # generations from the start again, and a client keeps validators across
+                # restarts.
+                etag = make_etag((handle.store_id, key, version))
+                return Encoded(build(c), media_type, etag).ready_for(accept)
+
+            entry = await handle.pool.run(fresh)
             cache.put(key, entry, version)
     if alias is not None:
         cache.put(alias[0], entry, alias[1])
@@ -249,7 +258,7 @@ def _cached_answer(
         return 304, [(b"etag", etag)], b""
     headers = [(b"etag", etag), (b"cache-control", b"no-cache"), (b"vary", b"accept-encoding")]
     body = entry.body
-    if len(body) >= GZIP_MIN_BYTES and "gzip" in accept_encoding:
+    if entry.compressible and "gzip" in accept_encoding:
         body = entry.gzipped()
         cache.resize(key, entry)
         headers.append((b"content-encoding", b"gzip"))

@@ -212,12 +212,15 @@ async def answer(
     if hit is not None:
         return hit
 
+    accept = request.headers.get("accept-encoding", "")
+
     def compute() -> Encoded:
         version = _generations(scope)
         entry = cache.get(request_part, version)
         if entry is None:
             entry = Encoded(build(Reader(scope)), media_type, make_etag((request_part, version)))
-            cache.put(request_part, entry, version)
+            # Compressed here, off the event loop, for a client that takes gzip.
+            cache.put(request_part, entry.ready_for(accept), version)
         return entry
 
     # asyncio's own thread pool: anyio's (Starlette's) would import its asyncio backend on
