@@ -6,12 +6,14 @@ particular one writes a small bundle of its own."""
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
+from tensorboardX import SummaryWriter
 
 from boardd.api import dashboard
 from boardd.api.app import create_app
@@ -19,6 +21,7 @@ from boardd.api.auth import Guard, cookie_name, cookie_value
 from boardd.api.errors import ApiError, handle_api_error
 from boardd.config import ExperimentSpec
 from boardd.dashboard import STATIC
+from tests.conftest import ingest
 
 TOKEN = "dashboard-token-0123456789"
 
@@ -162,3 +165,63 @@ def test_the_index_preloads_the_pages_first_requests(bundle: Path) -> None:
         assert len({etags[""], etags["?view=images"], etags["?exp=b"]}) == 3
         again = client.get("/?view=images", headers={"if-none-match": etags["?view=images"]})
         assert again.status_code == 304
+
+
+def _boot(text: str) -> dict[str, object] | None:
+    found = re.search(r'<script type="application/json" id="boardd-boot">(.*?)</script>', text)
+    return None if found is None else json.loads(found.group(1))
+
+
+def test_the_index_carries_the_apps_own_first_answers(tmp_path: Path) -> None:
+    """With the data API in the app, / carries the page's first answers (the app's own, equal
+    to the API's) in a JSON data block instead of preloads; names that could close the block
+    or open a comment are escaped, and the block reads back to the same answers."""
+    logdir = tmp_path / "logs"
+    odd = "</script><!--<b>&amp;"  # a run: the directories "<" and "script><!--<b>&amp;"
+    for run in ("run", odd):
+        with SummaryWriter(str(logdir / run)) as w:
+            for step in range(3):
+                w.add_scalar("loss", 1.0 / (step + 1), step)
+    db = tmp_path / "store.sqlite"
+    ingest(logdir, db, experiment="exp")
+    runs, scalars = dashboard.RUNS_URL, dashboard.SCALARS_LIST_URL
+    with TestClient(create_app([ExperimentSpec("exp", logdir, db)])) as client:
+        page = client.get("/")
+        assert page.status_code == 200
+        block = page.text.split('id="boardd-boot">', 1)[1].split("</script>", 1)[0]
+        assert "<" not in block and ">" not in block and "&" not in block
+        assert _boot(page.text) == {
+            runs: client.get(runs).json(),
+            scalars: client.get(scalars).json(),
+        }
+        assert odd in _boot(page.text)[scalars]  # type: ignore[operator]
+        assert _preloads(page.text) == []
+        assert _boot(client.get("/?view=images").text) == {runs: client.get(runs).json()}
+        assert _boot(client.get("/?exp=exp").text) is None
+        # A new commit changes the page (and its validator) with the answers it carries.
+        etag = page.headers["etag"]
+        assert client.get("/", headers={"if-none-match": etag}).status_code == 304
+        with SummaryWriter(str(logdir / "later")) as w:
+            w.add_scalar("loss", 0.5, 0)
+        ingest(logdir, db, experiment="exp")
+        later = client.get("/", headers={"if-none-match": etag})
+        assert later.status_code == 200
+        names = [r["name"] for r in _boot(later.text)[runs]]  # type: ignore[index]
+        assert names == ["run", odd, "later"]
+
+
+def test_the_first_answers_pass_the_token_guard_as_the_page_did(tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    with SummaryWriter(str(logdir / "run")) as w:
+        w.add_scalar("loss", 1.0, 0)
+    db = tmp_path / "store.sqlite"
+    ingest(logdir, db, experiment="exp")
+    with TestClient(create_app([ExperimentSpec("exp", logdir, db)], token=TOKEN)) as client:
+        bearer = {"authorization": f"Bearer {TOKEN}"}
+        page = client.get("/", headers=bearer)
+        assert _boot(page.text) == {
+            dashboard.RUNS_URL: client.get(dashboard.RUNS_URL, headers=bearer).json(),
+            dashboard.SCALARS_LIST_URL: client.get(
+                dashboard.SCALARS_LIST_URL, headers=bearer
+            ).json(),
+        }
