@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import logging
 import posixpath
 import threading
 from pathlib import Path
@@ -46,6 +47,8 @@ from boardd.api.tensorboard.webui import (
 )
 from boardd.cache import GZIP_MIN_BYTES, make_etag
 from boardd.dashboard import STATIC
+
+log = logging.getLogger(__name__)
 
 #: Hashed assets: a year, never revalidated.
 ASSET_CACHE_CONTROL = "public, max-age=31536000, immutable"
@@ -158,7 +161,13 @@ async def own_answer(request: Request, url: str) -> bytes | None:
         elif message["type"] == "http.response.body":
             body.append(message.get("body", b""))
 
-    await app(scope, receive, send)
+    try:
+        await app(scope, receive, send)
+    except Exception:  # the page is still served: the script asks for it itself
+        log.warning(
+            "the dashboard's first answer %s failed; the page asks for it", url, exc_info=True
+        )
+        return None
     if status != 200 or not media_type.startswith(b"application/json"):
         return None
     return b"".join(body)

@@ -410,7 +410,8 @@ export class ScalarCard {
       if (!Number.isFinite(y) || (logY && y <= 0)) continue;
       const left = u.valToPos(r.x, "x");
       const top = u.valToPos(y, "y");
-      if (left < 0 || left > u.over.clientWidth || top < 0 || top > u.over.clientHeight) continue;
+      // Outside the plot (or no scale yet): not marked.
+      if (!(left >= 0 && left <= u.over.clientWidth && top >= 0 && top <= u.over.clientHeight)) continue;
       let marker = this.markers[shown];
       if (!marker) {
         marker = el("div", { class: "hover-point" });
