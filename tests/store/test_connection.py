@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
 
 from boardd.store.connection import immediate
+from boardd.store.session import WriteSession
 
 
 def _store(tmp_path: Path) -> apsw.Connection:
@@ -71,3 +74,44 @@ def test_a_commit_that_cannot_take_its_lock_leaves_no_transaction_open(tmp_path:
     finally:
         reader.close()
         connection.close()
+
+
+def test_an_interrupt_as_begin_returns_leaves_no_transaction_open(tmp_path: Path) -> None:
+    """Ctrl-C can land as BEGIN returns (a KeyboardInterrupt raised before the body): the
+    transaction BEGIN opened is rolled back, so the session's closing checkpoint can run and
+    the interrupt, not "database table is locked", is what the command reports."""
+    connection = _store(tmp_path)
+
+    def interrupt(frame: Any, event: str, arg: Any) -> None:
+        # Raised from the profiler as apsw's execute() returns: exactly where a signal
+        # handler's KeyboardInterrupt surfaces.
+        if event == "c_return" and getattr(arg, "__name__", "") == "execute":
+            sys.setprofile(None)
+            raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sys.setprofile(interrupt)
+            try:
+                with immediate(connection):
+                    pytest.fail("the body ran")
+            finally:
+                sys.setprofile(None)
+        assert not connection.in_transaction
+        connection.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+    finally:
+        connection.close()
+
+
+def test_a_session_closed_inside_a_transaction_keeps_what_was_committed(tmp_path: Path) -> None:
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    db = tmp_path / "store.sqlite"
+    session = WriteSession(db, logdir)
+    session.connection.execute("CREATE TABLE kept (x)")
+    session.connection.execute("INSERT INTO kept VALUES (1)")
+    session.connection.execute("BEGIN IMMEDIATE")  # interrupted in the middle of the next
+    session.connection.execute("INSERT INTO kept VALUES (2)")
+    session.close(success=False)
+    with WriteSession(db, logdir) as again:
+        assert [x for (x,) in again.connection.execute("SELECT x FROM kept")] == [1]

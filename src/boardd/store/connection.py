@@ -134,8 +134,11 @@ def immediate(connection: apsw.Connection) -> Iterator[apsw.Connection]:
     A COMMIT that failed (SQLITE_BUSY, SQLITE_FULL) may leave the transaction open: it is
     rolled back here, so the connection can begin the next one.
     """
-    connection.execute("BEGIN IMMEDIATE")
     try:
+        # Inside the try: a KeyboardInterrupt raised as BEGIN returns (Ctrl-C) would otherwise
+        # leave the transaction open, and the session's closing checkpoint would then fail
+        # with "database table is locked" in place of the interrupt.
+        connection.execute("BEGIN IMMEDIATE")
         yield connection
         connection.execute("COMMIT")
     except BaseException as exc:

@@ -71,6 +71,11 @@ class WriteSession:
         if self.rebuild and not success:
             self._abort()
             return
+        if not success and self.connection.in_transaction:
+            # Interrupted inside a transaction: what it had written is not kept, what was
+            # committed before it is (and the checkpoint below cannot run in a transaction).
+            with contextlib.suppress(apsw.Error):
+                self.connection.execute("ROLLBACK")
         with contextlib.suppress(apsw.Error):
             self.lease.release()
         checkpoint(self.connection)
