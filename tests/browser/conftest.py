@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
 
@@ -33,6 +33,8 @@ CHROMIUM_ARGS = [
 ]
 #: How long the UI may take to show something (a loaded 2-core machine is slow to render).
 UI_TIMEOUT_MS = 30_000
+
+T = TypeVar("T")
 
 
 def in_ci() -> bool:
@@ -90,6 +92,17 @@ class Watched:
         path = self.artifacts / f"{name}.png"
         self.page.screenshot(path=str(path), full_page=True)
         return path
+
+    def until(self, found: Callable[[], T | None], timeout_ms: int = UI_TIMEOUT_MS) -> T:
+        """What ``found()`` returns once it is not None, polled while the page runs (its
+        events, such as ``responses``, are delivered during Playwright's waits)."""
+        waited = 0
+        while (value := found()) is None:
+            if waited >= timeout_ms:
+                pytest.fail(f"nothing found after {timeout_ms} ms", pytrace=True)
+            self.page.wait_for_timeout(50)
+            waited += 50
+        return value
 
     def assert_no_errors(self) -> None:
         assert not self.errors, "the page reported errors:\n" + "\n".join(self.errors)

@@ -110,6 +110,15 @@ def test_images_view_shows_an_image(serve: ServeFactory, logdir: Path, page: Wat
     page.screenshot("images")
 
 
+def loss_request(response: object) -> bool:
+    """A Time Series data request (and its answer) for the loss card."""
+    from playwright.sync_api import Response
+
+    assert isinstance(response, Response)
+    body = response.request.post_data or ""
+    return "plugin/timeseries/timeSeries" in response.url and f'"tag":"{TAG}"' in body
+
+
 def test_a_point_written_while_open_appears_on_reload(
     serve: ServeFactory, logdir: Path, page: Watched
 ) -> None:
@@ -117,19 +126,19 @@ def test_a_point_written_while_open_appears_on_reload(
     base = ready(daemon)
     page.page.goto(f"{base}/tensorboard/#timeseries")
     scalar_card(page, TAG)
+    # The card's first data must have arrived: TensorBoard's reload skips a card whose
+    # fetch is still in flight (metrics effects: visibleCardsReloaded$), and "networkidle"
+    # is no sync point here (it fires once per navigation, maybe before the card's fetch).
+    first = page.until(lambda: next((r for r in page.responses if loss_request(r)), None))
+    first.finished()
+    points = json.loads(first.body())
+    assert [p["step"] for p in points[0]["runToSeries"][RUN]] == [0, 1, 2]
     page.page.wait_for_load_state("networkidle")
     assert group(page, "late").count() == 0
 
     # A training job writes on: step 3 of the loss, and a new tag.
     write(logdir, range(3, 4), tags=(TAG, "late"))
     daemon.wait_for_steps(RUN, "late", [3], timeout=30)
-
-    def loss_request(response: object) -> bool:
-        from playwright.sync_api import Response
-
-        assert isinstance(response, Response)
-        body = response.request.post_data or ""
-        return "plugin/timeseries/timeSeries" in response.url and f'"tag":"{TAG}"' in body
 
     with page.page.expect_response(loss_request) as fetched:
         page.page.locator("app-header-reload button").first.click()
