@@ -119,14 +119,15 @@ def tensorboard(
     log: Path,
     *,
     flag: str = "--logdir",
+    load_fast: bool = False,
 ) -> Iterator[Oracle]:
-    """TensorBoard (``--load_fast=false``) serving ``logdir`` (or a ``--logdir_spec``), once it
-    lists ``runs`` and has read every file (it loads in the background: its answers settle
-    after the first reload)."""
+    """TensorBoard serving ``logdir`` (or a ``--logdir_spec``), once it lists ``runs`` and has
+    read every file (it loads in the background: its answers settle after the first reload).
+    Its Python loader (``--load_fast=false``) unless ``load_fast``: its Rust data server."""
     port = free_port()
     args = [
         sys.executable, "-m", "tensorboard.main", flag, str(logdir), "--port", str(port),
-        "--host", "127.0.0.1", "--load_fast=false", "--reload_interval", "1",
+        "--host", "127.0.0.1", f"--load_fast={str(load_fast).lower()}", "--reload_interval", "1",
     ]  # fmt: skip
     if sampling:
         args.append(f"--samples_per_plugin={sampling_flag(sampling)}")
