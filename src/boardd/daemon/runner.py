@@ -555,9 +555,10 @@ class ExperimentRunner:
             self._ingestor.stop_event.set()
 
     def _catch_up(self) -> None:
+        self._await_first_answer()
+        # Imported after the wait, not beside the start's first answer.
         from boardd.ingest.progress import catch_up_reporter
 
-        self._await_first_answer()
         self._make_ingestor()
         assert self._ingestor is not None
         self._start_watcher()
