@@ -29,6 +29,12 @@ import {
 } from "./scalars_model";
 import type { Series } from "../series";
 import { hairlinePair, LinePoints, linearProjection, type Projection } from "./lines";
+import { tickLabels } from "./ticks";
+
+/** A numeric axis's tick labels: compact for very large or tiny ticks (./ticks), else uPlot's. */
+function axisValues(_u: uPlot, splits: number[], _axis: number, _space: number, incr: number): string[] {
+  return tickLabels(splits, incr) ?? splits.map((v) => (v == null ? "" : uPlot.fmtNum(v)));
+}
 
 /** The points of the line drawn, in canvas pixels (one set of arrays for every chart). */
 const linePoints = new LinePoints();
@@ -276,7 +282,10 @@ export class ScalarCard {
         x: { time: options.x === "wall" },
         y: { distr: logY ? 3 : 1, range: () => this.yRange(logY) },
       },
-      axes: [{ label: options.x === "relative" ? "relative (s)" : undefined }, {}],
+      axes: [
+        { label: options.x === "relative" ? "relative (s)" : undefined, values: options.x === "wall" ? undefined : axisValues },
+        { values: axisValues },
+      ],
       series: [{}],
       cursor: {
         drag: { x: true, y: false, setScale: false },
