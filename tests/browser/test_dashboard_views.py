@@ -250,6 +250,51 @@ def test_a_new_image_step_appears_while_open(
     page.assert_no_errors()
 
 
+#: Odd image shapes (height, width): a digit, a thin strip, a tall one and a wide one.
+SHAPES = {"digit": (28, 28), "strip": (100, 6), "tall": (2000, 20), "wide": (20, 3000)}
+
+
+def test_images_of_any_shape_fit_their_card_and_keep_their_shape(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    logdir = tmp_path / "shapes"
+    rng = np.random.default_rng(0)
+    with SummaryWriter(str(logdir / "train")) as w:
+        for tag, (height, width) in SHAPES.items():
+            w.add_image(tag, rng.random((3, height, width)), 0, walltime=WALL)
+        w.add_scalar("loss", 1.0, 0, walltime=WALL)
+    daemon = serve(logdir)
+    daemon.wait_for_steps("train", "loss", [0], timeout=30)
+    open_view(page, f"http://127.0.0.1:{daemon.port}", "images")
+    for tag in SHAPES:
+        page.page.locator(f'.media-card[data-tag="{tag}"] img').wait_for()
+    page.page.wait_for_function(
+        "() => [...document.querySelectorAll('.media-card img')].every("
+        "(i) => i.complete && i.naturalWidth > 0)"
+    )
+    shown: dict[str, list[float]] = page.page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('.media-card')].map((c) => {
+            const i = c.querySelector('img'), box = i.getBoundingClientRect();
+            return [c.dataset.tag, [box.width, box.height, i.naturalWidth, i.naturalHeight,
+                                    c.getBoundingClientRect().width]];
+        }))"""
+    )
+    for tag, (width, height, natural_w, natural_h, card_w) in shown.items():
+        assert (natural_h, natural_w) == SHAPES[tag], tag
+        assert width <= card_w and height <= 482, (tag, shown[tag])  # 480 px and the border
+        # The image's shape kept, to a pixel (the 1 px border on each side aside).
+        inner_w, inner_h = width - 2, height - 2
+        assert abs(inner_w * natural_h - inner_h * natural_w) <= max(natural_w, natural_h), tag
+    # A digit is scaled up by a whole factor (28 px to 280), not left a speck.
+    assert abs(shown["digit"][0] - 282) <= 2, shown["digit"]
+    # The tall one is 480 px high, not 2000; the strip is scaled by its height (100 px: 2×),
+    # not by its width (6 px: 48×, 4,800 px high). Borders: 2 px.
+    assert abs(shown["tall"][1] - 480) <= 2, shown["tall"]
+    assert abs(shown["strip"][0] - 14) <= 2 and abs(shown["strip"][1] - 202) <= 2, shown["strip"]
+    page.screenshot("shapes")
+    page.assert_no_errors()
+
+
 def hparams_rows(page: Watched) -> list[dict[str, str]]:
     return datasets(page, ".hp-table tbody tr")
 

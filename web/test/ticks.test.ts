@@ -7,38 +7,57 @@ describe("tick labels", () => {
     expect(tickLabels([0, 2000, 4000, 6000], 2000)).toBeNull();
     expect(tickLabels([0, 0.25, 0.5], 0.25)).toBeNull();
     expect(tickLabels([0.0002, 0.0004], 0.0002)).toBeNull();
+    expect(tickLabels([0, 0], 1)).toBeNull();
     expect(tickLabels([], 1)).toBeNull();
   });
 
-  it("writes large ticks with an SI prefix and the decimals the increment needs", () => {
-    const splits = [0, 2e11, 4e11, 6e11, 8e11, 1e12];
-    expect(tickLabels(splits, 2e11)).toEqual(["0", "0.2T", "0.4T", "0.6T", "0.8T", "1.0T"]);
+  it("writes large ticks with an SI prefix each, as d3's ~s does", () => {
+    expect(tickLabels([0, 2e11, 4e11, 6e11, 8e11, 1e12], 2e11)).toEqual(["0", "200G", "400G", "600G", "800G", "1T"]);
     expect(tickLabels([1.1e12, 1.2e12, 1.3e12], 1e11)).toEqual(["1.1T", "1.2T", "1.3T"]);
-    expect(tickLabels([100000, 100500, 101000], 500)).toEqual(["100.0k", "100.5k", "101.0k"]);
+    expect(tickLabels([0, 50000, 100000, 150000], 50000)).toEqual(["0", "50k", "100k", "150k"]);
+    expect(tickLabels([100000, 100500, 101000], 500)).toEqual(["100k", "100.5k", "101k"]);
     expect(tickLabels([-3e6, 0, 3e6], 3e6)).toEqual(["-3M", "0", "3M"]);
+    expect(tickLabels([0, 2.5e11, 5e11, 7.5e11, 1e12], 2.5e11)).toEqual(["0", "250G", "500G", "750G", "1T"]);
   });
 
-  it("tells neighbouring ticks apart however fine the increment", () => {
-    for (const [start, incr] of [
+  it("writes tiny ticks with an exponent each", () => {
+    expect(tickLabels([0, 2e-5, 4e-5, 6e-5], 2e-5)).toEqual(["0", "2e-5", "4e-5", "6e-5"]);
+    expect(tickLabels([0, 2.5e-7, 5e-7, 7.5e-7, 1e-6], 2.5e-7)).toEqual(["0", "2.5e-7", "5e-7", "7.5e-7", "1e-6"]);
+    expect(tickLabels([-1e-5, 0, 1e-5], 1e-5)).toEqual(["-1e-5", "0", "1e-5"]);
+  });
+
+  it("tells neighbouring ticks apart however fine the increment, in few characters", () => {
+    const cases: [number, number][] = [
       [1_000_000, 1],
       [123_456_789, 10],
       [2 ** 40, 1000],
       [5e17, 1e14],
-    ]) {
-      const splits = [0, 1, 2, 3].map((i) => start + i * incr);
+      [1.5e-7, 1e-9],
+      [3e-5, 2.5e-6],
+    ];
+    for (const [start, incr] of cases) {
+      // uPlot's ticks are multiples of the increment.
+      const first = Math.ceil(start / incr) * incr;
+      const splits = [0, 1, 2, 3].map((i) => first + i * incr);
       const labels = tickLabels(splits, incr)!;
       expect(labels).not.toBeNull();
-      expect(new Set(labels).size).toBe(labels.length);
-      for (const label of labels) expect(label.length).toBeLessThanOrEqual(16);
+      expect(new Set(labels).size, `${labels}`).toBe(labels.length);
+      for (const label of labels) expect(label.length, label).toBeLessThanOrEqual(16);
+      // Each label reads back to its tick, to the increment.
+      for (const [i, label] of labels.entries()) {
+        expect(Math.abs(parse(label) - splits[i]), label).toBeLessThan(incr / 2);
+      }
     }
-  });
-
-  it("writes tiny ticks with one exponent", () => {
-    expect(tickLabels([0, 2e-5, 4e-5, 6e-5], 2e-5)).toEqual(["0", "2e-5", "4e-5", "6e-5"]);
-    expect(tickLabels([1.5e-7, 2e-7, 2.5e-7], 5e-8)).toEqual(["1.5e-7", "2.0e-7", "2.5e-7"]);
   });
 
   it("leaves a blank where a tick is not a number", () => {
     expect(tickLabels([0, Number.NaN, 2e6], 1e6)).toEqual(["0", "", "2M"]);
   });
 });
+
+/** A label back to a number ("1.5k" → 1500, "2.5e-7" → 2.5e-7). */
+function parse(label: string): number {
+  const units: Record<string, number> = { k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
+  const last = label.slice(-1);
+  return last in units ? Number(label.slice(0, -1)) * units[last] : Number(label);
+}

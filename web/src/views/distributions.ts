@@ -12,6 +12,7 @@ import "uplot/dist/uPlot.min.css";
 import { runColor } from "../colors";
 import { api, CardsView, el, type Listing, tensorboardData, type ViewDef } from "./common";
 import { bandPairs, type DistributionAnswer, distributionColumns } from "./histmath";
+import { numericX, numericY } from "./axes";
 
 const HEIGHT = 220;
 
@@ -71,7 +72,7 @@ class DistributionCard {
       this.plot?.destroy();
       this.shape = shape;
       const hooks = { setCursor: [(u: uPlot) => this.hover(u, basisPoints)] };
-      this.plot = new uPlot({ width, height: HEIGHT, legend: { show: false }, scales: { x: { time: false } }, series, bands, hooks }, data, this.box);
+      this.plot = new uPlot({ width, height: HEIGHT, legend: { show: false }, scales: { x: { time: false } }, axes: [numericX(), numericY()], series, bands, hooks }, data, this.box);
     } else {
       this.plot.setData(data);
     }

@@ -8,6 +8,7 @@
 import { runColor } from "../colors";
 import { api, CardsView, el, type Listing, notice, type ViewDef } from "./common";
 import { nearestIndex } from "./steps";
+import { upscale } from "./media";
 
 type BlobAnswer = Record<string, Record<string, { step: number; wall_time: number; blobs: string[] }[]>>;
 
@@ -84,8 +85,13 @@ class ImageCard {
         ...keys.map((key, i) => {
           const img = el("img", { src: `api/v1/blob/${encodeURIComponent(key)}`, alt: `${this.tag} step ${current.step} #${i}`, "data-key": key });
           img.addEventListener("load", () => {
-            // Small images (MNIST digits) scaled up without blurring, as TensorBoard shows them.
-            if (img.naturalWidth < 128) img.classList.add("pixelated");
+            // Small images (MNIST digits) scaled up without blurring, as TensorBoard shows them,
+            // by a whole factor chosen on their larger side (a 6×200 strip stays 200 high).
+            const factor = upscale(img.naturalWidth, img.naturalHeight);
+            if (factor > 1) {
+              img.classList.add("pixelated");
+              img.style.width = `${img.naturalWidth * factor}px`;
+            }
             if (i === 0) this.onChange();
           });
           return img;

@@ -29,12 +29,7 @@ import {
 } from "./scalars_model";
 import type { Series } from "../series";
 import { hairlinePair, LinePoints, linearProjection, type Projection } from "./lines";
-import { tickLabels } from "./ticks";
-
-/** A numeric axis's tick labels: compact for very large or tiny ticks (./ticks), else uPlot's. */
-function axisValues(_u: uPlot, splits: number[], _axis: number, _space: number, incr: number): string[] {
-  return tickLabels(splits, incr) ?? splits.map((v) => (v == null ? "" : uPlot.fmtNum(v)));
-}
+import { numericX, numericY } from "./axes";
 
 /** The points of the line drawn, in canvas pixels (one set of arrays for every chart). */
 const linePoints = new LinePoints();
@@ -283,8 +278,8 @@ export class ScalarCard {
         y: { distr: logY ? 3 : 1, range: () => this.yRange(logY) },
       },
       axes: [
-        { label: options.x === "relative" ? "relative (s)" : undefined, values: options.x === "wall" ? undefined : axisValues },
-        { values: axisValues },
+        options.x === "wall" ? {} : numericX(options.x === "relative" ? "relative (s)" : undefined),
+        numericY(),
       ],
       series: [{}],
       cursor: {
