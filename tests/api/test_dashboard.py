@@ -6,10 +6,12 @@ particular one writes a small bundle of its own."""
 from __future__ import annotations
 
 import gzip
+import html
 import json
 import re
 from pathlib import Path
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
@@ -21,7 +23,8 @@ from boardd.api.auth import Guard, cookie_name, cookie_value
 from boardd.api.errors import ApiError, handle_api_error
 from boardd.config import ExperimentSpec
 from boardd.dashboard import STATIC
-from tests.conftest import ingest
+from tests.api.test_stream import Stream
+from tests.conftest import ThreadedServer, ingest
 
 TOKEN = "dashboard-token-0123456789"
 
@@ -168,7 +171,7 @@ def test_the_index_preloads_the_pages_first_requests(bundle: Path) -> None:
 
 
 def _boot(text: str) -> dict[str, object] | None:
-    found = re.search(r'<script type="application/json" id="boardd-boot">(.*?)</script>', text)
+    found = re.search(r'<script type="application/json" id="boardd-boot"[^>]*>(.*?)</script>', text)
     return None if found is None else json.loads(found.group(1))
 
 
@@ -188,7 +191,7 @@ def test_the_index_carries_the_apps_own_first_answers(tmp_path: Path) -> None:
     with TestClient(create_app([ExperimentSpec("exp", logdir, db)])) as client:
         page = client.get("/")
         assert page.status_code == 200
-        block = page.text.split('id="boardd-boot">', 1)[1].split("</script>", 1)[0]
+        block = page.text.split('id="boardd-boot"', 1)[1].split(">", 1)[1].split("</script>")[0]
         assert "<" not in block and ">" not in block and "&" not in block
         assert _boot(page.text) == {
             runs: client.get(runs).json(),
@@ -225,3 +228,52 @@ def test_the_first_answers_pass_the_token_guard_as_the_page_did(tmp_path: Path) 
                 dashboard.SCALARS_LIST_URL, headers=bearer
             ).json(),
         }
+
+
+def _since(text: str) -> str | None:
+    found = re.search(r'id="boardd-boot" data-stream-since="([^"]*)"', text)
+    return None if found is None else html.unescape(found.group(1))
+
+
+@pytest.mark.parametrize("names", [("exp",), ("a", "b:c")])
+def test_the_page_names_the_stream_cursor_its_first_answers_were_made_at(
+    tmp_path: Path, names: tuple[str, ...]
+) -> None:
+    """The page's first stream starts from the cursor read before its first answers were made
+    (web/src/api.ts): a commit between the answers and the stream's opening is sent to it.
+    The cursor is the one a stream over every experiment opens at, in the stream's format."""
+    specs = []
+    for i, name in enumerate(names):
+        logdir = tmp_path / f"logs{i}"
+        with SummaryWriter(str(logdir / "run")) as w:
+            for step in range(i + 2):
+                w.add_scalar("loss", 1.0, step)
+        db = tmp_path / f"store{i}.sqlite"
+        ingest(logdir, db, experiment=name)
+        specs.append(ExperimentSpec(name, logdir, db))
+    server = ThreadedServer(create_app(specs, stream_heartbeat=0.2)).start()
+    streams: list[Stream] = []
+    try:
+        page = httpx.get(server.url + "/")
+        since = _since(page.text)
+        assert since is not None and _boot(page.text) is not None
+        opened = Stream(server.url)
+        streams.append(opened)
+        assert opened.opened() == since  # nothing committed since the page
+        # A run made after the page's answers: the stream from the page's cursor sends it.
+        with SummaryWriter(str(specs[0].logdir / "later")) as w:
+            w.add_scalar("loss", 0.5, 0)
+        ingest(specs[0].logdir, specs[0].db, experiment=names[0])
+        resumed = Stream(server.url, params={"since": since})
+        streams.append(resumed)
+        assert resumed.opened() == since
+        events = resumed.events(2)
+        assert ("run", "later", "created") in {
+            (e.event, e.data.get("run"), e.data.get("change")) for e in events
+        }
+        # No first answers (another experiment's page): no cursor either.
+        assert _since(httpx.get(server.url + f"/?exp={names[0]}").text) is None
+    finally:
+        for stream in streams:
+            stream.close()
+        server.stop()

@@ -15,7 +15,7 @@ import json
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -23,6 +23,9 @@ from tensorboardX import SummaryWriter
 
 from tests.browser.conftest import Watched
 from tests.daemon.conftest import Daemon, ServeFactory
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Route
 
 RUNS = ("lr_0.1", "lr_0.01", "eval")
 TAGS = ("loss", "train/acc", "train/grad_norm", "eval/score")
@@ -135,6 +138,31 @@ def test_the_first_answers_come_with_the_page(
     assert asked == [], asked
     page.page.wait_for_timeout(3500)  # Chromium warns of a preload unused after 3 s
     assert not warnings, warnings
+    page.assert_no_errors()
+
+
+def test_a_tag_committed_while_the_page_loads_is_not_missed(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    """The page's first answers (the run list, the scalars listing) are made with the page,
+    before its stream opens: a tag committed in between (and never written again) reaches
+    the page through the stream cursor the page carries (boardd.api.dashboard,
+    web/src/api.ts). Its script is held back here until the tag is in the store."""
+    daemon = serve(logdir)
+    base = ready(daemon)
+    held: list[Route] = []
+    page.page.route("**/assets/*.js", lambda route: held.append(route))
+    page.page.goto(f"{base}/", wait_until="commit")
+    page.until(lambda: held or None)
+    with SummaryWriter(str(logdir / "late")) as w:
+        w.add_scalar("extra/new", 0.5, 3, walltime=WALL)
+    daemon.wait_for_steps("late", "extra/new", [3], timeout=30)
+    for route in held:
+        route.continue_()
+    wait_drawn(page)
+    wait_drawn(page, ("extra/new",), 3)
+    card = cards(page)["extra/new"]
+    assert json.loads(card["runs"]) == ["late"] and card["points"] == "1", card
     page.assert_no_errors()
 
 

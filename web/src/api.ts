@@ -33,6 +33,11 @@ export function scalarsUrl(tag: string, runs: string[], format: "json" | "csv"):
  * dashboard.py: a JSON data block); each is taken once, by the first request for its URL. */
 const firstAnswers = readFirstAnswers();
 
+/** The stream cursor read before those answers were made (the block's data-stream-since),
+ * taken by the first stream the page opens: what was committed after the answers and before
+ * the stream opened is sent to it, not missed. Empty when the page has no first answers. */
+let bootSince = (typeof document !== "undefined" && document.getElementById("boardd-boot")?.dataset.streamSince) || "";
+
 function readFirstAnswers(): Map<string, unknown> {
   const block = typeof document === "undefined" ? null : document.getElementById("boardd-boot");
   if (!block?.textContent) return new Map();
@@ -123,12 +128,21 @@ export interface StreamHandlers {
   state(connected: boolean): void;
 }
 
+function takeBootSince(): string {
+  // The cursor covers every experiment, as the stream of the first experiment's page does
+  // (no experiment=); a stream of another experiment starts where it opens.
+  const since = experiment ? "" : bootSince;
+  bootSince = "";
+  return since;
+}
+
 /** /api/v1/stream, kept open: EventSource resumes by itself with Last-Event-ID after a
  * dropped connection; when it gives up (an HTTP error while the daemon restarts), a new one
- * starts after a second from the last event id (`since=`), so nothing is missed. */
+ * starts after a second from the last event id (`since=`), so nothing is missed. The page's
+ * first stream starts from the cursor its first answers were made at. */
 export class Stream {
   private source: EventSource | null = null;
-  private lastId = "";
+  private lastId = takeBootSince();
   private timer: ReturnType<typeof setTimeout> | null = null;
   private closed = false;
 

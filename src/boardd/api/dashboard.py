@@ -18,7 +18,9 @@ two more tasks and a frame (the first paint of the standard workload: ~90 ms soo
 answer the app could not give (a 503 while the daemon starts) is named as a ``<link
 rel="preload" as="fetch">`` instead, so the browser asks for it while it loads the script.
 Only for the first experiment (no ``exp=``), whose URLs are known here exactly
-(``initialRuns``, ``listScalars``).
+(``initialRuns``, ``listScalars``). The block's ``data-stream-since`` is the stream cursor read
+before the answers were made: the page's first stream starts from it (``since=``), so what is
+committed between the answers and the stream's opening reaches the page.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Message
 
-from boardd.api.common import json_bytes
+from boardd.api.common import json_bytes, state_of
 from boardd.api.errors import ApiError
+from boardd.api.stream import cursor_now
 from boardd.api.tensorboard.webui import (
     COMPRESSIBLE,
     Asset,
@@ -102,10 +105,13 @@ def first_requests(query: dict[str, str]) -> list[str]:
     return [RUNS_URL]
 
 
-def with_first_answers(index: bytes, answers: dict[str, bytes], preloads: list[str]) -> bytes:
+def with_first_answers(
+    index: bytes, answers: dict[str, bytes], preloads: list[str], since: str | None = None
+) -> bytes:
     """``index`` with, first in its head, the answers (URL → JSON) as one JSON data block and
     a ``<link rel="preload" as="fetch" crossorigin>`` per URL of ``preloads`` (``crossorigin``:
-    the credentials mode of the script's same-origin ``fetch()``)."""
+    the credentials mode of the script's same-origin ``fetch()``). ``since``: the stream
+    cursor read before the answers were made, as the block's ``data-stream-since``."""
     parts = []
     if answers:
         entries = b",".join(json_bytes(url) + b":" + body for url, body in answers.items())
@@ -113,7 +119,10 @@ def with_first_answers(index: bytes, answers: dict[str, bytes], preloads: list[s
         # same: the block cannot end early (</script>) nor open a comment (<!--).
         block = (b"{" + entries + b"}").replace(b"<", b"\\u003c").replace(b">", b"\\u003e")
         block = block.replace(b"&", b"\\u0026")
-        parts.append(b'<script type="application/json" id="' + BOOT_ID.encode() + b'">')
+        since_attr = b"" if since is None else f' data-stream-since="{html.escape(since)}"'.encode()
+        parts.append(
+            b'<script type="application/json" id="' + BOOT_ID.encode() + b'"' + since_attr + b">"
+        )
         parts.append(block + b"</script>\n")
     for url in preloads:
         parts.append(
@@ -171,6 +180,16 @@ async def own_answer(request: Request, url: str) -> bytes | None:
     if status != 200 or not media_type.startswith(b"application/json"):
         return None
     return b"".join(body)
+
+
+async def stream_since(request: Request) -> str | None:
+    """The cursor of the page's stream (over every experiment) as of now; None if it cannot be
+    read (the page's stream then starts where it opens, as without first answers)."""
+    try:
+        return await cursor_now(state_of(request).experiments)
+    except Exception:
+        log.warning("the dashboard's stream cursor could not be read", exc_info=True)
+        return None
 
 
 class Bundle:
@@ -240,10 +259,13 @@ def routes(folder: Path = STATIC) -> list[BaseRoute]:
         urls = first_requests(dict(request.query_params))
         page = plain
         if urls:
+            # Read before the answers are made: the page's stream starts there (since=), so a
+            # commit between the answers and the stream's opening is sent to it, not missed.
+            since = await stream_since(request)
             found = await asyncio.gather(*(own_answer(request, url) for url in urls))
             answers = {u: b for u, b in zip(urls, found, strict=True) if b is not None}
             preloads = [u for u, b in zip(urls, found, strict=True) if b is None]
-            body = with_first_answers(plain.body, answers, preloads)
+            body = with_first_answers(plain.body, answers, preloads, since)
             page = Asset(body, plain.media_type, make_etag(("dashboard", body)), True)
             if len(body) >= GZIP_MIN_BYTES and _accepts_gzip(
                 request.headers.get("accept-encoding", "")

@@ -179,10 +179,7 @@ class LiveStreams:
                 self._watcher.start()
 
     async def _generation(self, name: str) -> int:
-        try:
-            return await self._handles[name].pool.run(experiments.generation)
-        except DataError:
-            return 0  # no store yet: everything in it will be new
+        return await generation_of(self._handles[name])
 
     async def _events(
         self, subscription: Subscription, cursor: dict[str, int]
@@ -263,6 +260,21 @@ def format_cursor(cursor: Mapping[str, int]) -> str:
     if len(cursor) == 1:
         return str(next(iter(cursor.values())))
     return ",".join(f"{name}:{generation}" for name, generation in sorted(cursor.items()))
+
+
+async def generation_of(handle: ExperimentHandle) -> int:
+    """The generation of an experiment's store now (0 without a store: all in it will be new)."""
+    try:
+        return await handle.pool.run(experiments.generation)
+    except DataError:
+        return 0
+
+
+async def cursor_now(handles: Mapping[str, ExperimentHandle]) -> str:
+    """The cursor of a stream over every experiment of ``handles`` opened now: a page that
+    fetched its state after reading it opens its stream with ``since=`` it, and misses no
+    commit made between its fetches and the stream's opening."""
+    return format_cursor({name: await generation_of(h) for name, h in handles.items()})
 
 
 def parse_cursor(text: str, names: Sequence[str]) -> dict[str, int]:
