@@ -96,6 +96,24 @@ def test_time_series_shows_the_card(serve: ServeFactory, logdir: Path, page: Wat
     page.screenshot("timeseries")
 
 
+def test_the_scalars_tab_draws_its_chart(serve: ServeFactory, logdir: Path, page: Watched) -> None:
+    """The Scalars tab (TensorBoard's older dashboard) posts scalars_multirun as a FormData
+    without X-XSRF-Protected; the browser marks it as this page's own request, and it is
+    answered (it was refused with a 400, and the tab drew nothing)."""
+    base = ready(serve(logdir))
+    with page.page.expect_response(lambda r: "scalars/scalars_multirun" in r.url) as got:
+        page.page.goto(f"{base}/tensorboard/#scalars")
+    assert got.value.status == 200, got.value.text()
+    assert got.value.request.method == "POST"
+    assert "x-xsrf-protected" not in got.value.request.headers  # what made it a 400 before
+    rows = json.loads(got.value.body())
+    assert [row[1] for row in rows[RUN]] == [0, 1, 2]
+    page.page.locator("tf-scalar-card vz-line-chart2").first.wait_for()
+    page.page.wait_for_load_state("networkidle")
+    page.screenshot("scalars-tab")
+    page.assert_no_errors()
+
+
 def test_images_view_shows_an_image(serve: ServeFactory, logdir: Path, page: Watched) -> None:
     base = ready(serve(logdir))
     page.page.goto(f"{base}/tensorboard/#images")

@@ -381,7 +381,8 @@ def test_bad_requests_are_clear_4xx(keep_all: Pair) -> None:
     assert "'run' must be a string" in ours.json()["error"]["message"]
     _, ours = keep_all.both("POST", SERIES, data={"requests": "[{"}, headers=XSRF)
     assert ours.json()["error"]["message"] == "Unable to parse 'requests' as JSON"
-    # Without the header TensorBoard's UI always sends: refused (TensorBoard 2.21 answers 200).
+    # Without the header, and not marked same-origin by a browser: refused (TensorBoard 2.21
+    # answers 200; README lists it).
     _, ours = keep_all.both("POST", SERIES, data={"requests": "[]"})
     assert ours.status_code == 400
     assert "X-XSRF-Protected" in ours.json()["error"]["message"]

@@ -342,12 +342,32 @@ def tb_json(data: Any) -> bytes:
 
 
 def require_xsrf(request: Request) -> None:
-    """TensorBoard's guard on POST routes: a form post from another site cannot set this
-    header, so one without it is refused (400, as TensorBoard answers)."""
-    if request.headers.get("x-xsrf-protected") != "1":
-        raise ApiError(
-            400, "POST requests to TensorBoard's routes must carry the header X-XSRF-Protected: 1"
-        )
+    """The guard on TensorBoard's POST routes: a POST that a page of another site could have
+    made is refused (400). TensorBoard's UI marks its fetches with ``X-XSRF-Protected: 1``, a
+    header no form can set; its older dashboards (the Scalars tab's ``scalars_multirun``) post
+    a FormData without it, which the browser itself marks as coming from this server's own
+    page (``Sec-Fetch-Site: same-origin``, else an ``Origin`` equal to this server's)."""
+    if request.headers.get("x-xsrf-protected") == "1" or _same_origin(request):
+        return
+    raise ApiError(
+        400,
+        "POST requests to TensorBoard's routes must carry the header X-XSRF-Protected: 1 "
+        "(or come from this server's own pages)",
+    )
+
+
+def _same_origin(request: Request) -> bool:
+    """Whether the browser says the request comes from a page of this server's origin."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        # A browser that sends it says where the request comes from; another port of this
+        # host is "same-site", not "same-origin".
+        return site == "same-origin"
+    origin = request.headers.get("origin")
+    host = request.headers.get("host")
+    if not origin or origin == "null" or not host:
+        return False
+    return origin == f"{request.url.scheme}://{host}"
 
 
 def not_found(message: str) -> ApiError:
