@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from tensorboardX import SummaryWriter
@@ -83,8 +84,6 @@ def python_loader(logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 def scalars(base: str, tag: str) -> list[list[float]]:
-    import httpx
-
     answer = httpx.get(f"{base}/data/plugin/scalars/scalars", params={"run": RUN, "tag": tag})
     assert answer.status_code == 200, answer.text
     rows: list[list[float]] = answer.json()
@@ -93,8 +92,6 @@ def scalars(base: str, tag: str) -> list[list[float]]:
 
 def steps_of(base: str, route: str, tag: str) -> list[tuple[float, int]]:
     """(wall time, step) of each point a route answers (histograms, images)."""
-    import httpx
-
     answer = httpx.get(f"{base}/data/plugin/{route}", params={"run": RUN, "tag": tag})
     assert answer.status_code == 200, answer.text
     points = answer.json()
