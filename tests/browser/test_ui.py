@@ -1,6 +1,7 @@
 """TensorBoard's own UI in a real browser (Debian's chromium) on ``boardd serve``: it loads
 without errors, shows a run's scalars in Time Series and its images in the Images view, picks
-up a point written while it is open when it reloads, and works behind the login URL.
+up a point written while it is open when it reloads, and works behind the login URL; its
+older Scalars and Custom Scalars tabs draw their charts.
 
 Screenshots: see the ``artifacts`` fixture (``$BOARDD_TEST_ARTIFACTS/<test>/``, else the
 test's tmp_path)."""
@@ -111,6 +112,32 @@ def test_the_scalars_tab_draws_its_chart(serve: ServeFactory, logdir: Path, page
     page.page.locator("tf-scalar-card vz-line-chart2").first.wait_for()
     page.page.wait_for_load_state("networkidle")
     page.screenshot("scalars-tab")
+    page.assert_no_errors()
+
+
+def test_the_custom_scalars_tab_draws_its_chart(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    """A layout written with tensorboardX's add_custom_scalars: the Custom Scalars tab reads
+    it and draws its charts (a multiline and a margin chart) from the regex-matched scalars."""
+    # A file of its own (the fixture's may have the same name: both named in the same second).
+    with SummaryWriter(str(logdir / RUN), filename_suffix=".layout") as w:
+        w.add_custom_scalars(
+            {
+                "Training": {"losses": ["Multiline", [f"^{TAG}$"]]},
+                "Band": {"band": ["Margin", [TAG, TAG, TAG]]},
+            }
+        )
+    base = ready(serve(logdir))
+    with page.page.expect_response(lambda r: "custom_scalars/scalars" in r.url) as got:
+        page.page.goto(f"{base}/tensorboard/#custom_scalars")
+    assert got.value.status == 200, got.value.text()
+    events = json.loads(got.value.body())["tag_to_events"]
+    assert [row[1] for row in events[TAG]] == [0, 1, 2]
+    page.page.locator("tf-custom-scalar-multi-line-chart-card vz-line-chart2").first.wait_for()
+    page.page.locator("tf-custom-scalar-margin-chart-card vz-line-chart2").first.wait_for()
+    page.page.wait_for_load_state("networkidle")
+    page.screenshot("custom-scalars-tab")
     page.assert_no_errors()
 
 

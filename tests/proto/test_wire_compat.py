@@ -16,6 +16,7 @@ from tensorboard.compat.proto import summary_pb2 as tb_summary_pb2
 from tensorboard.compat.proto import tensor_pb2 as tb_tensor_pb2
 from tensorboard.compat.proto import tensor_shape_pb2 as tb_tensor_shape_pb2
 from tensorboard.compat.proto import types_pb2 as tb_types_pb2
+from tensorboard.plugins.custom_scalar import layout_pb2 as tb_layout_pb2
 from tensorboard.plugins.hparams import api_pb2 as tb_api_pb2
 from tensorboard.plugins.hparams import plugin_data_pb2 as tb_plugin_data_pb2
 from tensorboard.plugins.hparams import summary_v2 as hp
@@ -25,6 +26,7 @@ from boardd.proto import (
     histogram_pb2,
     hparams_api_pb2,
     hparams_plugin_data_pb2,
+    layout_pb2,
     summary_pb2,
     tensor_pb2,
     tensor_shape_pb2,
@@ -41,6 +43,7 @@ FILES: list[tuple[ModuleType, ModuleType]] = [
     (types_pb2, tb_types_pb2),
     (hparams_api_pb2, tb_api_pb2),
     (hparams_plugin_data_pb2, tb_plugin_data_pb2),
+    (layout_pb2, tb_layout_pb2),
 ]
 
 # What the .proto comments say we leave out; everything else must be mirrored exactly.

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from boardd.api.routing import IndexedRouter
 from boardd.api.tensorboard import (
     core,
+    custom_scalars,
     histograms,
     hparams,
     images,
@@ -44,6 +45,14 @@ def data_routes() -> list[BaseRoute]:
         Route("/plugin/scalars/tags", cached_first(scalars.tags), methods=get),
         Route("/plugin/scalars/scalars", cached_first(scalars.scalars), methods=get),
         Route("/plugin/scalars/scalars_multirun", scalars.scalars_multirun, methods=post),
+        # custom scalars (the layout a writer describes, its regex-matched scalars)
+        Route("/plugin/custom_scalars/layout", cached_first(custom_scalars.layout), methods=get),
+        Route("/plugin/custom_scalars/scalars", cached_first(custom_scalars.scalars), methods=get),
+        Route(
+            "/plugin/custom_scalars/download_data",
+            cached_first(custom_scalars.download_data),
+            methods=get,
+        ),
         # histograms, distributions, images, audio, text, pr_curves
         Route("/plugin/histograms/tags", cached_first(histograms.tags), methods=get),
         Route("/plugin/histograms/histograms", cached_first(histograms.histograms), methods=get),
