@@ -1,7 +1,7 @@
 """TensorBoard's own UI in a real browser (Debian's chromium) on ``boardd serve``: it loads
 without errors, shows a run's scalars in Time Series and its images in the Images view, picks
 up a point written while it is open when it reloads, and works behind the login URL; its
-older Scalars and Custom Scalars tabs draw their charts.
+older Scalars and Custom Scalars tabs draw their charts, the Graphs tab its graph.
 
 Screenshots: see the ``artifacts`` fixture (``$BOARDD_TEST_ARTIFACTS/<test>/``, else the
 test's tmp_path)."""
@@ -138,6 +138,32 @@ def test_the_custom_scalars_tab_draws_its_chart(
     page.page.locator("tf-custom-scalar-margin-chart-card vz-line-chart2").first.wait_for()
     page.page.wait_for_load_state("networkidle")
     page.screenshot("custom-scalars-tab")
+    page.assert_no_errors()
+
+
+def test_the_graphs_tab_draws_the_graph(serve: ServeFactory, logdir: Path, page: Watched) -> None:
+    """A graph as PyTorch's add_graph writes one (a graph_def event): the Graphs tab asks for
+    it and draws its nodes."""
+    from tensorboard.compat.proto import event_pb2, graph_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    graph = graph_pb2.GraphDef()
+    graph.versions.producer = 22
+    graph.node.add(name="Net/input", op="Placeholder")
+    graph.node.add(name="Net/linear", op="MatMul", input=["Net/input"])
+    graph.node.add(name="Net/output", op="Relu", input=["Net/linear"])
+    writer = EventFileWriter(str(logdir / RUN), filename_suffix=".graph")
+    writer.add_event(event_pb2.Event(wall_time=WALL, graph_def=graph.SerializeToString()))
+    writer.close()
+    base = ready(serve(logdir))
+    with page.page.expect_response(lambda r: "graphs/graph?" in r.url) as got:
+        page.page.goto(f"{base}/tensorboard/#graphs")
+    assert got.value.status == 200, got.value.text()
+    assert 'name: "Net/linear"' in got.value.text()
+    # The graph drawn: the "Net" scope's node in the scene.
+    page.page.locator("tf-graph-scene g.node", has_text="Net").first.wait_for()
+    page.page.wait_for_load_state("networkidle")
+    page.screenshot("graphs-tab")
     page.assert_no_errors()
 
 

@@ -8,6 +8,7 @@ from types import ModuleType
 import pytest
 from google.protobuf import descriptor, json_format
 from google.protobuf.message import Message
+from tensorboard.compat.proto import config_pb2 as tb_config_pb2
 from tensorboard.compat.proto import event_pb2 as tb_event_pb2
 from tensorboard.compat.proto import graph_pb2 as tb_graph_pb2
 from tensorboard.compat.proto import histogram_pb2 as tb_histogram_pb2
@@ -23,10 +24,13 @@ from tensorboard.plugins.hparams import summary_v2 as hp
 
 from boardd.proto import (
     event_pb2,
+    graph_debug_info_pb2,
+    graph_pb2,
     histogram_pb2,
     hparams_api_pb2,
     hparams_plugin_data_pb2,
     layout_pb2,
+    run_metadata_pb2,
     summary_pb2,
     tensor_pb2,
     tensor_shape_pb2,
@@ -147,6 +151,94 @@ def test_same_fields_as_tensorboard(ours: ModuleType, theirs: ModuleType) -> Non
         list(our_file.enum_types_by_name.values()),
         theirs.DESCRIPTOR,
     )
+
+
+def _reachable(root: descriptor.Descriptor) -> dict[str, descriptor.Descriptor]:
+    """Every message type a message of type ``root`` can hold, ``root`` included."""
+    found: dict[str, descriptor.Descriptor] = {}
+    stack = [root]
+    while stack:
+        message = stack.pop()
+        if message.full_name not in found:
+            found[message.full_name] = message
+            stack.extend(f.message_type for f in message.fields if f.message_type is not None)
+    return found
+
+
+def _top_level(found: dict[str, descriptor.Descriptor]) -> set[str]:
+    return {name for name, m in found.items() if m.containing_type is None}
+
+
+#: The messages our single-file mirrors of TensorBoard's (below) take from the other files.
+_ELSEWHERE = {"tensorboard.TensorProto", "tensorboard.TensorShapeProto"}
+
+
+@pytest.mark.parametrize(
+    ("ours", "root", "before"),
+    [
+        ((graph_pb2, graph_debug_info_pb2), tb_graph_pb2.GraphDef.DESCRIPTOR, None),
+        (
+            (run_metadata_pb2,),
+            tb_config_pb2.RunMetadata.DESCRIPTOR,
+            tb_graph_pb2.GraphDef.DESCRIPTOR,
+        ),
+    ],
+    ids=["graph", "run_metadata"],
+)
+def test_gathered_files_hold_what_tensorboard_reaches(
+    ours: tuple[ModuleType, ...], root: descriptor.Descriptor, before: descriptor.Descriptor | None
+) -> None:
+    """graph.proto (with graph_debug_info.proto) and run_metadata.proto gather several of
+    TensorBoard's files: every message a GraphDef (a RunMetadata, beyond what a GraphDef
+    reaches) can hold is in ours, field for field, and nothing else is."""
+    wanted = _top_level(_reachable(root)) - _ELSEWHERE - OMITTED_TYPES
+    if before is not None:
+        wanted -= _top_level(_reachable(before))
+    theirs = _reachable(root)
+    mine = {k: v for module in ours for k, v in module.DESCRIPTOR.message_types_by_name.items()}
+    assert {_tb_name(m.full_name) for m in mine.values()} == wanted
+    for message in mine.values():
+        _assert_same_message(message, theirs[_tb_name(message.full_name)])
+    # The enums they use (FullTypeId) are the same too.
+    enums = [e for module in ours for e in module.DESCRIPTOR.enum_types_by_name.values()]
+    for enum in enums:
+        their_enum = next(
+            f.enum_type
+            for m in theirs.values()
+            for f in m.fields
+            if f.enum_type is not None and f.enum_type.full_name == _tb_name(enum.full_name)
+        )
+        _assert_same_enum(enum, their_enum)
+
+
+def test_a_graph_reads_and_prints_as_tensorboard_reads_and_prints_it() -> None:
+    """The graphs routes send a graph as protobuf text format: it is the same text."""
+    graph = tb_graph_pb2.GraphDef()
+    graph.versions.producer = 22
+    node = graph.node.add(name="layer/MatMul", op="MatMul", input=["x", "w"], device="/cpu:0")
+    node.attr["T"].type = tb_types_pb2.DT_FLOAT
+    node.attr["_output_shapes"].list.shape.add().dim.add(size=3)
+    node.attr["value"].tensor.float_val.extend([1.0, 2.5])
+    node.experimental_type.type_id = 1000  # TFT_TENSOR
+    function = graph.library.function.add()
+    function.signature.name = "__inference_f_12"
+    function.signature.input_arg.add(name="a", type=tb_types_pb2.DT_INT32)
+    function.ret["out"] = "a"
+    function.node_def.add(name="inner", op="Identity", input=["a"])
+    frame = graph.debug_info.frames_by_id[7]
+    frame.file_index, frame.line = 0, 0  # set, though 0: proto2 prints them
+    graph.debug_info.files.append("model.py")
+    graph.debug_info.traces_by_id[7].frame_id.append(7)
+    metadata = tb_config_pb2.RunMetadata()
+    stats = metadata.step_stats.dev_stats.add(device="/cpu:0")
+    stats.node_stats.add(node_name="layer/MatMul", all_start_micros=5, op_end_rel_micros=7)
+    stats.thread_names[1] = "main"
+    metadata.function_graphs.add().pre_optimization_graph.CopyFrom(graph)
+    metadata.cost_graph.node.add(name="n", id=1).output_info.add(size=8)
+    ours = graph_pb2.GraphDef.FromString(graph.SerializeToString())
+    assert str(ours) == str(graph)
+    ours_metadata = run_metadata_pb2.RunMetadata.FromString(metadata.SerializeToString())
+    assert str(ours_metadata) == str(metadata)
 
 
 def _dict(message: Message) -> dict[str, object]:

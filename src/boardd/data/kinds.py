@@ -35,6 +35,7 @@ BLOB_SEQUENCES = Kind(
             "graph_run_metadata",
             "graph_run_metadata_graph",
             "graph_keras_model",
+            "graph_tagged_run_metadata",
         }
     ),
 )

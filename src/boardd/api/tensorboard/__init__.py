@@ -14,6 +14,7 @@ from boardd.api.routing import IndexedRouter
 from boardd.api.tensorboard import (
     core,
     custom_scalars,
+    graphs,
     histograms,
     hparams,
     images,
@@ -53,6 +54,10 @@ def data_routes() -> list[BaseRoute]:
             cached_first(custom_scalars.download_data),
             methods=get,
         ),
+        # graphs (a run's graph, a tagged step's graphs and metadata)
+        Route("/plugin/graphs/info", cached_first(graphs.info), methods=get),
+        Route("/plugin/graphs/graph", cached_first(graphs.graph), methods=get),
+        Route("/plugin/graphs/run_metadata", cached_first(graphs.run_metadata), methods=get),
         # histograms, distributions, images, audio, text, pr_curves
         Route("/plugin/histograms/tags", cached_first(histograms.tags), methods=get),
         Route("/plugin/histograms/histograms", cached_first(histograms.histograms), methods=get),
