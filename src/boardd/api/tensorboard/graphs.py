@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, answer, not_found, required, tb_json
+from boardd.api.tensorboard.plugins import optional_integer
 from boardd.data.errors import DataError
 from boardd.data.kinds import BLOB_SEQUENCES
 
@@ -74,19 +75,6 @@ def _blob(reader: Reader, plugins: tuple[str, ...], run: str, tag: str) -> bytes
     raise not_found(f"no graph data for run={run!r}, tag={tag!r}")
 
 
-def _positive(request: Request, name: str) -> int | None:
-    text = request.query_params.get(name)
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise ApiError(400, f"{name}={text!r}: give a whole number") from None
-    if value <= 0:
-        raise ApiError(400, f"{name}={value}: give a number from 1")
-    return value
-
-
 def _undecodable(what: str, run: str, exc: Exception) -> DataError:
     return DataError(f"the stored {what} of run {run!r} cannot be read: {exc}")
 
@@ -105,7 +93,7 @@ async def graph(request: Request) -> Response:
     tag = request.query_params.get("tag")
     if request.query_params.get("conceptual") == "true":
         raise ApiError(400, "conceptual=true: boardd does not build Keras's conceptual graph")
-    limit = _positive(request, "limit_attr_size")
+    limit = optional_integer(request, "limit_attr_size", minimum=1)
     key = request.query_params.get("large_attrs_key")
     if limit is not None and key is None:
         raise ApiError(400, "large_attrs_key= is required with limit_attr_size=")

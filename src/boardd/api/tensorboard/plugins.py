@@ -52,15 +52,21 @@ def run_and_tag(request: Request) -> tuple[str, str]:
 
 def integer(request: Request, name: str, default: int) -> int:
     """A whole number from 0 (400 otherwise; TensorBoard fails with a 500)."""
+    value = optional_integer(request, name)
+    return default if value is None else value
+
+
+def optional_integer(request: Request, name: str, *, minimum: int = 0) -> int | None:
+    """A whole number from ``minimum``, None when absent (400 otherwise)."""
     text = request.query_params.get(name)
     if text is None:
-        return default
+        return None
     try:
         value = int(text)
     except ValueError:
         raise ApiError(400, f"{name}={text!r}: give a whole number") from None
-    if value < 0:
-        raise ApiError(400, f"{name}={value}: give a number from 0")
+    if value < minimum:
+        raise ApiError(400, f"{name}={value}: give a number from {minimum}")
     return value
 
 
