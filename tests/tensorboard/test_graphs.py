@@ -204,7 +204,8 @@ def test_missing_graphs_are_404(graphs: Pair, route: str, params: dict[str, str]
 def test_bad_requests_are_400(
     graphs: Pair, route: str, params: dict[str, str], tensorboard: int
 ) -> None:
-    """Where TensorBoard crashes (500), boardd names the parameter (README)."""
+    """TensorBoard answers these with a plain-text 400 or crashes (500); boardd answers 400
+    in its JSON error shape, naming the parameter (README)."""
     theirs, ours = graphs.both("GET", f"/data/plugin/graphs/{route}", params=params)
     assert theirs.status_code == tensorboard
     assert ours.status_code == 400, ours.text
