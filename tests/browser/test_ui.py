@@ -1,7 +1,8 @@
 """TensorBoard's own UI in a real browser (Debian's chromium) on ``boardd serve``: it loads
 without errors, shows a run's scalars in Time Series and its images in the Images view, picks
 up a point written while it is open when it reloads, and works behind the login URL; its
-older Scalars and Custom Scalars tabs draw their charts, the Graphs tab its graph.
+older Scalars and Custom Scalars tabs draw their charts, the Graphs tab its graph, the Mesh
+tab its point cloud.
 
 Screenshots: see the ``artifacts`` fixture (``$BOARDD_TEST_ARTIFACTS/<test>/``, else the
 test's tmp_path)."""
@@ -164,6 +165,25 @@ def test_the_graphs_tab_draws_the_graph(serve: ServeFactory, logdir: Path, page:
     page.page.locator("tf-graph-scene g.node", has_text="Net").first.wait_for()
     page.page.wait_for_load_state("networkidle")
     page.screenshot("graphs-tab")
+    page.assert_no_errors()
+
+
+def test_the_mesh_tab_loads_its_mesh(serve: ServeFactory, logdir: Path, page: Watched) -> None:
+    """A point cloud written with tensorboardX's add_mesh: the Mesh tab asks for the mesh's
+    parts and their vertices, gets them, and draws them (WebGL) without an error."""
+    rng = np.random.default_rng(1)
+    with SummaryWriter(str(logdir / RUN), filename_suffix=".mesh") as w:
+        w.add_mesh("cloud", rng.normal(size=(1, 30, 3)), global_step=0, walltime=WALL)
+    base = ready(serve(logdir))
+    with page.page.expect_response(
+        lambda r: "mesh/data?" in r.url and "content_type=VERTEX" in r.url
+    ) as got:
+        page.page.goto(f"{base}/tensorboard/#mesh")
+    assert got.value.status == 200, got.value.text()
+    assert len(got.value.body()) == 30 * 3 * 4  # the vertices, float32
+    page.page.locator("mesh-viewer-component, tf-mesh-loader, canvas").first.wait_for()
+    page.page.wait_for_load_state("networkidle")
+    page.screenshot("mesh-tab")
     page.assert_no_errors()
 
 

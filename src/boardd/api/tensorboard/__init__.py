@@ -18,6 +18,7 @@ from boardd.api.tensorboard import (
     histograms,
     hparams,
     images,
+    mesh,
     pr_curves,
     scalars,
     text,
@@ -58,6 +59,10 @@ def data_routes() -> list[BaseRoute]:
         Route("/plugin/graphs/info", cached_first(graphs.info), methods=get),
         Route("/plugin/graphs/graph", cached_first(graphs.graph), methods=get),
         Route("/plugin/graphs/run_metadata", cached_first(graphs.run_metadata), methods=get),
+        # mesh (add_mesh: each mesh's parts, their data)
+        Route("/plugin/mesh/tags", cached_first(mesh.tags), methods=get),
+        Route("/plugin/mesh/meshes", cached_first(mesh.meshes), methods=get),
+        Route("/plugin/mesh/data", cached_first(mesh.data), methods=get),
         # histograms, distributions, images, audio, text, pr_curves
         Route("/plugin/histograms/tags", cached_first(histograms.tags), methods=get),
         Route("/plugin/histograms/histograms", cached_first(histograms.histograms), methods=get),

@@ -127,7 +127,7 @@ PLUGINS: list[tuple[str, dict[str, Any], frozenset[str] | None]] = [
     ("pr_curves", _plugin("PR Curves", "tf-pr-curve-dashboard"), frozenset({"pr_curves"})),
     ("profile_redirect", _plugin("Profile", "tf-profile-redirect-dashboard"), None),
     ("hparams", _plugin("hparams", "tf-hparams-dashboard"), frozenset({"hparams"})),
-    ("mesh", _plugin("mesh", "mesh-dashboard"), None),
+    ("mesh", _plugin("mesh", "mesh-dashboard"), frozenset({"mesh"})),
     ("wit_redirect", _plugin("What-If Tool", "tf-wit-redirect-dashboard"), None),
     ("projector", _plugin("projector", mechanism="IFRAME", disable_reload=True,
                           module_path="/data/plugin/projector/index.js"), None),
