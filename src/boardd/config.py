@@ -99,6 +99,31 @@ class ServeSettings:
     storage_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     remote_poll_interval: float = DEFAULT_REMOTE_POLL_INTERVAL
     remote_block_size: int = DEFAULT_REMOTE_BLOCK_SIZE
+    #: Every URL under this path (``--path-prefix``: "/tb", never a trailing "/"); "" for none.
+    path_prefix: str = ""
+
+
+def parse_path_prefix(text: str) -> str:
+    """``--path-prefix``: "/a/b" from "a/b", "/a/b/" or "/a/b"; "" from "" or "/".
+    SettingsError for anything that is not a plain URL path (a query, a fragment, "." or ".."
+    segments, empty segments, spaces, percent signs, control characters)."""
+    stripped = text.strip("/")
+    if not stripped:
+        return ""
+    segments = stripped.split("/")
+    bad = next(
+        (s for s in segments if s in ("", ".", "..") or not _PREFIX_SEGMENT.fullmatch(s)),
+        None,
+    )
+    if bad is not None:
+        raise SettingsError(
+            f"--path-prefix {text!r}: give a URL path such as /tensorboard or /proxy/boardd "
+            "(letters, digits and - . _ ~ between slashes)"
+        )
+    return "/" + "/".join(segments)
+
+
+_PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+", re.ASCII)
 
 
 def serve_settings(
@@ -122,6 +147,7 @@ def serve_settings(
     environ: Mapping[str, str] | None = None,
     storage_options: Sequence[str] = (),
     remote_block_size: str | int = DEFAULT_REMOTE_BLOCK_SIZE,
+    path_prefix: str = "",
 ) -> ServeSettings:
     """The validated settings of ``boardd serve``; SettingsError (LogdirError for a logdir that
     cannot be read) says what is wrong. ``poll_interval`` None: the defaults (local logdirs
@@ -131,6 +157,7 @@ def serve_settings(
     poll_interval = DEFAULT_POLL_INTERVAL if poll_interval is None else poll_interval
     experiments = parse_experiments(logdirs, db, environ)
     sampling = parse_sampling(samples_per_plugin)
+    prefix = parse_path_prefix(path_prefix)
     for flag, value in (
         ("--poll-interval", poll_interval),
         ("--rescan-interval", rescan_interval),
@@ -172,6 +199,7 @@ def serve_settings(
         storage_options=parse_storage(storage_options),
         remote_poll_interval=remote_poll_interval,
         remote_block_size=parse_size(remote_block_size),
+        path_prefix=prefix,
     )
 
 

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import numpy as np
 import pytest
 from tensorboardX import SummaryWriter
@@ -489,3 +490,42 @@ def test_reconnects_after_a_daemon_restart(
     # While the daemon was down the browser reported refused connections; nothing else.
     others = [e for e in page.errors if "ERR_CONNECTION_REFUSED" not in e and "HTTP 503" not in e]
     assert not others, others
+
+
+def test_both_uis_under_a_path_prefix(serve: ServeFactory, logdir: Path, page: Watched) -> None:
+    """``boardd serve --path-prefix /proxy/boardd`` (a reverse proxy forwarding /proxy/boardd/...
+    unchanged): the printed URL, the dashboard (its first answers, its live stream) and
+    TensorBoard's UI all work under the prefix."""
+    prefix = "/proxy/boardd"
+    daemon = serve(logdir, "--path-prefix", prefix)
+    host = f"http://127.0.0.1:{daemon.port}"
+    assert daemon.client is not None
+    daemon.client = httpx.Client(base_url=host + prefix, timeout=10.0, trust_env=False)
+    base = ready(daemon) + prefix
+    assert f"listening on {base}/" in daemon.stderr()
+
+    open_dashboard(page, base)
+    assert set(cards(page)) == set(TAGS)
+    # Live under the prefix too: the stream's URL is relative to the page.
+    write(logdir, RUNS[0], range(STEPS, STEPS + 5), seed=4)
+    wait_drawn(page, tags=("loss",), last_step=STEPS + 4)
+    outside = [r.url for r in page.responses if not r.url.startswith(base)]
+    assert outside == [], outside
+    page.screenshot("dashboard-under-prefix")
+    page.assert_no_errors()
+
+    page.responses.clear()
+    page.page.goto(f"{base}/tensorboard/")
+    page.page.locator("tb-data-table-content-row", has_text=RUNS[0]).first.wait_for()
+    page.page.wait_for_load_state("networkidle")
+    # TensorBoard's stylesheets ask for their fonts at /font-roboto/ whatever the prefix (as
+    # under tensorboard --path_prefix): boardd serves them there too, for when they reach it.
+    fonts = f"{host}/font-roboto/"
+    statuses = {
+        r.url.removeprefix(base): r.status for r in page.responses if not r.url.startswith(fonts)
+    }
+    assert statuses.get("/tensorboard/data/plugins_listing") == 200, statuses
+    assert all(s < 400 for s in statuses.values()), statuses
+    assert all(url.startswith("/") for url in statuses), statuses  # all under the prefix
+    page.screenshot("tensorboard-under-prefix")
+    page.assert_no_errors()

@@ -77,3 +77,16 @@ def test_every_command_explains_itself() -> None:
                 assert flag.help and flag.help != "as for ingest", (name, flag.dest)
     serve_help = commands["serve"].format_help()
     assert "--rebuild" in serve_help and "exit 5" in " ".join(serve_help.split())
+
+
+@pytest.mark.parametrize("prefix", ["/a b", "/a/../b", "/a?x"])
+def test_a_bad_path_prefix_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], prefix: str
+) -> None:
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    args = ["serve", str(logdir), "--db", str(tmp_path / "s.sqlite"), "--path-prefix", prefix]
+    assert main(args) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert f"--path-prefix {prefix!r}" in err
+    assert "/tensorboard" in err  # an example of what to give

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from boardd.api.common import json_bytes
+from boardd.api.prefix import route_path
 
 #: The longest query string accepted (a request naming thousands of runs × tags is refused).
 MAX_QUERY_BYTES = 64 * 1024
@@ -66,7 +67,7 @@ class Guard:
         if len(scope.get("query_string", b"")) > MAX_QUERY_BYTES:
             await _reply(send, 413, "too_large", "the query string is too long: ask for less")
             return
-        if scope["path"] == LOGIN_PATH:
+        if route_path(scope) == LOGIN_PATH:
             await self._login(scope, send)
             return
         if self._expected is not None and not self._authorized(scope):
@@ -102,8 +103,10 @@ class Guard:
         if scope["method"] not in ("GET", "HEAD"):
             await _reply(send, 405, "method_not_allowed", "/login takes GET", [(b"allow", b"GET")])
             return
+        # The dashboard: / under --path-prefix (root_path), if any.
+        home = (scope.get("root_path", "") + "/").encode("latin-1")
         headers = [
-            (b"location", b"/"),
+            (b"location", home),
             (b"content-length", b"0"),
             (b"cache-control", b"no-store"),
             (b"referrer-policy", b"no-referrer"),

@@ -128,6 +128,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=f"full rescan of every logdir, the safety net (default {DEFAULT_RESCAN_INTERVAL:g})",
     )
     parser.add_argument(
+        "--path-prefix",
+        "--path_prefix",
+        default="",
+        metavar="PATH",
+        help=(
+            "serve every page and route under this URL path, as tensorboard --path_prefix "
+            "does: for a reverse proxy that forwards /PATH/... unchanged "
+            "(e.g. --path-prefix /tensorboard; default: none)"
+        ),
+    )
+    parser.add_argument(
         "--hparams-idle-seconds",
         type=float,
         default=DEFAULT_HPARAMS_IDLE_SECONDS,
@@ -181,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
             lineage=args.lineage,
             storage_options=args.storage_options,
             remote_block_size=args.remote_block_size,
+            path_prefix=args.path_prefix,
         )
     except SettingsError as exc:
         return settings_failed(NAME, exc)

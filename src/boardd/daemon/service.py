@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from boardd.api.app import create_app
 from boardd.api.auth import LOGIN_PATH
+from boardd.api.prefix import PathPrefix
 from boardd.api.tensorboard import webui
 from boardd.config import ServeSettings
 from boardd.daemon.http import Server, server_config
@@ -233,8 +234,12 @@ class Service:
             lineage=self.lineage,
             disk_after=self._disk_after,
         )
+        served: ASGIApp = app
+        if self.settings.path_prefix:
+            # --path-prefix: everything under it (api/prefix.py).
+            served = PathPrefix(app, self.settings.path_prefix, root_folders=webui.ROOT_FOLDERS)
         config = server_config(
-            first_answer_sets(app, self._answered, self._disk_after), graceful=3.0
+            first_answer_sets(served, self._answered, self._disk_after), graceful=3.0
         )
         self._server = _Server(config, self)
         for runner in self.runners:
@@ -312,7 +317,7 @@ class Service:
         port = sock.getsockname()[1]
         for spec in self.settings.experiments:
             log.info("%s: logdir %s, store %s", spec.name, spec.logdir, spec.db)
-        base = url_of(self.settings.host, port)
+        base = url_of(self.settings.host, port) + self.settings.path_prefix
         ui = (
             f"TensorBoard's UI: {base}/tensorboard/"
             if webui.webfiles_path() is not None

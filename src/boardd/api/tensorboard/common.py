@@ -23,6 +23,7 @@ from starlette.responses import Response
 
 from boardd.api.common import AppState, ExperimentHandle, raw_reply, reply, state_of
 from boardd.api.errors import ApiError
+from boardd.api.prefix import route_path
 from boardd.cache import Encoded, make_etag
 from boardd.data import experiments
 from boardd.data import series as data_series
@@ -306,7 +307,8 @@ class CachedAnswers:
 
     def _hit(self, scope: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         path: str = scope["path"]
-        inner = path.removeprefix(UI_PREFIX)
+        # The path the routes match: after --path-prefix (root_path), if any.
+        inner = route_path(scope).removeprefix(UI_PREFIX)
         name: str | None = None
         if inner.startswith(_DATA):
             route = inner[len(_DATA) - 1 :]
