@@ -5,11 +5,13 @@ against TensorBoard: the answers are protobuf text format, compared as text."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from google.protobuf import text_format
 from tensorboard.compat.proto import (
     config_pb2,
     event_pb2,
@@ -30,7 +32,7 @@ pytestmark = [
 ]
 
 WALL = 1_700_000_000.0
-RUNS = {"torch", "traced", "plain"}
+RUNS = {"torch", "traced", "keras", "plain"}
 #: An attribute larger than the UI's limit (TensorBoard's UI asks with limit_attr_size=1024).
 BIG = 3000
 
@@ -84,6 +86,102 @@ def traced(tag: str, plugin: str, step: int, metadata: config_pb2.RunMetadata) -
     return event
 
 
+def _tensor(name: str, *history: object) -> dict[str, object]:
+    """A Keras 3 functional model's reference to a layer's output tensor."""
+    return {"class_name": "__keras_tensor__", "config": {"shape": [None, 4], "dtype": "float32",
+            "keras_history": [name, *history]}}  # fmt: skip
+
+
+def _layer(cls: str, name: str, *inputs: object, dtype: object = "float32") -> dict[str, object]:
+    layer: dict[str, object] = {
+        "module": "keras.layers",
+        "class_name": cls,
+        "config": {"name": name, "trainable": True, "dtype": dtype},
+        "registered_name": None,
+        "name": name,
+    }
+    if inputs:
+        layer["inbound_nodes"] = [{"args": list(inputs), "kwargs": {}}]
+    return layer
+
+
+POLICY = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float16"}}
+#: Keras 3 model configurations (model.to_json()): sequential, functional with two inputs,
+#: and a functional model holding a sequential one and a functional one.
+SEQUENTIAL = {
+    "module": "keras",
+    "class_name": "Sequential",
+    "config": {
+        "name": "seq",
+        "layers": [
+            _layer("InputLayer", "input_layer"),
+            _layer("Dense", "dense", dtype=POLICY),
+            _layer("Dropout", "dropout", dtype="half"),
+            _layer("Dense", "dense_1", dtype={"config": {"name": "mixed_float16"}}),
+        ],
+    },
+}
+INNER = {
+    "module": "keras",
+    "class_name": "Functional",
+    "config": {
+        "name": "inner",
+        "layers": [
+            _layer("InputLayer", "in_x"),
+            _layer("Dense", "proj", _tensor("in_x", 0, 0), dtype="int32"),
+        ],
+        # One input: Keras 3 writes its reference alone, not in a list.
+        "input_layers": ["in_x", 0, 0],
+        "output_layers": [["proj", 0, 0]],
+    },
+    "inbound_nodes": [{"args": [_tensor("concat", 0, 0)], "kwargs": {}}],
+}
+FUNCTIONAL = {
+    "module": "keras",
+    "class_name": "Functional",
+    "config": {
+        "name": "two_towers",
+        "layers": [
+            _layer("InputLayer", "a"),
+            _layer("InputLayer", "b"),
+            _layer("Concatenate", "concat", [_tensor("a", 0, 0), _tensor("b", 0, 0)]),
+            INNER,
+            {**SEQUENTIAL, "inbound_nodes": [{"args": [_tensor("inner", 0, 0)], "kwargs": {}}]},
+            _layer("Add", "out", [_tensor("seq", 0, 0), _tensor("concat", 0, 0)], dtype=7),
+        ],
+        "input_layers": [["a", 0, 0], ["b", 0, 0]],
+        "output_layers": [["out", 0, 0]],
+    },
+}
+
+
+#: A sequential model holding a single-input functional one (TensorBoard fails on it).
+NESTED = {
+    "module": "keras",
+    "class_name": "Sequential",
+    "config": {
+        "name": "outer",
+        "layers": [
+            _layer("InputLayer", "input_layer"),
+            {key: value for key, value in INNER.items() if key != "inbound_nodes"},
+            _layer("Dense", "head"),
+        ],
+    },
+}
+
+
+def keras_model(step: int, tag: str, model: dict[str, object]) -> event_pb2.Event:
+    """A Keras model summary as Keras's TensorBoard callback writes one (plugin content "1")."""
+    event = event_pb2.Event(wall_time=WALL + step, step=step)
+    value = event.summary.value.add(tag=tag)
+    value.metadata.plugin_data.plugin_name = "graph_keras_model"
+    value.metadata.plugin_data.content = b"1"
+    value.tensor.CopyFrom(
+        tensor_util.make_tensor_proto(json.dumps(model).encode(), dtype=types_pb2.DT_STRING)
+    )
+    return event
+
+
 def write_graphs_logdir(root: Path) -> Path:
     logdir = root / "graphs"
     # As tensorboardX's add_graph writes a PyTorch model: the graph, then a step's profile.
@@ -110,6 +208,12 @@ def write_graphs_logdir(root: Path) -> Path:
         traced("trace/profile", "graph_run_metadata", 1, step_metadata(model_graph("h")))
     )
     trace.close()
+    # Keras's callback: the model's configuration (the "conceptual graph").
+    keras = EventFileWriter(str(logdir / "keras"))
+    keras.add_event(keras_model(0, "keras", SEQUENTIAL))
+    keras.add_event(keras_model(0, "functional", FUNCTIONAL))
+    keras.add_event(keras_model(0, "nested", NESTED))
+    keras.close()
     # A run without graphs.
     plain = EventFileWriter(str(logdir / "plain"))
     event = event_pb2.Event(wall_time=WALL, step=0)
@@ -139,6 +243,7 @@ def test_info(graphs: Pair) -> None:
     assert ours.json()["torch"]["run_graph"] is True
     assert ours.json()["torch"]["tags"]["step1"]["profile"] is True
     assert ours.json()["traced"]["tags"]["trace/graph"]["op_graph"] is True
+    assert ours.json()["keras"]["tags"]["functional"]["conceptual_graph"] is True
 
 
 GRAPH_QUERIES = [
@@ -147,6 +252,8 @@ GRAPH_QUERIES = [
     {"run": "traced", "tag": "trace/graph"},
     {"run": "traced", "tag": "trace/graph", "limit_attr_size": "1024", "large_attrs_key": "_big"},
     {"run": "traced", "tag": "trace/profile"},
+    {"run": "keras", "tag": "keras", "conceptual": "true"},
+    {"run": "keras", "tag": "functional", "conceptual": "true"},
 ]
 
 
@@ -156,7 +263,7 @@ def test_graph_text_is_tensorboards(graphs: Pair, params: dict[str, str]) -> Non
     assert ours.status_code == theirs.status_code == 200, (theirs.text[:300], ours.text[:300])
     assert ours.headers["content-type"] == theirs.headers["content-type"]
     assert ours.text == theirs.text
-    assert "MatMul" in ours.text  # not two empty answers
+    assert "MatMul" in ours.text or "keras_class" in ours.text  # not two empty answers
 
 
 def test_the_last_graph_of_a_run_is_shown(graphs: Pair) -> None:
@@ -182,6 +289,7 @@ def test_run_metadata_text_is_tensorboards(graphs: Pair, params: dict[str, str])
         ("graph", {"run": "plain"}),
         ("graph", {"run": "missing"}),
         ("graph", {"run": "torch", "tag": "nope"}),
+        ("graph", {"run": "keras", "tag": "nope", "conceptual": "true"}),
         ("run_metadata", {"run": "plain", "tag": "step1"}),
     ],
 )
@@ -197,6 +305,7 @@ def test_missing_graphs_are_404(graphs: Pair, route: str, params: dict[str, str]
         ("graph", {"run": "torch", "limit_attr_size": "x"}, 400),
         ("graph", {"run": "torch", "limit_attr_size": "0", "large_attrs_key": "k"}, 500),
         ("graph", {"run": "torch", "limit_attr_size": "10"}, 500),
+        ("graph", {"run": "keras", "conceptual": "true"}, 500),
         ("run_metadata", {"run": "torch"}, 400),
         ("run_metadata", {"tag": "step1"}, 400),
     ],
@@ -235,33 +344,58 @@ def test_a_corrupt_graph_is_an_error_naming_the_run(tmp_path: Path) -> None:
     assert 'name: "ok/matmul"' in good.text
 
 
-def test_a_keras_conceptual_graph_alone_is_not_offered(tmp_path: Path) -> None:
-    """boardd only (README): Keras's model configuration (graph_keras_model) is stored but not
-    turned into a graph; the Graphs tab stays disabled when it is all a logdir has."""
-    logdir = tmp_path / "logs"
-    event = event_pb2.Event(wall_time=WALL, step=0)
-    value = event.summary.value.add(tag="keras")
-    value.metadata.plugin_data.plugin_name = "graph_keras_model"
-    value.metadata.plugin_data.content = b"1"
-    value.tensor.CopyFrom(
-        tensor_util.make_tensor_proto(b'{"class_name": "Sequential"}', dtype=types_pb2.DT_STRING)
+def test_the_conceptual_graph_connects_the_layers(graphs: Pair) -> None:
+    """What the comparison above compares: each layer a node in its model's scope, fed by
+    the layers (or the nested models' outputs) it takes."""
+    ours = httpx.get(
+        graphs.boardd.url + "/data/plugin/graphs/graph",
+        params={"run": "keras", "tag": "functional", "conceptual": "true"},
     )
+    graph = graph_pb2.GraphDef()
+    text_format.Parse(ours.text, graph)
+    inputs = {node.name: list(node.input) for node in graph.node}
+    assert inputs["two_towers/concat"] == ["two_towers/a", "two_towers/b"]
+    # The layer before it, and what feeds the nested model: the same node here (TensorBoard
+    # lists it twice too).
+    assert inputs["two_towers/inner/in_x"] == ["two_towers/concat", "two_towers/concat"]
+    # A nested sequential model's first layer is fed by the model before it (its group).
+    assert inputs["two_towers/seq/input_layer"] == ["two_towers/inner"]
+    assert inputs["two_towers/out"] == ["two_towers/seq/dense_1", "two_towers/concat"]
+    dtypes = {node.name: node.attr["dtype"].type for node in graph.node if "dtype" in node.attr}
+    assert dtypes["two_towers/seq/dense"] == types_pb2.DT_HALF  # from its dtype policy
+    assert "two_towers/seq/dense_1" not in dtypes  # mixed_float16 names no single type
+
+
+def test_a_conceptual_graph_of_a_corrupt_model_names_the_run(tmp_path: Path) -> None:
+    """boardd only: TensorBoard fails with a 500 whose text says nothing."""
+    logdir = tmp_path / "logs"
     writer = EventFileWriter(str(logdir / "keras"))
-    writer.add_event(event)
+    writer.add_event(keras_model(0, "keras", {"class_name": "Sequential"}))
     writer.close()
     db = tmp_path / "store.sqlite"
     ingest(logdir, db)
     server = ThreadedServer(create_app([ExperimentSpec("logs", logdir, db)])).start()
     try:
-        listing = httpx.get(server.url + "/data/plugins_listing").json()
-        info = httpx.get(server.url + "/data/plugin/graphs/info").json()
-        conceptual = httpx.get(
+        answer = httpx.get(
             server.url + "/data/plugin/graphs/graph",
             params={"run": "keras", "tag": "keras", "conceptual": "true"},
         )
     finally:
         server.stop()
-    assert listing["graphs"]["enabled"] is False
-    assert info == {}
-    assert conceptual.status_code == 400
-    assert "conceptual" in conceptual.json()["error"]["message"]
+    assert answer.status_code == 500
+    assert "'keras'" in answer.json()["error"]["message"]
+    assert "Keras model configuration" in answer.json()["error"]["message"]
+
+
+def test_a_functional_model_inside_a_sequential_one(graphs: Pair) -> None:
+    """TensorBoard fails with a 500 (it takes Keras 3's single input reference for a list of
+    them); boardd feeds the nested model's input from the layer before it (README)."""
+    params = {"run": "keras", "tag": "nested", "conceptual": "true"}
+    theirs, ours = graphs.both("GET", "/data/plugin/graphs/graph", params=params)
+    assert theirs.status_code == 500
+    assert ours.status_code == 200, ours.text
+    graph = graph_pb2.GraphDef()
+    text_format.Parse(ours.text, graph)
+    inputs = {node.name: list(node.input) for node in graph.node}
+    assert inputs["outer/inner/in_x"] == ["outer/input_layer", "outer/input_layer"]
+    assert inputs["outer/head"] == ["outer/inner/proj"]

@@ -5,11 +5,12 @@ routes, which send them as protobuf text format."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import apsw
 
-from boardd.proto import graph_pb2, run_metadata_pb2
+from boardd.proto import graph_pb2, run_metadata_pb2, types_pb2
 from boardd.store import queries
 from boardd.store.blobs import iter_blob
 from boardd.store.queries import SeriesInfo
@@ -93,3 +94,172 @@ def drop_large_attrs(graph: graph_pb2.GraphDef, limit: int, key: str) -> None:
             if node.attr[name].ByteSize() > limit:
                 del node.attr[name]
                 node.attr[key].list.s.append(name.encode("utf-8"))
+
+
+#: TensorFlow's names of its data types (and the aliases it accepts), as a Keras model's
+#: configuration gives a layer's dtype.
+_DTYPES: dict[str, int] = {
+    **{
+        name: types_pb2.DataType.Value(enum)
+        for name, enum in (
+            ("float16", "DT_HALF"),
+            ("half", "DT_HALF"),
+            ("float32", "DT_FLOAT"),
+            ("float", "DT_FLOAT"),
+            ("float64", "DT_DOUBLE"),
+            ("double", "DT_DOUBLE"),
+            ("bfloat16", "DT_BFLOAT16"),
+            ("int8", "DT_INT8"),
+            ("int16", "DT_INT16"),
+            ("int32", "DT_INT32"),
+            ("int64", "DT_INT64"),
+            ("uint8", "DT_UINT8"),
+            ("uint16", "DT_UINT16"),
+            ("uint32", "DT_UINT32"),
+            ("uint64", "DT_UINT64"),
+            ("bool", "DT_BOOL"),
+            ("string", "DT_STRING"),
+            ("complex64", "DT_COMPLEX64"),
+            ("complex128", "DT_COMPLEX128"),
+            ("qint8", "DT_QINT8"),
+            ("quint8", "DT_QUINT8"),
+            ("qint16", "DT_QINT16"),
+            ("quint16", "DT_QUINT16"),
+            ("qint32", "DT_QINT32"),
+            ("resource", "DT_RESOURCE"),
+            ("variant", "DT_VARIANT"),
+        )
+    }
+}
+# Each type's reference type: its number + 100 (types.proto), named NAME_ref.
+_DTYPES.update({f"{name}_ref": value + 100 for name, value in list(_DTYPES.items())})
+
+
+def _dtype_number(value: Any) -> int | None:
+    """A layer's ``dtype`` (a name, a number, or a dtype policy naming one) as a DataType;
+    None when it names none (a mixed-precision policy)."""
+    if isinstance(value, dict) and "config" in value:
+        value = (value.get("config") or {}).get("name")
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value in types_pb2.DataType.values() else None
+    if isinstance(value, str):
+        return _DTYPES.get(value)
+    return None
+
+
+def _inbound(layer: dict[str, Any]) -> list[list[Any]]:
+    """[name, node index, tensor index] of each tensor a layer of a functional model takes
+    (Keras 3's configuration: each inbound node's ``args``, their ``keras_history``)."""
+    found = []
+    for node in layer.get("inbound_nodes") or []:
+        if not isinstance(node, dict):
+            continue
+        for args in node.get("args", []):
+            for arg in args if isinstance(args, list) else [args]:
+                history = (
+                    (arg.get("config") or {}).get("keras_history", [])
+                    if isinstance(arg, dict)
+                    else []
+                )
+                if len(history) >= 3:
+                    found.append(list(history[:3]))
+    return found
+
+
+def _scoped(scope: str, name: str) -> str:
+    return f"{scope}/{name}" if scope else name
+
+
+def _walk(layer: dict[str, Any], scope: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each layer of a model and of the models within it, in pre-order, with the scope (the
+    names of the models it is in)."""
+    yield scope, layer
+    config = layer.get("config") or {}
+    if config.get("layers"):
+        inner = _scoped(scope, config.get("name", ""))
+        for sublayer in config["layers"]:
+            yield from _walk(sublayer, inner)
+
+
+def keras_model_graph(model: Any) -> graph_pb2.GraphDef:
+    """A Keras model's configuration (``model.to_json()``) as a graph of its layers, a node per
+    layer named by its scope, with its class and dtype, and an input per tensor it takes, as
+    TensorBoard builds its "conceptual graph". ValueError if it is not a model's."""
+    if not isinstance(model, dict) or not isinstance(model.get("config"), dict):
+        raise ValueError("not a Keras model configuration (no 'config' object)")
+    try:
+        return _keras_model_graph(model)
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a Keras model configuration: {exc!r}") from None
+
+
+def _keras_model_graph(model: dict[str, Any]) -> graph_pb2.GraphDef:
+    graph = graph_pb2.GraphDef()
+    model_inputs: dict[str, str] = {}  # a nested model's input layer -> the node feeding it
+    model_outputs: dict[str, list[str]] = {}  # a model -> its output layers' nodes
+    previous: str | None = None  # the last node, for layers of a sequential model
+    for scope, layer in _walk(model):
+        config = layer.get("config")
+        if not isinstance(config, dict):
+            raise ValueError(f"a layer without a 'config' object in scope {scope!r}")
+        name = _scoped(scope, str(config.get("name")))
+        if config.get("layers") is not None:
+            previous = _enter_model(scope, name, layer, model_inputs, model_outputs, previous)
+            continue
+        node = graph.node.add()
+        node.name = name
+        if layer.get("class_name") is not None:
+            node.attr["keras_class"].s = str(layer["class_name"]).encode("ascii")
+        dtype = _dtype_number(config.get("dtype"))
+        if dtype is not None:
+            node.attr["dtype"].type = dtype
+        if layer.get("inbound_nodes") is not None:
+            for inbound, _, index in _inbound(layer):
+                names = model_outputs.get(_scoped(scope, inbound), [_scoped(scope, inbound)])
+                node.input.append(names[index] if index < len(names) else names[-1])
+        elif previous is not None:
+            node.input.append(previous)
+        if name in model_inputs:
+            node.input.append(model_inputs[name])
+        previous = node.name
+    return graph
+
+
+def _enter_model(
+    scope: str,
+    name: str,
+    layer: dict[str, Any],
+    model_inputs: dict[str, str],
+    model_outputs: dict[str, list[str]],
+    previous: str | None,
+) -> str | None:
+    """Records how a (nested) model connects: which node feeds each of its input layers, which
+    nodes are its outputs; returns the node its first layer follows."""
+    config = layer["config"]
+    inputs = config.get("input_layers")
+    outputs = config.get("output_layers")
+    inbound = _inbound(layer)
+    functional = bool(inputs and outputs)
+    if inbound and functional:
+        for input_layer, source in zip(_layer_refs(inputs), inbound, strict=False):
+            model_inputs[_scoped(name, input_layer[0])] = _scoped(scope, source[0])
+    elif inbound:
+        previous = _scoped(scope, inbound[0][0])
+    elif previous and functional:
+        refs = _layer_refs(inputs)
+        if len(refs) != 1:
+            raise ValueError(f"model {name!r} has {len(refs)} inputs inside a sequential model")
+        model_inputs[_scoped(name, refs[0][0])] = previous
+    if functional:
+        model_outputs[name] = [_scoped(name, ref[0]) for ref in _layer_refs(outputs)]
+    else:
+        last = config["layers"][-1].get("config", {}).get("name")
+        model_outputs[name] = [_scoped(name, str(last))]
+    return previous
+
+
+def _layer_refs(refs: Any) -> list[list[Any]]:
+    """``input_layers`` / ``output_layers``: one [name, node, tensor] or a list of them."""
+    return refs if isinstance(refs[0], list) else [refs]

@@ -117,8 +117,7 @@ PLUGINS: list[tuple[str, dict[str, Any], frozenset[str] | None]] = [
     ("audio", _plugin("audio", "tf-audio-dashboard"), frozenset({"audio"})),
     ("debugger-v2", _plugin("Debugger V2", mechanism="NG_COMPONENT"), None),
     ("graphs", _plugin("graphs", "tf-graph-dashboard", disable_reload=True),
-     # Not graph_keras_model alone: Keras's conceptual graph is not served (graphs.py).
-     frozenset({"graphs", "graph_run_metadata", "graph_run_metadata_graph",
+     frozenset({"graphs", "graph_run_metadata", "graph_run_metadata_graph", "graph_keras_model",
                 "graph_tagged_run_metadata"})),
     ("distributions", _plugin("distributions", "tf-distribution-dashboard"),
      frozenset({"histograms"})),

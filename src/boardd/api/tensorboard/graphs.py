@@ -1,10 +1,11 @@
-"""TensorBoard's graphs plugin: ``info`` (which runs and tags have a graph or a step's
-metadata), ``graph`` (a run's graph, or the graphs a tagged step ran, as protobuf text format)
-and ``run_metadata`` (a tagged step's metadata, text format). Keras's conceptual graph (the
-model's configuration turned into a graph) is not served: ``info`` does not offer it."""
+"""TensorBoard's graphs plugin: ``info`` (which runs and tags have a graph, a Keras model or a
+step's metadata), ``graph`` (a run's graph, the graphs a tagged step ran, or a Keras model's
+"conceptual graph", as protobuf text format) and ``run_metadata`` (a tagged step's metadata,
+text format)."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -29,8 +30,7 @@ CONTENT_VERSION = b"1"
 
 async def info(request: Request) -> Response:
     """``/data/plugin/graphs/info``: ``{run: {run, run_graph, tags: {tag: {tag,
-    conceptual_graph, op_graph, profile}}}}``, as TensorBoard builds it (``conceptual_graph``
-    stays false: see the module)."""
+    conceptual_graph, op_graph, profile}}}}``, as TensorBoard builds it."""
     from boardd.data import graphs as data_graphs
 
     def build(reader: Reader) -> bytes:
@@ -52,6 +52,9 @@ async def info(request: Request) -> Response:
             if s.info.plugin_content == CONTENT_VERSION:
                 item = row(s.run, s.info.tag)
                 item["profile"] = item["op_graph"] = True
+        for s in reader.series(BLOB_SEQUENCES, data_graphs.KERAS_MODEL):
+            if s.info.plugin_content == CONTENT_VERSION:
+                row(s.run, s.info.tag)["conceptual_graph"] = True
         for s in reader.series(BLOB_SEQUENCES, data_graphs.RUN_GRAPH):
             if s.info.tag == data_graphs.RUN_GRAPH_TAG:
                 row(s.run, None)["run_graph"] = True
@@ -80,19 +83,20 @@ def _undecodable(what: str, run: str, exc: Exception) -> DataError:
 
 
 async def graph(request: Request) -> Response:
-    """``/data/plugin/graphs/graph?run=[&tag=][&limit_attr_size=N&large_attrs_key=K]``: the
-    run's graph, or with ``tag`` the graphs that tagged step ran, merged (TensorBoard's
-    ``graph_N/`` prefixes); attributes over N bytes are left out and named under the
-    attribute K. 404 without such a graph; ``conceptual=true`` (Keras's conceptual graph) is a
-    400: boardd does not build it."""
+    """``/data/plugin/graphs/graph?run=[&tag=][&conceptual=true][&limit_attr_size=N&
+    large_attrs_key=K]``: the run's graph, or with ``tag`` the graphs that tagged step ran,
+    merged (TensorBoard's ``graph_N/`` prefixes), or with ``conceptual=true`` the Keras model
+    ``tag`` names as a graph of its layers; attributes over N bytes are left out and named
+    under the attribute K. 404 without such a graph."""
     from google.protobuf.message import DecodeError
 
     from boardd.data import graphs as data_graphs
 
     run = required(request, "run")
     tag = request.query_params.get("tag")
-    if request.query_params.get("conceptual") == "true":
-        raise ApiError(400, "conceptual=true: boardd does not build Keras's conceptual graph")
+    conceptual = request.query_params.get("conceptual") == "true"
+    if conceptual and tag is None:
+        raise ApiError(400, "tag= is required with conceptual=true (the Keras model's tag)")
     limit = optional_integer(request, "limit_attr_size", minimum=1)
     key = request.query_params.get("large_attrs_key")
     if limit is not None and key is None:
@@ -100,7 +104,10 @@ async def graph(request: Request) -> Response:
 
     def build(reader: Reader) -> bytes:
         try:
-            if tag is None:
+            if conceptual and tag is not None:
+                model = json.loads(_blob(reader, (data_graphs.KERAS_MODEL,), run, tag))
+                parsed = data_graphs.keras_model_graph(model)
+            elif tag is None:
                 parsed = data_graphs.parse_graph(
                     _blob(reader, (data_graphs.RUN_GRAPH,), run, data_graphs.RUN_GRAPH_TAG)
                 )
