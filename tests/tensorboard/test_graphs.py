@@ -170,6 +170,40 @@ NESTED = {
 }
 
 
+#: A functional model holding a two-input functional one (TensorBoard leaves the nested
+#: model's inputs unconnected).
+PAIR = {
+    "module": "keras",
+    "class_name": "Functional",
+    "config": {
+        "name": "wrapper",
+        "layers": [
+            _layer("InputLayer", "left"),
+            _layer("InputLayer", "right"),
+            {
+                "module": "keras",
+                "class_name": "Functional",
+                "config": {
+                    "name": "merge",
+                    "layers": [
+                        _layer("InputLayer", "p"),
+                        _layer("InputLayer", "q"),
+                        _layer("Add", "sum", [_tensor("p", 0, 0), _tensor("q", 0, 0)]),
+                    ],
+                    "input_layers": [["p", 0, 0], ["q", 0, 0]],
+                    "output_layers": [["sum", 0, 0]],
+                },
+                "inbound_nodes": [
+                    {"args": [[_tensor("left", 0, 0), _tensor("right", 0, 0)]], "kwargs": {}}
+                ],
+            },
+        ],
+        "input_layers": [["left", 0, 0], ["right", 0, 0]],
+        "output_layers": [["merge", 0, 0]],
+    },
+}
+
+
 def keras_model(step: int, tag: str, model: dict[str, object]) -> event_pb2.Event:
     """A Keras model summary as Keras's TensorBoard callback writes one (plugin content "1")."""
     event = event_pb2.Event(wall_time=WALL + step, step=step)
@@ -213,6 +247,7 @@ def write_graphs_logdir(root: Path) -> Path:
     keras.add_event(keras_model(0, "keras", SEQUENTIAL))
     keras.add_event(keras_model(0, "functional", FUNCTIONAL))
     keras.add_event(keras_model(0, "nested", NESTED))
+    keras.add_event(keras_model(0, "pair", PAIR))
     keras.close()
     # A run without graphs.
     plain = EventFileWriter(str(logdir / "plain"))
@@ -399,3 +434,21 @@ def test_a_functional_model_inside_a_sequential_one(graphs: Pair) -> None:
     inputs = {node.name: list(node.input) for node in graph.node}
     assert inputs["outer/inner/in_x"] == ["outer/input_layer", "outer/input_layer"]
     assert inputs["outer/head"] == ["outer/inner/proj"]
+
+
+def test_a_two_input_model_inside_a_functional_one(graphs: Pair) -> None:
+    """boardd connects each input of the nested model to what feeds it; TensorBoard takes
+    each input reference ['p', 0, 0] for a name and connects neither (README)."""
+    params = {"run": "keras", "tag": "pair", "conceptual": "true"}
+    theirs, ours = graphs.both("GET", "/data/plugin/graphs/graph", params=params)
+    assert theirs.status_code == ours.status_code == 200
+    parsed = {}
+    for name, answer in (("theirs", theirs), ("ours", ours)):
+        graph = graph_pb2.GraphDef()
+        text_format.Parse(answer.text, graph)
+        parsed[name] = {node.name: list(node.input) for node in graph.node}
+    # The layer before each (TensorBoard's and boardd's), then the nested model's source.
+    assert parsed["theirs"]["wrapper/merge/p"] == ["wrapper/right"]
+    assert parsed["ours"]["wrapper/merge/p"] == ["wrapper/right", "wrapper/left"]
+    assert parsed["ours"]["wrapper/merge/q"] == ["wrapper/merge/p", "wrapper/right"]
+    assert set(parsed["ours"]) == set(parsed["theirs"])
