@@ -1,7 +1,8 @@
 """TensorBoard's graphs plugin on boardd: a run's graph (graph_def events, as PyTorch's
-``add_graph`` and Keras's callback write them), a step's metadata (tagged_run_metadata events)
-and the graphs a traced step ran (TensorFlow's ``trace_export`` summaries), request by request
-against TensorBoard: the answers are protobuf text format, compared as text."""
+``add_graph`` and Keras's callback write them), a step's metadata (tagged_run_metadata events),
+the graphs a traced step ran (TensorFlow's ``trace_export`` summaries) and Keras's conceptual
+graph (its callback's model configuration), request by request against TensorBoard: the
+answers are protobuf text format, compared as text."""
 
 from __future__ import annotations
 
