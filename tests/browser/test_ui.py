@@ -2,7 +2,7 @@
 without errors, shows a run's scalars in Time Series and its images in the Images view, picks
 up a point written while it is open when it reloads, and works behind the login URL; its
 older Scalars and Custom Scalars tabs draw their charts, the Graphs tab its graph, the Mesh
-tab its point cloud.
+tab its point cloud, the Projector tab its embedding.
 
 Screenshots: see the ``artifacts`` fixture (``$BOARDD_TEST_ARTIFACTS/<test>/``, else the
 test's tmp_path)."""
@@ -184,6 +184,25 @@ def test_the_mesh_tab_loads_its_mesh(serve: ServeFactory, logdir: Path, page: Wa
     page.page.locator("mesh-viewer-component, tf-mesh-loader, canvas").first.wait_for()
     page.page.wait_for_load_state("networkidle")
     page.screenshot("mesh-tab")
+    page.assert_no_errors()
+
+
+def test_the_projector_tab_loads_the_embedding(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    """An embedding written with tensorboardX's add_embedding: the Projector tab (its page in
+    an iframe) reads the run's configuration, the points and their labels."""
+    rng = np.random.default_rng(2)
+    with SummaryWriter(str(logdir / RUN), filename_suffix=".emb") as w:
+        w.add_embedding(rng.normal(size=(20, 4)), metadata=[f"p{i}" for i in range(20)])
+        w.add_scalar("emb_written", 1.0, 0, walltime=WALL)
+    base = ready(serve(logdir))
+    with page.page.expect_response(lambda r: "projector/tensor?" in r.url, timeout=60_000) as got:
+        page.page.goto(f"{base}/tensorboard/#projector")
+    assert got.value.status == 200, got.value.text()
+    assert len(got.value.body()) == 20 * 4 * 4  # the points, float32
+    page.page.wait_for_load_state("networkidle")
+    page.screenshot("projector-tab")
     page.assert_no_errors()
 
 

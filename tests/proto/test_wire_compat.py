@@ -22,6 +22,7 @@ from tensorboard.plugins.hparams import api_pb2 as tb_api_pb2
 from tensorboard.plugins.hparams import plugin_data_pb2 as tb_plugin_data_pb2
 from tensorboard.plugins.hparams import summary_v2 as hp
 from tensorboard.plugins.mesh import plugin_data_pb2 as tb_mesh_pb2
+from tensorboard.plugins.projector import projector_config_pb2 as tb_projector_pb2
 
 from boardd.proto import (
     event_pb2,
@@ -32,6 +33,7 @@ from boardd.proto import (
     hparams_plugin_data_pb2,
     layout_pb2,
     mesh_plugin_data_pb2,
+    projector_config_pb2,
     run_metadata_pb2,
     summary_pb2,
     tensor_pb2,
@@ -51,6 +53,7 @@ FILES: list[tuple[ModuleType, ModuleType]] = [
     (hparams_plugin_data_pb2, tb_plugin_data_pb2),
     (layout_pb2, tb_layout_pb2),
     (mesh_plugin_data_pb2, tb_mesh_pb2),
+    (projector_config_pb2, tb_projector_pb2),
 ]
 
 # What the .proto comments say we leave out; everything else must be mirrored exactly.

@@ -20,6 +20,7 @@ from boardd.api.tensorboard import (
     images,
     mesh,
     pr_curves,
+    projector,
     scalars,
     text,
     timeseries,
@@ -44,6 +45,7 @@ def data_routes() -> list[BaseRoute]:
         Route("/window_properties", core.window_properties, methods=get),
         Route("/notifications", core.notifications, methods=get),
         Route("/logdir", core.logdir, methods=get),
+        Route("/plugin_entry.html", core.plugin_entry, methods=get),
         Route("/plugin/scalars/tags", cached_first(scalars.tags), methods=get),
         Route("/plugin/scalars/scalars", cached_first(scalars.scalars), methods=get),
         Route("/plugin/scalars/scalars_multirun", scalars.scalars_multirun, methods=post),
@@ -63,6 +65,17 @@ def data_routes() -> list[BaseRoute]:
         Route("/plugin/mesh/tags", cached_first(mesh.tags), methods=get),
         Route("/plugin/mesh/meshes", cached_first(mesh.meshes), methods=get),
         Route("/plugin/mesh/data", cached_first(mesh.data), methods=get),
+        # the projector (add_embedding: files beside the event files, never cached)
+        Route("/plugin/projector/runs", projector.runs, methods=get),
+        Route("/plugin/projector/info", projector.info, methods=get),
+        Route("/plugin/projector/tensor", projector.tensor, methods=get),
+        Route("/plugin/projector/metadata", projector.metadata, methods=get),
+        Route("/plugin/projector/bookmarks", projector.bookmarks, methods=get),
+        Route("/plugin/projector/sprite_image", projector.sprite_image, methods=get),
+        *(
+            Route(f"/plugin/projector/{name}", projector.page_file(name), methods=get)
+            for name in projector.PAGE_FILES
+        ),
         # histograms, distributions, images, audio, text, pr_curves
         Route("/plugin/histograms/tags", cached_first(histograms.tags), methods=get),
         Route("/plugin/histograms/histograms", cached_first(histograms.histograms), methods=get),

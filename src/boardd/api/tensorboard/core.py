@@ -3,6 +3,7 @@ asks for at start-up."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -11,6 +12,7 @@ from starlette.responses import Response
 
 import boardd
 from boardd.api.common import state_of
+from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, Scope, answer, scope_of, tb_json
 from boardd.data import experiments
 
@@ -144,9 +146,37 @@ async def plugins_listing(request: Request) -> Response:
         out = {}
         for name, entry, data in PLUGINS:
             out[name] = {**entry, "enabled": bool(data and data & present)}
+        # The projector's data are files beside the event files, not stored series (the
+        # listing is remade at each commit; add_embedding's writer commits events too).
+        from boardd.api.tensorboard import projector
+
+        out["projector"]["enabled"] = projector.has_embeddings(reader)
         return tb_json(out)
 
     return await answer(request, build)
+
+
+#: The plugins TensorBoard's UI loads as a module in an iframe (``plugin_entry.html``), with
+#: their module's path under ``/data/plugin/NAME``.
+MODULE_PLUGINS = {"projector": "/index.js"}
+
+
+async def plugin_entry(request: Request) -> Response:
+    """``/data/plugin_entry.html?name=NAME``: the page TensorBoard's UI opens in an iframe for
+    a plugin loaded as a module (the projector): it imports the module and renders it."""
+    name = request.query_params.get("name", "")
+    if name not in {entry for entry, _, _ in PLUGINS}:
+        raise ApiError(404, f"no plugin {name!r}")
+    module = MODULE_PLUGINS.get(name)
+    if module is None:
+        raise ApiError(400, "Plugin is not module loadable")
+    script = f"import({json.dumps('.' + module)}).then((m) => void m.render());"
+    page = (
+        "\n<!DOCTYPE html>\n"
+        f'<head><base href="plugin/{name}/" /></head>\n'
+        f'<body><script type="module">{script}</script></body>\n'
+    )
+    return Response(page.encode("utf-8"), media_type="text/html; charset=utf-8")
 
 
 def sampling_hint(request: Request, plugin: str, default: int) -> int | None:
