@@ -202,6 +202,9 @@ def test_the_projector_tab_loads_the_embedding(
     assert got.value.status == 200, got.value.text()
     assert len(got.value.body()) == 20 * 4 * 4  # the points, float32
     page.page.wait_for_load_state("networkidle")
+    answered = {r.url.split("/data/plugin/projector/")[-1].split("?")[0]: r.status
+                for r in page.responses if "/data/plugin/projector/" in r.url}  # fmt: skip
+    assert answered.get("info") == answered.get("metadata") == 200, answered
     page.screenshot("projector-tab")
     page.assert_no_errors()
 
