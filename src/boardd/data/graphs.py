@@ -99,37 +99,35 @@ def drop_large_attrs(graph: graph_pb2.GraphDef, limit: int, key: str) -> None:
 #: TensorFlow's names of its data types (and the aliases it accepts), as a Keras model's
 #: configuration gives a layer's dtype.
 _DTYPES: dict[str, int] = {
-    **{
-        name: types_pb2.DataType.Value(enum)
-        for name, enum in (
-            ("float16", "DT_HALF"),
-            ("half", "DT_HALF"),
-            ("float32", "DT_FLOAT"),
-            ("float", "DT_FLOAT"),
-            ("float64", "DT_DOUBLE"),
-            ("double", "DT_DOUBLE"),
-            ("bfloat16", "DT_BFLOAT16"),
-            ("int8", "DT_INT8"),
-            ("int16", "DT_INT16"),
-            ("int32", "DT_INT32"),
-            ("int64", "DT_INT64"),
-            ("uint8", "DT_UINT8"),
-            ("uint16", "DT_UINT16"),
-            ("uint32", "DT_UINT32"),
-            ("uint64", "DT_UINT64"),
-            ("bool", "DT_BOOL"),
-            ("string", "DT_STRING"),
-            ("complex64", "DT_COMPLEX64"),
-            ("complex128", "DT_COMPLEX128"),
-            ("qint8", "DT_QINT8"),
-            ("quint8", "DT_QUINT8"),
-            ("qint16", "DT_QINT16"),
-            ("quint16", "DT_QUINT16"),
-            ("qint32", "DT_QINT32"),
-            ("resource", "DT_RESOURCE"),
-            ("variant", "DT_VARIANT"),
-        )
-    }
+    name: types_pb2.DataType.Value(enum)
+    for name, enum in (
+        ("float16", "DT_HALF"),
+        ("half", "DT_HALF"),
+        ("float32", "DT_FLOAT"),
+        ("float", "DT_FLOAT"),
+        ("float64", "DT_DOUBLE"),
+        ("double", "DT_DOUBLE"),
+        ("bfloat16", "DT_BFLOAT16"),
+        ("int8", "DT_INT8"),
+        ("int16", "DT_INT16"),
+        ("int32", "DT_INT32"),
+        ("int64", "DT_INT64"),
+        ("uint8", "DT_UINT8"),
+        ("uint16", "DT_UINT16"),
+        ("uint32", "DT_UINT32"),
+        ("uint64", "DT_UINT64"),
+        ("bool", "DT_BOOL"),
+        ("string", "DT_STRING"),
+        ("complex64", "DT_COMPLEX64"),
+        ("complex128", "DT_COMPLEX128"),
+        ("qint8", "DT_QINT8"),
+        ("quint8", "DT_QUINT8"),
+        ("qint16", "DT_QINT16"),
+        ("quint16", "DT_QUINT16"),
+        ("qint32", "DT_QINT32"),
+        ("resource", "DT_RESOURCE"),
+        ("variant", "DT_VARIANT"),
+    )
 }
 # Each type's reference type: its number + 100 (types.proto), named NAME_ref.
 _DTYPES.update({f"{name}_ref": value + 100 for name, value in list(_DTYPES.items())})
@@ -158,11 +156,9 @@ def _inbound(layer: dict[str, Any]) -> list[list[Any]]:
             continue
         for args in node.get("args", []):
             for arg in args if isinstance(args, list) else [args]:
-                history = (
-                    (arg.get("config") or {}).get("keras_history", [])
-                    if isinstance(arg, dict)
-                    else []
-                )
+                if not isinstance(arg, dict):
+                    continue
+                history = (arg.get("config") or {}).get("keras_history", [])
                 if len(history) >= 3:
                     found.append(list(history[:3]))
     return found

@@ -59,15 +59,20 @@ async def tags(request: Request) -> Response:
     return await answer(request, build)
 
 
-def _parts(reader: Reader, run: str, mesh: str, samples: int | None) -> list[Part]:
-    """The stored points of every part of the mesh, by step (parts of one step in content
-    type order: vertices, faces, colours, as writers write them)."""
+def _parts(
+    reader: Reader, run: str, mesh: str, samples: int | None, content_type: int | None = None
+) -> list[Part]:
+    """The stored points of every part of the mesh (of ``content_type`` only, if given: the
+    others are not read), by step (parts of one step in content type order: vertices, faces,
+    colours, as writers write them)."""
     from boardd.data import mesh as data_mesh
 
     found = []
     for s in reader.series(TENSORS, PLUGIN, (run,)):
         meta = data_mesh.parse(s.info.plugin_content)
-        if meta is not None and meta.name == mesh:
+        if meta is None or meta.name != mesh:
+            continue
+        if content_type is None or meta.content_type == content_type:
             found.append((meta, s))
     found.sort(key=lambda f: (f[0].content_type, f[1].info.tag))
     parts = [
@@ -124,8 +129,8 @@ async def data(request: Request) -> Response:
 
     def build(reader: Reader) -> bytes:
         chosen = []
-        for p in _parts(reader, run, mesh, samples):
-            if p.step != step or p.meta.content_type != content_type:
+        for p in _parts(reader, run, mesh, samples, content_type):
+            if p.step != step:
                 continue
             if sample >= p.value.shape[0]:
                 raise ApiError(
