@@ -101,6 +101,8 @@ class ServeSettings:
     remote_block_size: int = DEFAULT_REMOTE_BLOCK_SIZE
     #: Every URL under this path (``--path-prefix``: "/tb", never a trailing "/"); "" for none.
     path_prefix: str = ""
+    #: TensorBoard's ``--window_title``: its UI's title in the browser ("": TensorBoard's own).
+    window_title: str = ""
 
 
 def parse_path_prefix(text: str) -> str:
@@ -148,6 +150,7 @@ def serve_settings(
     storage_options: Sequence[str] = (),
     remote_block_size: str | int = DEFAULT_REMOTE_BLOCK_SIZE,
     path_prefix: str = "",
+    window_title: str = "",
 ) -> ServeSettings:
     """The validated settings of ``boardd serve``; SettingsError (LogdirError for a logdir that
     cannot be read) says what is wrong. ``poll_interval`` None: the defaults (local logdirs
@@ -200,6 +203,7 @@ def serve_settings(
         remote_poll_interval=remote_poll_interval,
         remote_block_size=parse_size(remote_block_size),
         path_prefix=prefix,
+        window_title=window_title,
     )
 
 

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,10 +120,12 @@ def tensorboard(
     *,
     flag: str = "--logdir",
     load_fast: bool = False,
+    extra: Sequence[str] = (),
 ) -> Iterator[Oracle]:
     """TensorBoard serving ``logdir`` (or a ``--logdir_spec``), once it lists ``runs`` and has
     read every file (it loads in the background: its answers settle after the first reload).
-    Its Python loader (``--load_fast=false``) unless ``load_fast``: its Rust data server."""
+    Its Python loader (``--load_fast=false``) unless ``load_fast``: its Rust data server.
+    ``extra``: more of its flags."""
     port = free_port()
     args = [
         sys.executable, "-m", "tensorboard.main", flag, str(logdir), "--port", str(port),
@@ -131,6 +133,7 @@ def tensorboard(
     ]  # fmt: skip
     if sampling:
         args.append(f"--samples_per_plugin={sampling_flag(sampling)}")
+    args.extend(extra)
     with log.open("wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
     oracle = Oracle(proc, f"http://127.0.0.1:{port}", log)

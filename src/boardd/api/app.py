@@ -74,6 +74,7 @@ def create_app(
     sampling: Mapping[str, int | None] | None = None,
     hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS,
     lineage: LineageService | None = None,
+    window_title: str = "",
 ) -> Starlette:
     """The boardd HTTP app over these experiments' stores.
 
@@ -97,6 +98,7 @@ def create_app(
     data this recently (by their points' wall times), UNKNOWN after.
     ``lineage``: the lineage store served under /api/v1/metadata/... (503 without one); its
     writes need ``token``, even on loopback.
+    ``window_title``: TensorBoard's ``--window_title`` (its UI's title; "": its own).
     """
     handles = {
         spec.name: ExperimentHandle(
@@ -125,6 +127,7 @@ def create_app(
             hparams_idle_seconds=hparams_idle_seconds,
             lineage=lineage,
             token=token,
+            window_title=window_title,
         )
         try:
             yield {"boardd": state}

@@ -85,6 +85,8 @@ class AppState:
     lineage: LineageService | None = None
     #: The bearer token (None: none); lineage writes need it even on loopback.
     token: str | None = field(default=None, repr=False)
+    #: TensorBoard's ``--window_title`` ("": TensorBoard's UI keeps its own title).
+    window_title: str = ""
 
 
 def state_of(request: Request) -> AppState:

@@ -27,6 +27,9 @@ COMMANDS = {
     "lineage": "lineage",
 }
 
+#: Flags of ``tensorboard`` that mean a user typed ``boardd`` for ``tensorboard``.
+_TENSORBOARD_FLAGS = {"--logdir", "--logdir_spec", "--bind_all"}
+
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argument parser: of every command, or of ``only`` that one (a command starts
@@ -60,6 +63,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     words = sys.argv[1:] if argv is None else list(argv)
     command = words[0] if words and words[0] in COMMANDS else None
+    if command is None and any(w.split("=")[0] in _TENSORBOARD_FLAGS for w in words):
+        # `tensorboard --logdir X` with the program's name changed: say where the flags go.
+        print(
+            "boardd: error: TensorBoard's flags go after the serve command: "
+            f"boardd serve {' '.join(words)}",
+            file=sys.stderr,
+        )
+        return ExitCode.USAGE
     if command == "serve" and argv is None:
         # A start-up makes long-lived objects only (modules, classes, functions): the cyclic
         # collector, which would walk them again and again as they pile up, is off until the

@@ -50,6 +50,7 @@ def add_store_arguments(parser: argparse.ArgumentParser, *, rebuild_help: str) -
     )
     parser.add_argument(
         "--samples-per-plugin",
+        "--samples_per_plugin",
         metavar="SPEC",
         default="",
         help=(

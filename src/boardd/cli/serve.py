@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import re
 
 from boardd.cli.common import add_store_arguments, fail, settings_failed, setup_logging
 from boardd.config import (
@@ -22,6 +25,8 @@ from boardd.config import (
 from boardd.exitcodes import ExitCode
 
 NAME = "serve"
+
+log = logging.getLogger(__name__)
 
 REBUILD_HELP = (
     "if a store was built with other settings (--samples-per-plugin, the logdir), build a "
@@ -52,7 +57,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
     )
     parser.add_argument(
-        "logdirs", nargs="+", metavar="LOGDIR", help="PATH, URL, NAME=PATH or NAME=URL"
+        "logdirs",
+        nargs="*",
+        metavar="LOGDIR",
+        help="PATH, URL, NAME=PATH or NAME=URL (or TensorBoard's --logdir, --logdir_spec)",
     )
     add_store_arguments(parser, rebuild_help=REBUILD_HELP)
     parser.add_argument(
@@ -163,7 +171,109 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=DEFAULT_LOG_LEVEL,
         help=f"least severe messages logged to stderr (default {DEFAULT_LOG_LEVEL})",
     )
+    add_tensorboard_arguments(parser)
     parser.set_defaults(run=run)
+
+
+#: TensorBoard's loading flags: boardd follows every logdir live, so they change nothing.
+_LOADING_FLAGS = (
+    ("--load_fast", "true|false|auto"),
+    ("--reload_interval", "SECONDS"),
+    ("--reload_multifile", "BOOL"),
+    ("--reload_multifile_inactive_secs", "SECONDS"),
+    ("--reload_task", "auto|thread|process|blocking"),
+    ("--max_reload_threads", "N"),
+    ("--purge_orphaned_data", "BOOL"),
+    ("--detect_file_replacement", "BOOL"),
+)
+
+
+def add_tensorboard_arguments(parser: argparse.ArgumentParser) -> None:
+    """TensorBoard's own flags, so that ``tensorboard ARGS`` can become ``boardd serve ARGS``."""
+    group = parser.add_argument_group(
+        "TensorBoard's flags",
+        "accepted so that `tensorboard --logdir LOGDIR ...` works as `boardd serve --logdir "
+        "LOGDIR ...`: --port, --host and --path_prefix are above, and --samples_per_plugin "
+        "is --samples-per-plugin. TensorBoard's loading flags ("
+        + ", ".join(flag for flag, _ in _LOADING_FLAGS)
+        + ") are accepted and change nothing: boardd follows every logdir live",
+    )
+    group.add_argument(
+        "--logdir",
+        action="append",
+        default=[],
+        dest="tb_logdirs",
+        metavar="PATH",
+        help="a LOGDIR, as tensorboard --logdir (repeat for more)",
+    )
+    group.add_argument(
+        "--logdir_spec",
+        action="append",
+        default=[],
+        dest="tb_logdir_specs",
+        metavar="NAME:PATH,...",
+        help=(
+            "LOGDIRs in TensorBoard's --logdir_spec syntax: NAME:PATH (or PATH) separated by "
+            "commas; the same as giving NAME=PATH ... as LOGDIRs"
+        ),
+    )
+    group.add_argument(
+        "--bind_all",
+        action="store_true",
+        help=(
+            "listen on every interface, as --host 0.0.0.0 (which needs --token-file, or --insecure)"
+        ),
+    )
+    group.add_argument(
+        "--window_title",
+        default="",
+        metavar="TITLE",
+        help="the title of TensorBoard's UI in the browser (default: TensorBoard's own)",
+    )
+    for flag, metavar in _LOADING_FLAGS:
+        group.add_argument(
+            flag,
+            nargs="?",
+            const="",
+            default=None,
+            metavar=metavar,
+            help=argparse.SUPPRESS,
+        )
+
+
+def logdir_spec_entries(spec: str) -> list[str]:
+    """TensorBoard's ``--logdir_spec`` → LOGDIR arguments: ``NAME:PATH`` → ``NAME=PATH``; a
+    part is a plain path, as TensorBoard reads it, when it is a URL, starts with ``/`` or has
+    no ``:`` (``run:/a:b`` splits at the first colon). A plain relative path is made absolute
+    (it may contain ``=``)."""
+    entries = []
+    for part in spec.split(","):
+        if not part:
+            raise SettingsError(f"--logdir_spec {spec!r}: an empty entry (two commas?)")
+        if not _URI.match(part) and ":" in part and not part.startswith("/"):
+            name, _, path = part.partition(":")
+            if not path:
+                raise SettingsError(f"--logdir_spec {spec!r}: {name!r} has no path")
+            entries.append(f"{name}={path}")
+        elif _URI.match(part):
+            entries.append(part)
+        else:
+            entries.append(os.path.abspath(os.path.expanduser(part)))
+    return entries
+
+
+#: What TensorBoard takes for a URL in --logdir_spec.
+_URI = re.compile(r"[a-zA-Z][0-9a-zA-Z.]*://")
+
+
+def logdir_arguments(args: argparse.Namespace) -> list[str]:
+    """Every LOGDIR given: positional ones, then --logdir, then --logdir_spec's."""
+    logdirs = [*args.logdirs, *args.tb_logdirs]
+    for spec in args.tb_logdir_specs:
+        logdirs.extend(logdir_spec_entries(spec))
+    if not logdirs:
+        raise SettingsError("give a LOGDIR (e.g. boardd serve ./runs), or --logdir PATH")
+    return logdirs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -172,11 +282,20 @@ def run(args: argparse.Namespace) -> int:
     from boardd.store.errors import FingerprintMismatchError
 
     setup_logging(args.log_level)
+    ignored = [flag for flag, _ in _LOADING_FLAGS if getattr(args, flag[2:]) is not None]
+    if ignored:
+        log.info(
+            "%s: TensorBoard's loading flags change nothing here (boardd follows every logdir "
+            "live); ignored",
+            ", ".join(ignored),
+        )
     try:
+        if args.bind_all and args.host != DEFAULT_HOST:
+            raise SettingsError("give --host or --bind_all, not both")
         settings = serve_settings(
-            args.logdirs,
+            logdir_arguments(args),
             db=args.db,
-            host=args.host,
+            host="0.0.0.0" if args.bind_all else args.host,
             port=args.port,
             port_file=args.port_file,
             token_file=args.token_file,
@@ -193,8 +312,11 @@ def run(args: argparse.Namespace) -> int:
             storage_options=args.storage_options,
             remote_block_size=args.remote_block_size,
             path_prefix=args.path_prefix,
+            window_title=args.window_title,
         )
     except SettingsError as exc:
+        if args.bind_all and str(exc).startswith("--host 0.0.0.0"):
+            exc = SettingsError(str(exc).replace("--host 0.0.0.0", "--bind_all", 1))
         return settings_failed(NAME, exc)
     if not settings.rebuild:
         try:

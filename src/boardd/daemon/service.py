@@ -233,6 +233,7 @@ class Service:
             hparams_idle_seconds=self.settings.hparams_idle_seconds,
             lineage=self.lineage,
             disk_after=self._disk_after,
+            window_title=self.settings.window_title,
         )
         served: ASGIApp = app
         if self.settings.path_prefix:

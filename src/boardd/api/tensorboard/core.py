@@ -40,7 +40,7 @@ async def environment(request: Request) -> Response:
     body = {
         "version": _tensorboard_version(),
         "data_location": _data_location(scope),
-        "window_title": "",
+        "window_title": state_of(request).window_title,
         "experiment_name": "",
         "experiment_description": "",
         "creation_time": 0,
@@ -68,8 +68,9 @@ async def empty_list(request: Request) -> Response:
 
 
 async def window_properties(request: Request) -> Response:
-    """``/data/window_properties``."""
-    return Response(tb_json({"window_title": ""}), media_type="application/json")
+    """``/data/window_properties``: TensorBoard's ``--window_title``."""
+    body = {"window_title": state_of(request).window_title}
+    return Response(tb_json(body), media_type="application/json")
 
 
 async def notifications(request: Request) -> Response:
