@@ -1,6 +1,7 @@
 """TensorBoard's own UI in a real browser (Debian's chromium) on ``boardd serve``: it loads
 without errors, shows a run's scalars in Time Series and its images in the Images view, picks
-up a point written while it is open when it reloads, and works behind the login URL; its
+up a point written while it is open when it reloads, works behind the login URL and when
+started with TensorBoard's own flags (its --window_title is the page's title); its
 older Scalars and Custom Scalars tabs draw their charts, the Graphs tab its graph, the Mesh
 tab its point cloud, the Projector tab its embedding.
 
@@ -87,6 +88,18 @@ def test_ui_loads_without_errors(serve: ServeFactory, logdir: Path, page: Watche
     urls = [r.url for r in page.responses]
     assert any("/tensorboard/index.js" in u for u in urls)
     assert all(u.startswith(base) or u.startswith("data:") for u in urls), urls
+
+
+def test_tensorboards_command_line_and_window_title(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    """``tensorboard --logdir L --window_title T`` as ``boardd serve --logdir L --window_title
+    T``: the UI shows the run, with T as the page's title."""
+    base = ready(serve("--logdir", logdir, "--window_title", "My sweep", "--load_fast=true"))
+    page.page.goto(f"{base}/tensorboard/")
+    run_row(page)
+    page.page.wait_for_function("document.title === 'My sweep'")
+    page.assert_no_errors()
 
 
 def test_time_series_shows_the_card(serve: ServeFactory, logdir: Path, page: Watched) -> None:
