@@ -97,3 +97,24 @@ def test_a_thousand_partial_requests_stall_neither_http_nor_ingest(
     daemon.check_alive()
     log_lines = daemon.stderr().count("\n") - log_before
     assert log_lines <= 10, f"{log_lines} log lines during the attack:\n{daemon.stderr()[-3000:]}"
+
+
+def test_malformed_form_bodies_are_400s_that_write_no_log_line(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    """A client's malformed multipart bodies are its errors: each answered 400, none a line of
+    the daemon's log (the form parser's own warning would be one per request)."""
+    logdir = tmp_path / "logs"
+    (logdir / "run").mkdir(parents=True)
+    writer = EventFileWriter(str(logdir / "run"))
+    write_points(writer, range(3))
+    writer.close()
+    daemon = serve(logdir)
+    daemon.wait_for_steps("run", "loss", [0, 1, 2])
+    headers = {"X-XSRF-Protected": "1", "Content-Type": "multipart/form-data; boundary=xyz"}
+    url = f"http://127.0.0.1:{daemon.port}/data/plugin/scalars/scalars_multirun"
+    with httpx.Client(trust_env=False) as client:
+        for body in (b"{not a form", b"--abc\r\n", b"\xff\xfe" * 50) * 20:
+            assert client.post(url, content=body, headers=headers).status_code == 400
+    log = daemon.stderr()
+    assert "boundary" not in log and "WARNING" not in log, log

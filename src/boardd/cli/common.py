@@ -74,3 +74,6 @@ def setup_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # The form parser (Starlette's) warns of every malformed body before it raises: the
+    # request gets its 400, and a client must not write a line of our log per request.
+    logging.getLogger("python_multipart").setLevel(logging.ERROR)
