@@ -95,7 +95,7 @@ def test_logdir_spec_is_read_as_tensorboard_reads_it(
             assert experiment.name == named
 
 
-@pytest.mark.parametrize("spec", ["a:/x,,b:/y", "a:", ""])
+@pytest.mark.parametrize("spec", ["a:/x,,b:/y", "a:", "", "a=b:/x"])
 def test_a_bad_logdir_spec_is_named(spec: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SettingsError, match="--logdir_spec"):
         logdir_spec_entries(spec)

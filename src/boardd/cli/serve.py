@@ -254,6 +254,11 @@ def logdir_spec_entries(spec: str) -> list[str]:
             name, _, path = part.partition(":")
             if not path:
                 raise SettingsError(f"--logdir_spec {spec!r}: {name!r} has no path")
+            if "=" in name:  # NAME=PATH would split it elsewhere
+                raise SettingsError(
+                    f"--logdir_spec {spec!r}: the name {name!r}: use letters, digits, '.', '_' "
+                    "or '-'"
+                )
             entries.append(f"{name}={path}")
         elif _URI.match(part):
             entries.append(part)
