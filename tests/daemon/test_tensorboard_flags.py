@@ -111,6 +111,19 @@ def test_tensorboards_flags_before_the_command_are_pointed_after_it(
     assert "boardd serve --logdir runs --port 6006" in err
 
 
+def test_logdir_is_a_path_even_with_an_equals_sign(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--logdir runs/lr=0.1`` is that directory (a LOGDIR argument would read NAME=PATH)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "lr=0.1").mkdir(parents=True)
+    store = tmp_path / "s.sqlite"
+    args = ["serve", "--logdir", "runs/lr=0.1", "--db", str(store)]
+    # A bad port stops serve after the logdir and the store were accepted.
+    assert main([*args, "--port", "70000"]) == ExitCode.USAGE
+    assert "--port 70000" in capsys.readouterr().err
+
+
 def test_no_logdir_at_all(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve"]) == ExitCode.USAGE
     assert "--logdir PATH" in capsys.readouterr().err

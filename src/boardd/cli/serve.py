@@ -260,11 +260,15 @@ def logdir_spec_entries(spec: str) -> list[str]:
                     "or '-'"
                 )
             entries.append(f"{name}={path}")
-        elif _URI.match(part):
-            entries.append(part)
         else:
-            entries.append(os.path.abspath(os.path.expanduser(part)))
+            entries.append(_plain(part))
     return entries
+
+
+def _plain(path: str) -> str:
+    """A LOGDIR argument that can only be read as a path or URL: a relative path, which may
+    contain ``=``, is made absolute (NAME=PATH would split it)."""
+    return path if _URI.match(path) else os.path.abspath(os.path.expanduser(path))
 
 
 #: What TensorBoard takes for a URL in --logdir_spec.
@@ -272,8 +276,9 @@ _URI = re.compile(r"[a-zA-Z][0-9a-zA-Z.]*://")
 
 
 def logdir_arguments(args: argparse.Namespace) -> list[str]:
-    """Every LOGDIR given: positional ones, then --logdir, then --logdir_spec's."""
-    logdirs = [*args.logdirs, *args.tb_logdirs]
+    """Every LOGDIR given: positional ones, then --logdir's (a path or URL, as TensorBoard
+    reads it), then --logdir_spec's."""
+    logdirs = [*args.logdirs, *(_plain(path) for path in args.tb_logdirs)]
     for spec in args.tb_logdir_specs:
         logdirs.extend(logdir_spec_entries(spec))
     if not logdirs:
