@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import io
 import re
 import subprocess
 import sys
@@ -347,3 +348,71 @@ def test_login_url_and_cookie(serve: ServeFactory, logdir: Path, tmp_path: Path)
     for forged in [cookie_value(TOKEN + "x"), TOKEN, cookie_value(TOKEN)[:-1]]:
         with _client(daemon, cookies={f"boardd-auth-{daemon.port}": forged}) as client:
             assert client.get("/api/v1/health").status_code == 401, forged
+
+
+def _fake_tensorboard(root: Path, webfiles_zip: bytes) -> Path:
+    """A ``tensorboard`` package whose only content is this ``webfiles.zip``: first on the
+    path, it is the package boardd finds (a broken install of TensorBoard)."""
+    package = root / "tensorboard"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "webfiles.zip").write_bytes(webfiles_zip)
+    return root
+
+
+def test_a_webfiles_zip_that_cannot_be_read_takes_down_the_ui_only(
+    serve: ServeFactory, logdir: Path, tmp_path: Path
+) -> None:
+    # Not a zip at all (a truncated download, a damaged disk): the daemon starts and serves
+    # its data; each request of the UI is a 503 that says what to do; one warning is logged.
+    site = _fake_tensorboard(tmp_path / "site", b"this is not a zip file\n")
+    zip_path = site / "tensorboard" / "webfiles.zip"
+    daemon = serve(logdir, env={"PYTHONPATH": f"{site}:{SRC}"})
+    with _client(daemon) as client:
+        for path in ("/tensorboard/", "/tensorboard/index.js", "/font-roboto/x.woff2") * 3:
+            answer = client.get(path)
+            assert answer.status_code == 503, path
+            error = answer.json()["error"]
+            assert error["code"] == "ui_unavailable"
+            assert str(zip_path) in error["message"] and "BadZipFile" in error["message"]
+            assert "pip install --force-reinstall" in error["message"]
+        assert client.get("/tensorboard/data/runs").json() == ["train"]
+        assert client.get("/data/plugin/scalars/tags").json()["train"]["loss"]
+        assert client.get("/api/v1/health").status_code == 200
+        assert daemon.stderr().count("TensorBoard's UI cannot be read from") == 1
+
+        # A reinstall while boardd runs: the next request reads the new zip.
+        with webfiles() as real:
+            zip_path.write_bytes(Path(str(real.filename)).read_bytes())
+            index = client.get("/tensorboard/", headers={"accept-encoding": "identity"})
+            assert index.status_code == 200
+            assert index.content.endswith(real.read("index.html"))
+
+
+def test_a_damaged_member_of_the_zip_is_a_503_of_its_own(
+    serve: ServeFactory, logdir: Path, tmp_path: Path
+) -> None:
+    # A zip whose list is sound but one member's deflate stream is damaged: that file is a 503,
+    # the others are served.
+    index_html = b"<!doctype html><title>t</title>" + b"<p>row</p>" * 2000
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("index.html", b"<!doctype html><p>home</p>")
+        zf.writestr("index.js", index_html)
+    data = bytearray(buffer.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as zf:
+        info = zf.getinfo("index.js")
+    # The member's data starts after its 30-byte local header, its name and its extra field.
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    for k in range(start + 4, start + info.compress_size - 4):
+        data[k] ^= 0x5A
+    site = _fake_tensorboard(tmp_path / "site", bytes(data))
+    daemon = serve(logdir, env={"PYTHONPATH": f"{site}:{SRC}"})
+    with _client(daemon) as client:
+        home = client.get("/tensorboard/")
+        assert home.status_code == 200 and home.content.endswith(b"<p>home</p>")
+        broken = client.get("/tensorboard/index.js")
+        assert broken.status_code == 503
+        assert broken.json()["error"]["code"] == "ui_unavailable"
+        assert client.get("/tensorboard/nope.js").status_code == 404
+        assert client.get("/tensorboard/").status_code == 200

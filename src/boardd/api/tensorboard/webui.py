@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import logging
 import mimetypes
 import posixpath
 import struct
 import threading
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +36,8 @@ from boardd.cache import GZIP_MIN_BYTES, make_etag
 
 if TYPE_CHECKING:
     import zipfile  # loaded by the first request of the UI (off `boardd serve`'s start)
+
+log = logging.getLogger(__name__)
 
 #: Where the UI is served.
 PREFIX = "/tensorboard"
@@ -171,26 +175,66 @@ def gzip_from_zip(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes | None:
 
 
 class Webfiles:
-    """The files of a ``webfiles.zip``, read on first request and kept (about 20 MB)."""
+    """The files of a ``webfiles.zip``, read on first request and kept (about 20 MB).
+
+    Nothing is read before the first request of the UI: ``boardd serve``'s start does not pay
+    for the zip, and a zip that cannot be read (a broken ``tensorboard`` install) takes down
+    the UI's requests only, each answered 503 with the reason, never the daemon. A failed
+    read is tried again by the next request (a reinstall while boardd runs is picked up)."""
 
     def __init__(self, path: Path) -> None:
-        import zipfile
-
         self.path = path
-        stat = path.stat()
-        # The zip's identity: another tensorboard version gives other validators.
-        self._identity = (str(path), stat.st_size, stat.st_mtime_ns)
-        with zipfile.ZipFile(path) as zf:
-            self._members = {info.filename: info.CRC for info in zf.infolist() if not info.is_dir()}
+        #: The zip's identity (another tensorboard version gives other validators) and its
+        #: members' CRC-32 by name, once read.
+        self._index: tuple[tuple[str, int, int], dict[str, int]] | None = None
         self._assets: dict[str, Asset] = {}
         self._lock = threading.Lock()
+        self._warned: str | None = None
+
+    @property
+    def indexed(self) -> bool:
+        """Whether the zip's member list has been read (:meth:`load` answers at once)."""
+        return self._index is not None
+
+    def load(self) -> None:
+        """Reads the zip's member list (once); :class:`ApiError` 503 if the zip cannot be
+        read."""
+        if self._index is None:
+            with self._lock:
+                if self._index is None:
+                    self._index = self._read_index()
+
+    def _read_index(self) -> tuple[tuple[str, int, int], dict[str, int]]:
+        import zipfile
+
+        try:
+            stat = self.path.stat()
+            with zipfile.ZipFile(self.path) as zf:
+                members = {info.filename: info.CRC for info in zf.infolist() if not info.is_dir()}
+        except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
+            raise self._unreadable(exc) from exc
+        return (str(self.path), stat.st_size, stat.st_mtime_ns), members
+
+    def _unreadable(self, exc: BaseException) -> ApiError:
+        """The 503 of a zip that cannot be read, logged once per reason."""
+        reason = f"{type(exc).__name__}: {exc}"
+        if reason != self._warned:
+            self._warned = reason
+            log.warning("TensorBoard's UI cannot be read from %s (%s)", self.path, reason)
+        return ApiError(
+            503,
+            f"TensorBoard's UI cannot be read from {self.path} ({reason}); reinstall it "
+            '(pip install --force-reinstall "boardd[tensorboard]") and reload this page',
+            "ui_unavailable",
+        )
+
+    def _members(self) -> dict[str, int]:
+        self.load()
+        assert self._index is not None
+        return self._index[1]
 
     def __contains__(self, name: str) -> bool:
-        return name in self._members
-
-    def names(self) -> list[str]:
-        """Every file of the zip."""
-        return sorted(self._members)
+        return name in self._members()
 
     def cached(self, name: str) -> Asset | None:
         """The file ``name`` if it has been read already (no lock, no I/O)."""
@@ -198,6 +242,11 @@ class Webfiles:
 
     def asset(self, name: str) -> Asset:
         """The file ``name`` of the zip (which holds it), read once."""
+        import zipfile
+
+        members = self._members()
+        assert self._index is not None
+        identity = self._index[0]
         with self._lock:
             found = self._assets.get(name)
             if found is not None:
@@ -205,18 +254,22 @@ class Webfiles:
             media_type = media_type_of(name)
             compressible = media_type.startswith(COMPRESSIBLE)
             packed: bytes | None = None
-            import zipfile
-
-            with zipfile.ZipFile(self.path) as zf:
-                body = zf.read(name)  # checks the CRC-32 the gzip form below carries
-                if name == "index.html":
-                    body = INDEX_PREAMBLE + body
-                elif compressible:
-                    packed = gzip_from_zip(zf, zf.getinfo(name))
+            try:
+                with zipfile.ZipFile(self.path) as zf:
+                    body = zf.read(name)  # checks the CRC-32 the gzip form below carries
+                    if name == "index.html":
+                        body = INDEX_PREAMBLE + body
+                    elif compressible:
+                        packed = gzip_from_zip(zf, zf.getinfo(name))
+            except (OSError, zipfile.BadZipFile, KeyError, ValueError, EOFError, zlib.error) as exc:
+                # The zip changed under us (a reinstall) or is damaged: its list is read again
+                # by the next request.
+                self._index = None
+                raise self._unreadable(exc) from exc
             asset = Asset(
                 body,
                 media_type,
-                make_etag(("webfiles", self._identity, name, self._members[name])),
+                make_etag(("webfiles", identity, name, members[name])),
                 compressible,
                 packed,
             )
@@ -232,6 +285,8 @@ def media_type_of(name: str) -> str:
 
 
 async def _serve(request: Request, files: Webfiles, name: str) -> Response:
+    if not files.indexed:
+        await run_in_threadpool(files.load)
     if name not in files:
         raise ApiError(404, f"no such file of TensorBoard's UI: {name}")
     # Once read, a file is answered on the event loop: no hop to a worker thread.
