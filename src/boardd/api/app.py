@@ -19,12 +19,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from boardd.api import dashboard, data, hparams, metadata, server, tensorboard
+from boardd.api import dashboard, data, server, tensorboard
 from boardd.api.auth import Guard
 from boardd.api.common import (
     AppState,
     ExperimentHandle,
 )
+from boardd.api.deferred import deferred
 from boardd.api.errors import (
     ApiError,
     handle_api_error,
@@ -223,9 +224,10 @@ HANDLERS: dict[str, Handler] = {
     **{f"list_{kind}": data.list_series for kind in KINDS},
     **{f"read_{kind}": data.read_series for kind in KINDS},
     "read_blob": data.read_blob,
-    "hparams_experiment": hparams.experiment,
-    "hparams_session_groups": hparams.session_groups,
-    "hparams_metric_evals": hparams.metric_evals,
-    "metadata_call": metadata.call,
-    "metadata_lineage_graph": metadata.lineage_graph,
+    # Imported by their first request, or after the daemon's first answer (api/deferred.py).
+    "hparams_experiment": deferred("boardd.api.hparams", "experiment"),
+    "hparams_session_groups": deferred("boardd.api.hparams", "session_groups"),
+    "hparams_metric_evals": deferred("boardd.api.hparams", "metric_evals"),
+    "metadata_call": deferred("boardd.api.metadata", "call"),
+    "metadata_lineage_graph": deferred("boardd.api.metadata", "lineage_graph"),
 }

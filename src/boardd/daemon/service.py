@@ -28,6 +28,7 @@ from urllib.parse import urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from boardd.api import deferred
 from boardd.api.app import create_app
 from boardd.api.auth import LOGIN_PATH
 from boardd.api.prefix import PathPrefix
@@ -277,6 +278,12 @@ class Service:
         if self.lineage is not None:
             self.lineage.start()
         self.warm.set()
+        # The routes' code that the first answer did not need (TensorBoard's other plugins,
+        # the hparams and lineage API): imported now, not by a user's first click on a tab.
+        try:
+            deferred.load_all()
+        except Exception:
+            log.exception("importing the deferred routes' code failed (their requests will fail)")
 
     def handle_stop(self, signum: int, frame: FrameType | None) -> None:
         """SIGTERM/SIGINT: a second one while stopping forces the HTTP server down."""

@@ -10,25 +10,20 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Mount, Route
 
+from boardd.api.deferred import Endpoint, deferred
 from boardd.api.routing import IndexedRouter
-from boardd.api.tensorboard import (
-    core,
-    custom_scalars,
-    graphs,
-    histograms,
-    hparams,
-    images,
-    mesh,
-    pr_curves,
-    projector,
-    scalars,
-    text,
-    timeseries,
-)
+from boardd.api.tensorboard import core, projector, scalars
 from boardd.api.tensorboard.common import CACHED_FIRST, EXPERIMENT_PARAM, cached_first
 
 #: The mount points of the data routes.
 PREFIXES = ("", "/tensorboard")
+
+
+def _plugin(module: str, name: str) -> Endpoint:
+    """The handler ``name`` of ``boardd.api.tensorboard.<module>``, imported by its first
+    request (:mod:`boardd.api.deferred`): the scalars plugin, which a TensorBoard page asks
+    first, is imported with the app; the other plugins after the daemon's first answer."""
+    return deferred(f"boardd.api.tensorboard.{module}", name)
 
 
 def data_routes() -> list[BaseRoute]:
@@ -50,21 +45,33 @@ def data_routes() -> list[BaseRoute]:
         Route("/plugin/scalars/scalars", cached_first(scalars.scalars), methods=get),
         Route("/plugin/scalars/scalars_multirun", scalars.scalars_multirun, methods=post),
         # custom scalars (the layout a writer describes, its regex-matched scalars)
-        Route("/plugin/custom_scalars/layout", cached_first(custom_scalars.layout), methods=get),
-        Route("/plugin/custom_scalars/scalars", cached_first(custom_scalars.scalars), methods=get),
+        Route(
+            "/plugin/custom_scalars/layout",
+            cached_first(_plugin("custom_scalars", "layout")),
+            methods=get,
+        ),
+        Route(
+            "/plugin/custom_scalars/scalars",
+            cached_first(_plugin("custom_scalars", "scalars")),
+            methods=get,
+        ),
         Route(
             "/plugin/custom_scalars/download_data",
-            cached_first(custom_scalars.download_data),
+            cached_first(_plugin("custom_scalars", "download_data")),
             methods=get,
         ),
         # graphs (a run's graph, a tagged step's graphs and metadata)
-        Route("/plugin/graphs/info", cached_first(graphs.info), methods=get),
-        Route("/plugin/graphs/graph", cached_first(graphs.graph), methods=get),
-        Route("/plugin/graphs/run_metadata", cached_first(graphs.run_metadata), methods=get),
+        Route("/plugin/graphs/info", cached_first(_plugin("graphs", "info")), methods=get),
+        Route("/plugin/graphs/graph", cached_first(_plugin("graphs", "graph")), methods=get),
+        Route(
+            "/plugin/graphs/run_metadata",
+            cached_first(_plugin("graphs", "run_metadata")),
+            methods=get,
+        ),
         # mesh (add_mesh: each mesh's parts, their data)
-        Route("/plugin/mesh/tags", cached_first(mesh.tags), methods=get),
-        Route("/plugin/mesh/meshes", cached_first(mesh.meshes), methods=get),
-        Route("/plugin/mesh/data", cached_first(mesh.data), methods=get),
+        Route("/plugin/mesh/tags", cached_first(_plugin("mesh", "tags")), methods=get),
+        Route("/plugin/mesh/meshes", cached_first(_plugin("mesh", "meshes")), methods=get),
+        Route("/plugin/mesh/data", cached_first(_plugin("mesh", "data")), methods=get),
         # the projector (add_embedding: files beside the event files, never cached)
         Route("/plugin/projector/runs", projector.runs, methods=get),
         Route("/plugin/projector/info", projector.info, methods=get),
@@ -77,33 +84,61 @@ def data_routes() -> list[BaseRoute]:
             for name in projector.PAGE_FILES
         ),
         # histograms, distributions, images, audio, text, pr_curves
-        Route("/plugin/histograms/tags", cached_first(histograms.tags), methods=get),
-        Route("/plugin/histograms/histograms", cached_first(histograms.histograms), methods=get),
-        Route("/plugin/distributions/tags", cached_first(histograms.tags), methods=get),
+        Route("/plugin/histograms/tags", cached_first(_plugin("histograms", "tags")), methods=get),
         Route(
-            "/plugin/distributions/distributions",
-            cached_first(histograms.distributions),
+            "/plugin/histograms/histograms",
+            cached_first(_plugin("histograms", "histograms")),
             methods=get,
         ),
-        Route("/plugin/images/tags", cached_first(images.image_tags), methods=get),
-        Route("/plugin/images/images", cached_first(images.images), methods=get),
-        Route("/plugin/images/individualImage", images.individual_image, methods=get),
-        Route("/plugin/audio/tags", cached_first(images.audio_tags), methods=get),
-        Route("/plugin/audio/audio", cached_first(images.audio), methods=get),
-        Route("/plugin/audio/individualAudio", images.individual_audio, methods=get),
-        Route("/plugin/text/tags", cached_first(text.tags), methods=get),
-        Route("/plugin/text/text", cached_first(text.text), methods=get),
-        Route("/plugin/pr_curves/tags", cached_first(pr_curves.tags), methods=get),
-        Route("/plugin/pr_curves/pr_curves", cached_first(pr_curves.pr_curves), methods=get),
+        Route(
+            "/plugin/distributions/tags", cached_first(_plugin("histograms", "tags")), methods=get
+        ),
+        Route(
+            "/plugin/distributions/distributions",
+            cached_first(_plugin("histograms", "distributions")),
+            methods=get,
+        ),
+        Route("/plugin/images/tags", cached_first(_plugin("images", "image_tags")), methods=get),
+        Route("/plugin/images/images", cached_first(_plugin("images", "images")), methods=get),
+        Route("/plugin/images/individualImage", _plugin("images", "individual_image"), methods=get),
+        Route("/plugin/audio/tags", cached_first(_plugin("images", "audio_tags")), methods=get),
+        Route("/plugin/audio/audio", cached_first(_plugin("images", "audio")), methods=get),
+        Route("/plugin/audio/individualAudio", _plugin("images", "individual_audio"), methods=get),
+        Route("/plugin/text/tags", cached_first(_plugin("text", "tags")), methods=get),
+        Route("/plugin/text/text", cached_first(_plugin("text", "text")), methods=get),
+        Route("/plugin/pr_curves/tags", cached_first(_plugin("pr_curves", "tags")), methods=get),
+        Route(
+            "/plugin/pr_curves/pr_curves",
+            cached_first(_plugin("pr_curves", "pr_curves")),
+            methods=get,
+        ),
         # the hparams dashboard (and the hparams columns of Time Series' runs table)
-        Route("/plugin/hparams/experiment", hparams.experiment, methods=[*get, *post]),
-        Route("/plugin/hparams/session_groups", hparams.session_groups, methods=[*get, *post]),
-        Route("/plugin/hparams/metric_evals", hparams.metric_evals, methods=[*get, *post]),
-        Route("/plugin/hparams/download_data", hparams.download_data, methods=[*get, *post]),
+        Route(
+            "/plugin/hparams/experiment", _plugin("hparams", "experiment"), methods=[*get, *post]
+        ),
+        Route(
+            "/plugin/hparams/session_groups",
+            _plugin("hparams", "session_groups"),
+            methods=[*get, *post],
+        ),
+        Route(
+            "/plugin/hparams/metric_evals",
+            _plugin("hparams", "metric_evals"),
+            methods=[*get, *post],
+        ),
+        Route(
+            "/plugin/hparams/download_data",
+            _plugin("hparams", "download_data"),
+            methods=[*get, *post],
+        ),
         # the Time Series dashboard
-        Route("/plugin/timeseries/tags", cached_first(timeseries.tags), methods=get),
-        Route("/plugin/timeseries/timeSeries", timeseries.time_series, methods=[*get, *post]),
-        Route("/plugin/timeseries/imageData", timeseries.image_data, methods=get),
+        Route("/plugin/timeseries/tags", cached_first(_plugin("timeseries", "tags")), methods=get),
+        Route(
+            "/plugin/timeseries/timeSeries",
+            _plugin("timeseries", "time_series"),
+            methods=[*get, *post],
+        ),
+        Route("/plugin/timeseries/imageData", _plugin("timeseries", "image_data"), methods=get),
     ]
 
 
