@@ -55,11 +55,13 @@ def test_the_serve_start_path_does_not_load_the_ingest_nor_the_disk_cache(
     tmp_path: Path,
 ) -> None:
     # Everything `boardd serve` imports up to binding its port and building its app, its
-    # settings parsed as `boardd serve LOGDIR` parses them.
+    # settings parsed as `boardd serve LOGDIR` parses them (the routes of TensorBoard's other
+    # plugins: tests/api/test_deferred.py).
     modules = loaded_after(
         "import boardd.cli.serve, boardd.daemon.service, boardd.api.app, boardd.store.session\n"
         "from boardd.config import serve_settings\n"
-        f"serve_settings([{str(tmp_path)!r}], db={str(tmp_path / 'store.sqlite')!r})"
+        f"settings = serve_settings([{str(tmp_path)!r}], db={str(tmp_path / 'store.sqlite')!r})\n"
+        "boardd.api.app.create_app(settings.experiments)"
     )
     assert {"boardd.daemon.service", "boardd.config", "uvicorn.server"} <= modules
     assert early(modules) == []
