@@ -26,6 +26,16 @@ def _plugin(module: str, name: str) -> Endpoint:
     return deferred(f"boardd.api.tensorboard.{module}", name)
 
 
+def _cached(path: str, module: str, name: str) -> Route:
+    """A GET route of a deferred plugin handler that looks in the cache first."""
+    return Route(path, cached_first(_plugin(module, name)), methods=["GET"])
+
+
+def _any(path: str, module: str, name: str) -> Route:
+    """A GET-or-POST route of a deferred plugin handler (TensorBoard's UI posts its queries)."""
+    return Route(path, _plugin(module, name), methods=["GET", "POST"])
+
+
 def data_routes() -> list[BaseRoute]:
     """The routes under a ``data`` mount (a GET route answered by ``answer()`` alone looks in
     the cache first: :func:`~boardd.api.tensorboard.common.cached_first`)."""
@@ -45,33 +55,17 @@ def data_routes() -> list[BaseRoute]:
         Route("/plugin/scalars/scalars", cached_first(scalars.scalars), methods=get),
         Route("/plugin/scalars/scalars_multirun", scalars.scalars_multirun, methods=post),
         # custom scalars (the layout a writer describes, its regex-matched scalars)
-        Route(
-            "/plugin/custom_scalars/layout",
-            cached_first(_plugin("custom_scalars", "layout")),
-            methods=get,
-        ),
-        Route(
-            "/plugin/custom_scalars/scalars",
-            cached_first(_plugin("custom_scalars", "scalars")),
-            methods=get,
-        ),
-        Route(
-            "/plugin/custom_scalars/download_data",
-            cached_first(_plugin("custom_scalars", "download_data")),
-            methods=get,
-        ),
+        _cached("/plugin/custom_scalars/layout", "custom_scalars", "layout"),
+        _cached("/plugin/custom_scalars/scalars", "custom_scalars", "scalars"),
+        _cached("/plugin/custom_scalars/download_data", "custom_scalars", "download_data"),
         # graphs (a run's graph, a tagged step's graphs and metadata)
-        Route("/plugin/graphs/info", cached_first(_plugin("graphs", "info")), methods=get),
-        Route("/plugin/graphs/graph", cached_first(_plugin("graphs", "graph")), methods=get),
-        Route(
-            "/plugin/graphs/run_metadata",
-            cached_first(_plugin("graphs", "run_metadata")),
-            methods=get,
-        ),
+        _cached("/plugin/graphs/info", "graphs", "info"),
+        _cached("/plugin/graphs/graph", "graphs", "graph"),
+        _cached("/plugin/graphs/run_metadata", "graphs", "run_metadata"),
         # mesh (add_mesh: each mesh's parts, their data)
-        Route("/plugin/mesh/tags", cached_first(_plugin("mesh", "tags")), methods=get),
-        Route("/plugin/mesh/meshes", cached_first(_plugin("mesh", "meshes")), methods=get),
-        Route("/plugin/mesh/data", cached_first(_plugin("mesh", "data")), methods=get),
+        _cached("/plugin/mesh/tags", "mesh", "tags"),
+        _cached("/plugin/mesh/meshes", "mesh", "meshes"),
+        _cached("/plugin/mesh/data", "mesh", "data"),
         # the projector (add_embedding: files beside the event files, never cached)
         Route("/plugin/projector/runs", projector.runs, methods=get),
         Route("/plugin/projector/info", projector.info, methods=get),
@@ -84,60 +78,28 @@ def data_routes() -> list[BaseRoute]:
             for name in projector.PAGE_FILES
         ),
         # histograms, distributions, images, audio, text, pr_curves
-        Route("/plugin/histograms/tags", cached_first(_plugin("histograms", "tags")), methods=get),
-        Route(
-            "/plugin/histograms/histograms",
-            cached_first(_plugin("histograms", "histograms")),
-            methods=get,
-        ),
-        Route(
-            "/plugin/distributions/tags", cached_first(_plugin("histograms", "tags")), methods=get
-        ),
-        Route(
-            "/plugin/distributions/distributions",
-            cached_first(_plugin("histograms", "distributions")),
-            methods=get,
-        ),
-        Route("/plugin/images/tags", cached_first(_plugin("images", "image_tags")), methods=get),
-        Route("/plugin/images/images", cached_first(_plugin("images", "images")), methods=get),
+        _cached("/plugin/histograms/tags", "histograms", "tags"),
+        _cached("/plugin/histograms/histograms", "histograms", "histograms"),
+        _cached("/plugin/distributions/tags", "histograms", "tags"),
+        _cached("/plugin/distributions/distributions", "histograms", "distributions"),
+        _cached("/plugin/images/tags", "images", "image_tags"),
+        _cached("/plugin/images/images", "images", "images"),
         Route("/plugin/images/individualImage", _plugin("images", "individual_image"), methods=get),
-        Route("/plugin/audio/tags", cached_first(_plugin("images", "audio_tags")), methods=get),
-        Route("/plugin/audio/audio", cached_first(_plugin("images", "audio")), methods=get),
+        _cached("/plugin/audio/tags", "images", "audio_tags"),
+        _cached("/plugin/audio/audio", "images", "audio"),
         Route("/plugin/audio/individualAudio", _plugin("images", "individual_audio"), methods=get),
-        Route("/plugin/text/tags", cached_first(_plugin("text", "tags")), methods=get),
-        Route("/plugin/text/text", cached_first(_plugin("text", "text")), methods=get),
-        Route("/plugin/pr_curves/tags", cached_first(_plugin("pr_curves", "tags")), methods=get),
-        Route(
-            "/plugin/pr_curves/pr_curves",
-            cached_first(_plugin("pr_curves", "pr_curves")),
-            methods=get,
-        ),
+        _cached("/plugin/text/tags", "text", "tags"),
+        _cached("/plugin/text/text", "text", "text"),
+        _cached("/plugin/pr_curves/tags", "pr_curves", "tags"),
+        _cached("/plugin/pr_curves/pr_curves", "pr_curves", "pr_curves"),
         # the hparams dashboard (and the hparams columns of Time Series' runs table)
-        Route(
-            "/plugin/hparams/experiment", _plugin("hparams", "experiment"), methods=[*get, *post]
-        ),
-        Route(
-            "/plugin/hparams/session_groups",
-            _plugin("hparams", "session_groups"),
-            methods=[*get, *post],
-        ),
-        Route(
-            "/plugin/hparams/metric_evals",
-            _plugin("hparams", "metric_evals"),
-            methods=[*get, *post],
-        ),
-        Route(
-            "/plugin/hparams/download_data",
-            _plugin("hparams", "download_data"),
-            methods=[*get, *post],
-        ),
+        _any("/plugin/hparams/experiment", "hparams", "experiment"),
+        _any("/plugin/hparams/session_groups", "hparams", "session_groups"),
+        _any("/plugin/hparams/metric_evals", "hparams", "metric_evals"),
+        _any("/plugin/hparams/download_data", "hparams", "download_data"),
         # the Time Series dashboard
-        Route("/plugin/timeseries/tags", cached_first(_plugin("timeseries", "tags")), methods=get),
-        Route(
-            "/plugin/timeseries/timeSeries",
-            _plugin("timeseries", "time_series"),
-            methods=[*get, *post],
-        ),
+        _cached("/plugin/timeseries/tags", "timeseries", "tags"),
+        _any("/plugin/timeseries/timeSeries", "timeseries", "time_series"),
         Route("/plugin/timeseries/imageData", _plugin("timeseries", "image_data"), methods=get),
     ]
 
