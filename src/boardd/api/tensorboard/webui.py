@@ -196,13 +196,16 @@ class Webfiles:
         """Whether the zip's member list has been read (:meth:`load` answers at once)."""
         return self._index is not None
 
-    def load(self) -> None:
-        """Reads the zip's member list (once); :class:`ApiError` 503 if the zip cannot be
-        read."""
-        if self._index is None:
+    def load(self) -> tuple[tuple[str, int, int], dict[str, int]]:
+        """The zip's identity and member list, read once; :class:`ApiError` 503 if the zip
+        cannot be read."""
+        index = self._index
+        if index is None:
             with self._lock:
                 if self._index is None:
                     self._index = self._read_index()
+                index = self._index
+        return index
 
     def _read_index(self) -> tuple[tuple[str, int, int], dict[str, int]]:
         import zipfile
@@ -228,13 +231,8 @@ class Webfiles:
             "ui_unavailable",
         )
 
-    def _members(self) -> dict[str, int]:
-        self.load()
-        assert self._index is not None
-        return self._index[1]
-
     def __contains__(self, name: str) -> bool:
-        return name in self._members()
+        return name in self.load()[1]
 
     def cached(self, name: str) -> Asset | None:
         """The file ``name`` if it has been read already (no lock, no I/O)."""
@@ -244,9 +242,7 @@ class Webfiles:
         """The file ``name`` of the zip (which holds it), read once."""
         import zipfile
 
-        members = self._members()
-        assert self._index is not None
-        identity = self._index[0]
+        identity, members = self.load()
         with self._lock:
             found = self._assets.get(name)
             if found is not None:
