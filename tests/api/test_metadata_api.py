@@ -237,6 +237,20 @@ def test_bad_requests_get_the_envelope(
     assert words in error["message"], error
 
 
+def test_a_value_the_store_cannot_hold_is_the_clients_error(api: Api) -> None:
+    """A NaN double (ML Metadata's InternalError: SQLite would keep a NULL) and a custom
+    property with no value: 400 naming the property, and nothing written."""
+    type_id = api.write("put_artifact_type", artifact_type={"name": "Values"})
+    for value, words in (({"double_value": "NaN"}, "NaN"), ({}, "no value set: x")):
+        artifact = {"type_id": type_id, "uri": "/v", "custom_properties": {"x": value}}
+        response = api.client.post(
+            "/api/v1/metadata/put_artifacts", json={"artifacts": [artifact]}, headers=AUTH
+        )
+        error = assert_error(response, 400)
+        assert words in error["message"], error
+    assert api.call("get_artifacts_by_uri", uri="/v") == []
+
+
 def test_a_type_conflict_is_409(api: Api) -> None:
     changed = {"name": types.CHECKPOINT, "properties": {"size": "STRING"}}
     error = assert_error(

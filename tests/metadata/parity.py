@@ -31,11 +31,20 @@ def normalized(value: Any) -> Any:
     return value
 
 
+def _status_class(exc: errors.StatusError) -> str:
+    """The name of the error's class among MLMD's (errors.*): a subclass of boardd's own, say
+    UnstorableValueError, is the InternalError it extends."""
+    for klass in type(exc).__mro__:
+        if klass.__module__ == errors.__name__:
+            return klass.__name__
+    return type(exc).__name__
+
+
 def _outcome_of(function: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
     try:
         return "ok", function(*args, **kwargs)
     except errors.StatusError as exc:
-        return type(exc).__name__, exc
+        return _status_class(exc), exc
     except OracleCallError as exc:
         return exc.name, exc
     except (TypeError, ValueError, AttributeError) as exc:

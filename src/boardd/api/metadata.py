@@ -38,6 +38,7 @@ _STATUS = {
     "FailedPreconditionError": 409,
     "AbortedError": 409,
     "UnimplementedError": 400,
+    "UnstorableValueError": 400,
 }
 
 

@@ -166,14 +166,16 @@ _CODE_TO_CLASS: dict[int, type[StatusError]] = {
 }
 
 
-def exception_type_for_error_code(error_code: int) -> type[StatusError]:
-    """The exception class of a status code (UnknownError for a code it does not know)."""
-    return _CODE_TO_CLASS.get(error_code, UnknownError)
+def exception_type_from_error_code(error_code: int) -> type[StatusError]:
+    """The exception class of a status code (KeyError for a code it does not know, as
+    ML Metadata's)."""
+    return _CODE_TO_CLASS[error_code]
 
 
 def make_exception(message: str, error_code: int) -> StatusError:
-    """An exception of the class the status code maps to."""
-    cls = exception_type_for_error_code(error_code)
+    """An exception of the class the status code maps to (UnknownError for a code it does
+    not know)."""
+    cls = _CODE_TO_CLASS.get(error_code, UnknownError)
     if cls is UnknownError:
         return UnknownError(message, error_code)
     return cls(message)  # type: ignore[call-arg]

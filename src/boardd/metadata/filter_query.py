@@ -41,6 +41,9 @@ NodeKind = Literal["artifact", "execution", "context"]
 # ZetaSQL's expression syntax, the part MLMD's queries use. Keywords are case-insensitive;
 # a name after a dot may start with a digit (``properties.0.int_value``), as MLMD's rewrite
 # of ``properties.NAME.`` into one identifier allows.
+_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
+_INTEGERS = ("INT64", "UINT64")
+
 _GRAMMAR = r"""
 ?start: expr
 
@@ -129,7 +132,7 @@ class Node:
 @dataclass(frozen=True)
 class Literal_(Node):
     value: object
-    type: str  # INT64, DOUBLE, STRING, BYTES, BOOL or NULL
+    type: str  # INT64, UINT64 (a literal past INT64), DOUBLE, STRING, BYTES, BOOL or NULL
 
 
 @dataclass(frozen=True)
@@ -208,6 +211,14 @@ class _ToAst(Transformer[Token, Node]):
         return Binary(op, str(op), left, right)
 
     def sign(self, op: Token, operand: Node) -> Node:
+        if str(op) == "-" and isinstance(operand, Literal_) and operand.type in _INTEGERS:
+            # ZetaSQL reads a minus before an integer literal as part of it: -9223372036854775808
+            # is INT64's least value, though 9223372036854775808 alone is a UINT64.
+            assert isinstance(operand.value, int)
+            value = -operand.value
+            if value < _INT64_MIN:
+                raise _error(f"Invalid integer literal: {value}", op)
+            return Literal_(op, value, "INT64")
         return Unary(op, str(op), operand)
 
     def in_(self, operand: Node, negated: Token | None, op: Token, items: list[Node]) -> Node:
@@ -242,9 +253,10 @@ class _ToAst(Transformer[Token, Node]):
     def int_lit(self, tok: Token) -> Node:
         text = str(tok)
         value = int(text, 16) if text[:2] in ("0x", "0X") else int(text)
-        if value > 2**63 - 1:
+        if value > _UINT64_MAX:
             raise _error(f"Invalid integer literal: {text}", tok)
-        return Literal_(tok, value, "INT64")
+        # Past INT64, ZetaSQL types a literal UINT64 (see _literal).
+        return Literal_(tok, value, "INT64" if value <= _INT64_MAX else "UINT64")
 
     def float_lit(self, tok: Token) -> Node:
         return Literal_(tok, float(str(tok)), "DOUBLE")
@@ -657,6 +669,11 @@ class _Translator:
         raise AssertionError(node)
 
     def _literal(self, node: Literal_) -> _Sql:
+        if node.type == "UINT64":
+            # Past every INT64 (every id, time and int_value): as a REAL, SQLite's exact
+            # comparison of an INTEGER with it gives what ZetaSQL's INT64-UINT64 one does.
+            assert isinstance(node.value, int)
+            return _Sql("?", [float(node.value)], "UINT64", token=node.token)
         if node.type == "BYTES":
             return _Sql("NULL", [], "BYTES", token=node.token)
         if node.type == "NULL":
@@ -690,6 +707,7 @@ class _Translator:
                 self._expect(side, ("STRING",), "LIKE", [left, right])
             return _Sql.join([left, right], lambda a, b: f"({a} {op} {b})", "BOOL", node.token)
         if op in ("+", "-", "*", "/"):
+            _no_uint64_literal([node.left, node.right])
             for side in (left, right):
                 self._expect(side, ("INT64", "DOUBLE"), op, [left, right])
             type_ = "DOUBLE" if "DOUBLE" in (left.type, right.type) or op == "/" else "INT64"
@@ -731,6 +749,7 @@ class _Translator:
                 return _Sql(text, [], "BOOL", column.uses, node.token, column.on_node)
         operand = self.expr(node.operand)
         items = [self.expr(item) for item in node.items]
+        _no_uint64_literal([node.operand, *node.items])
         self._comparable("IN", [operand, *items], node.token)
         negate = "NOT " if node.negated else ""
         return _Sql.join(
@@ -747,6 +766,7 @@ class _Translator:
 
     def _between(self, node: Between) -> _Sql:
         parts = [self.expr(node.operand), self.expr(node.low), self.expr(node.high)]
+        _no_uint64_literal([node.operand, node.low, node.high])
         self._comparable("BETWEEN", parts, node.token)
         negate = "NOT " if node.negated else ""
         return _Sql.join(
@@ -814,8 +834,17 @@ class _Translator:
             )
 
 
+def _no_uint64_literal(nodes: list[Node]) -> None:
+    """A UINT64 literal is compared with INT64 as it is, but cast to INT64 where ZetaSQL needs
+    one type (arithmetic, IN, BETWEEN): past INT64, that fails."""
+    for node in nodes:
+        if isinstance(node, Literal_) and node.type == "UINT64":
+            raise _error(f"Could not cast literal {node.value} to type INT64", node.token)
+
+
 _FAMILY = {
     "INT64": "number",
+    "UINT64": "number",
     "DOUBLE": "number",
     "STRING": "STRING",
     "BOOL": "BOOL",

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 #: MLMD's cap on hops (kQueryLineageSubgraphMaxNumHops).
 MAX_NUM_HOPS = 100
+#: The starting nodes a walk takes, the first by id of those matching: 101 as ML Metadata 1.17
+#: takes them (its documentation says "limited to 100").
+MAX_STARTING_NODES = 101
 
 _Options = pb.LineageSubgraphQueryOptions
 _OUTPUTS = frozenset(
@@ -70,13 +73,15 @@ def subgraph(
     field_mask_paths: Sequence[str] | None,
 ) -> pb.LineageGraph:
     """MLMD's GetLineageSubgraph (the C++ walk and the Python API's filling-in) in one go."""
+    # As MLMD, a path that is not a LineageGraph field is ignored (``artifacts.id`` too): a mask
+    # of such paths only asks for nothing.
     paths = list(field_mask_paths) if field_mask_paths else list(_GRAPH_FIELDS)
-    unknown = [p for p in paths if p not in _GRAPH_FIELDS]
-    if unknown:
-        raise errors.InvalidArgumentError(f"Invalid field mask path(s): {', '.join(unknown)}")
-    wanted = set(paths)
-    # The walk reads what is not a type; with nothing else asked it reads everything.
-    read = {p for p in wanted if not p.endswith("_types")} or set(_GRAPH_FIELDS)
+    wanted = {p for p in paths if p in _GRAPH_FIELDS}
+    # The walk reads what is not a type; with nothing else asked it reads everything. A path
+    # that is no field counts as asked (MLMD passes it on to its walk, which then reads
+    # nothing for it): with types only beside it, no node is read, so no type is found.
+    asked = {p for p in paths if not p.endswith("_types")}
+    read = asked & set(_GRAPH_FIELDS) if asked else set(_GRAPH_FIELDS)
 
     which = options.WhichOneof("starting_nodes")
     if which is None:
@@ -97,6 +102,7 @@ def subgraph(
     direction = options.direction
 
     start = _filtered_ids(db, ARTIFACT if from_artifacts else EXECUTION, start_query)
+    del start[MAX_STARTING_NODES:]
     if not start:
         raise errors.NotFoundError("Cannot find qualified nodes to start the traversal.")
 

@@ -17,6 +17,8 @@ import base64
 import contextlib
 import enum
 import json
+import math
+import operator
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -121,6 +123,57 @@ _VALUE_CHECK: dict[int, str] = {
 }
 
 
+# -- arguments ------------------------------------------------------------------------------------
+# ML Metadata copies each argument into a request message, so a wrong argument is a TypeError
+# there before anything is written: these checks give the same (a message of another class
+# stored as a context, say, would otherwise slip through).
+
+_M = TypeVar("_M", bound=Message)
+
+
+def _message(cls: type[_M], value: object, method: str = "CopyFrom") -> _M:
+    """``value`` if it is a ``cls``; TypeError as protobuf's CopyFrom/MergeFrom words it."""
+    if not isinstance(value, cls):
+        raise TypeError(
+            f"Parameter to {method}() must be instance of same class: expected {cls} got "
+            f"{type(value)}."
+        )
+    return value
+
+
+def _messages(cls: type[_M], values: Iterable[object]) -> list[_M]:
+    return [_message(cls, v) for v in values]
+
+
+def _type_message(cls: type[_M], value: object) -> _M:
+    """A type argument: None is an empty type (rejected for its missing name), another class a
+    TypeError (as MLMD's MergeFrom)."""
+    if value is None:
+        empty: _M = cls()
+        return empty
+    return _message(cls, value, "MergeFrom")
+
+
+def _id(value: object) -> int:
+    """An id argument: an integer (``operator.index``: a str or float is a TypeError)."""
+    return operator.index(value)  # type: ignore[arg-type]
+
+
+def _ids(values: Iterable[object]) -> list[int]:
+    return [_id(v) for v in values]
+
+
+def _text(value: object) -> str:
+    """A string argument (a name, uri, external id)."""
+    if not isinstance(value, str):
+        raise TypeError("bad argument type for built-in operation")
+    return value
+
+
+def _optional_text(value: object) -> str | None:
+    return None if value is None else _text(value)
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -129,12 +182,21 @@ def _ids_json(ids: Iterable[int]) -> str:
     return json.dumps([int(i) for i in ids])
 
 
-def _value_columns(value: pb.Value) -> tuple[Any, Any, Any, Any, Any]:
-    """A Value as the property table's (int, double, string, proto, bool) columns."""
+def _value_columns(name: str, value: pb.Value) -> tuple[Any, Any, Any, Any, Any]:
+    """A Value as the property table's (int, double, string, proto, bool) columns.
+
+    Refused, so that a stored node always reads back: a Value with nothing set
+    (:class:`InvalidArgumentError`; ML Metadata aborts the process on a custom one) and a NaN
+    double (:class:`InternalError`, ML Metadata's class for it: SQLite would keep a NULL)."""
     which = value.WhichOneof("value")
     if which == "int_value":
         return (value.int_value, None, None, None, None)
     if which == "double_value":
+        if math.isnan(value.double_value):
+            raise UnstorableValueError(
+                f"Cannot store property {name!r}: its double_value is NaN, which the store "
+                "cannot hold (ML Metadata refuses it too); leave it out or store a string"
+            )
         return (None, value.double_value, None, None, None)
     if which == "string_value":
         return (None, None, value.string_value, None, None)
@@ -145,8 +207,7 @@ def _value_columns(value: pb.Value) -> tuple[Any, Any, Any, Any, Any]:
         return (None, None, None, value.proto_value.SerializeToString(), None)
     if which == "bool_value":
         return (None, None, None, None, int(value.bool_value))
-    # An empty Value: MLMD stores a row with every column NULL (and cannot read it back).
-    return (None, None, None, None, None)
+    raise errors.InvalidArgumentError(f"Found property with no value set: {name}")
 
 
 def _fill_value(value: pb.Value, row: Sequence[Any]) -> None:
@@ -171,6 +232,17 @@ def _fill_value(value: pb.Value, row: Sequence[Any]) -> None:
         raise errors.InternalError(
             "Attempt to populate property with null value in every known *_value column."
         )
+
+
+class UnstorableValueError(errors.InternalError):
+    """A property value the store cannot hold (a NaN double): ML Metadata's InternalError for
+    it, which boardd's HTTP API answers as the client's error (400), not as its own (500)."""
+
+
+class _CannotConnectError(errors.UnavailableError, RuntimeError):
+    """The store's file cannot be opened: an UnavailableError that is also the RuntimeError
+    ML Metadata raises then ("Cannot connect sqlite3 database"), so that a script's
+    ``except RuntimeError`` catches it as it did."""
 
 
 @dataclass
@@ -238,7 +310,7 @@ class MetadataStore:
         try:
             return apsw.Connection(filename, flags=flags)
         except apsw.CantOpenError as exc:
-            raise errors.UnavailableError(
+            raise _CannotConnectError(
                 f"cannot open the lineage store {filename!r} "
                 f"({pb.SqliteMetadataSourceConfig.ConnectionMode.Name(mode)}): {exc}"
             ) from exc
@@ -266,6 +338,11 @@ class MetadataStore:
             raise errors.FailedPreconditionError(str(exc)) from exc
         except apsw.Error as exc:
             raise errors.UnavailableError(f"cannot use the lineage store: {exc}") from exc
+
+    @property
+    def pipeline_asset(self) -> None:
+        """None, as ML Metadata's open-source store answers."""
+        return None
 
     def close(self) -> None:
         """Closes the connection (idempotent)."""
@@ -502,6 +579,7 @@ class MetadataStore:
     def _put_type(
         self, kind: int, type_message: Any, can_add_fields: bool, can_omit_fields: bool
     ) -> int:
+        type_message = _type_message(_TYPE_CLASSES[kind], type_message)
         with self._transaction() as db:
             return self._upsert_type(db, kind, type_message, can_add_fields, can_omit_fields)
 
@@ -543,6 +621,7 @@ class MetadataStore:
         return self._put_type(schema.CONTEXT_TYPE, context_type, can_add_fields, can_omit_fields)
 
     def _get_type(self, kind: int, type_name: str, type_version: str | None) -> Any:
+        type_name, type_version = _text(type_name), _optional_text(type_version)
         with self._transaction() as db:
             found = self._find_type_by_name(db, kind, type_name, type_version or None)
             if found is None:
@@ -608,7 +687,7 @@ class MetadataStore:
         return self._get_types(schema.CONTEXT_TYPE)
 
     def _get_types_by_id(self, kind: int, type_ids: Iterable[int]) -> list[Any]:
-        wanted = [int(i) for i in type_ids]
+        wanted = _ids(type_ids)
         with self._transaction() as db:
             rows = {
                 row[0]: row
@@ -639,7 +718,7 @@ class MetadataStore:
         return self._get_types_by_id(schema.CONTEXT_TYPE, type_ids)
 
     def _get_types_by_external_ids(self, kind: int, external_ids: Iterable[str]) -> list[Any]:
-        wanted = list(external_ids)
+        wanted = [_text(e) for e in external_ids]
         if not wanted:
             return []
         if any(not e for e in wanted):
@@ -710,7 +789,7 @@ class MetadataStore:
         return self._nodes_from_rows(db, kind, rows)
 
     def _get_nodes_by_id(self, kind: NodeKind, ids: Iterable[int]) -> list[Any]:
-        wanted = [int(i) for i in ids]
+        wanted = _ids(ids)
         with self._transaction() as db:
             return self._find_nodes(db, kind, wanted)
 
@@ -736,7 +815,7 @@ class MetadataStore:
         self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
     ) -> tuple[list[pb.Artifact], list[pb.ArtifactType]]:
         """The artifacts of these ids and their types (each type once)."""
-        wanted = [int(i) for i in artifact_ids]
+        wanted = _ids(artifact_ids)
         with self._transaction() as db:
             artifacts = self._find_nodes(db, ARTIFACT, wanted)
             type_ids = list(dict.fromkeys(a.type_id for a in artifacts))
@@ -813,10 +892,11 @@ class MetadataStore:
             raise errors.AlreadyExistsError(f"Given node already exists: {node} {exc}") from exc
         node_id = int(db.last_insert_rowid())
         rows = [
-            (node_id, name, 0, *_value_columns(value)) for name, value in node.properties.items()
+            (node_id, name, 0, *_value_columns(name, value))
+            for name, value in node.properties.items()
         ]
         rows.extend(
-            (node_id, name, 1, *_value_columns(value))
+            (node_id, name, 1, *_value_columns(name, value))
             for name, value in node.custom_properties.items()
         )
         if rows:
@@ -921,7 +1001,7 @@ class MetadataStore:
             elif after and before and previous[name] != current[name] and not is_custom:
                 # As MLMD: an UPDATE of the value's column by node and name (a custom property
                 # of the same name gets that column too).
-                columns = _value_columns(current[name])
+                columns = _value_columns(name, current[name])
                 for column, value in zip(queries.VALUE_COLUMNS, columns, strict=True):
                     if value is not None:
                         db.execute(kind.update_property(column), (value, node_id, name))
@@ -932,7 +1012,7 @@ class MetadataStore:
                     db.execute(kind.delete_property, (node_id, name))
                 db.execute(
                     kind.insert_property,
-                    (node_id, name, int(is_custom), *_value_columns(current[name])),
+                    (node_id, name, int(is_custom), *_value_columns(name, current[name])),
                 )
                 changed += 1
         return changed
@@ -953,8 +1033,9 @@ class MetadataStore:
     def _put_nodes(
         self, kind: NodeKind, nodes: Sequence[Any], field_mask_paths: Sequence[str] | None
     ) -> list[int]:
+        nodes = _messages(_NODE_CLASSES[kind.name], nodes)
         types: dict[tuple[int, int], _StoredType] = {}
-        mask = list(field_mask_paths or ())
+        mask = [_text(p) for p in field_mask_paths or ()]
         with self._transaction() as db:
             now = _now_ms()
             return [self._upsert_node(db, kind, node, now, types, mask) for node in nodes]
@@ -1004,6 +1085,7 @@ class MetadataStore:
     def _get_nodes_by_type(
         self, kind: NodeKind, type_name: str, type_version: str | None
     ) -> list[Any]:
+        type_name, type_version = _text(type_name), _optional_text(type_version)
         with self._transaction() as db:
             type_id = self._type_id_for(db, kind, type_name, type_version)
             if type_id is None:
@@ -1041,6 +1123,8 @@ class MetadataStore:
     def _get_node_by_type_and_name(
         self, kind: NodeKind, type_name: str, name: str, type_version: str | None
     ) -> Any | None:
+        type_name, type_version = _text(type_name), _optional_text(type_version)
+        name = _text(name)
         with self._transaction() as db:
             type_id = self._type_id_for(db, kind, type_name, type_version)
             if type_id is None:
@@ -1092,12 +1176,13 @@ class MetadataStore:
         self, uri: str, extra_options: ExtraOptions | None = None
     ) -> list[pb.Artifact]:
         """The artifacts with this uri."""
+        uri = _text(uri)
         with self._transaction() as db:
             rows = db.execute(ARTIFACT.select_where("n.uri = ? ORDER BY n.id"), (uri,))
             return self._nodes_from_rows(db, ARTIFACT, rows)
 
     def _get_nodes_by_external_ids(self, kind: NodeKind, external_ids: Iterable[str]) -> list[Any]:
-        wanted = list(external_ids)
+        wanted = [_text(e) for e in external_ids]
         if not wanted:
             return []
         if any(not e for e in wanted):
@@ -1178,6 +1263,7 @@ class MetadataStore:
         self, events: Sequence[pb.Event], extra_options: ExtraOptions | None = None
     ) -> None:
         """Inserts events (their artifact and execution must exist; events never change)."""
+        events = _messages(pb.Event, events)
         with self._transaction() as db:
             now = _now_ms()
             for event in events:
@@ -1210,7 +1296,7 @@ class MetadataStore:
         self, execution_ids: Iterable[int], extra_options: ExtraOptions | None = None
     ) -> list[pb.Event]:
         """The events of these executions."""
-        wanted = [int(i) for i in execution_ids]
+        wanted = _ids(execution_ids)
         with self._transaction() as db:
             return self._events(db, queries.SELECT_EVENTS_BY_EXECUTIONS, wanted)
 
@@ -1218,7 +1304,7 @@ class MetadataStore:
         self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
     ) -> list[pb.Event]:
         """The events of these artifacts."""
-        wanted = [int(i) for i in artifact_ids]
+        wanted = _ids(artifact_ids)
         with self._transaction() as db:
             return self._events(db, queries.SELECT_EVENTS_BY_ARTIFACTS, wanted)
 
@@ -1255,6 +1341,8 @@ class MetadataStore:
         extra_options: ExtraOptions | None = None,
     ) -> None:
         """Adds artifacts and executions to contexts (an existing link is kept as is)."""
+        attributions = _messages(pb.Attribution, attributions)
+        associations = _messages(pb.Association, associations)
         with self._transaction() as db:
             for attribution in attributions:
                 if not attribution.HasField("context_id"):
@@ -1279,6 +1367,7 @@ class MetadataStore:
         InvalidArgumentError for an unknown id or a cycle; AlreadyExistsError for a link that
         exists.
         """
+        parent_contexts = _messages(pb.ParentContext, parent_contexts)
         with self._transaction() as db:
             for link in parent_contexts:
                 if not link.HasField("parent_id") or not link.HasField("child_id"):
@@ -1311,6 +1400,7 @@ class MetadataStore:
     def _linked_contexts(
         self, sql: str, node_id: int, none_found: str | None = None
     ) -> list[pb.Context]:
+        node_id = _id(node_id)
         with self._transaction() as db:
             ids = [row[0] for row in db.execute(sql, (node_id,))]
             if not ids and none_found is not None:
@@ -1358,6 +1448,7 @@ class MetadataStore:
         """The artifacts attributed to a context (all, or as ``list_options`` says)."""
         from boardd.metadata import listing
 
+        context_id = _id(context_id)
         return listing.list_nodes(
             self,
             ARTIFACT,
@@ -1376,6 +1467,7 @@ class MetadataStore:
         """The executions associated with a context (newest first unless ``list_options``)."""
         from boardd.metadata import listing
 
+        context_id = _id(context_id)
         if list_options is None:
             list_options = ListOptions(order_by=OrderByField.CREATE_TIME, is_asc=False)
         return listing.list_nodes(
@@ -1457,13 +1549,20 @@ class MetadataStore:
         the context ids; every artifact is attributed and the execution associated to every
         context.
         """
+        execution = _message(pb.Execution, execution, "MergeFrom")
+        contexts = None if contexts is None else _messages(pb.Context, contexts)
         pairs: list[tuple[pb.Artifact | None, pb.Event | None]] = []
         for pair in artifact_and_events:
             if not pair:
                 continue
             artifact = pair[0]
             event = pair[1] if len(pair) == 2 else None
-            pairs.append((artifact, event))
+            pairs.append(
+                (
+                    None if artifact is None else _message(pb.Artifact, artifact),
+                    None if event is None else _message(pb.Event, event),
+                )
+            )
         types: dict[tuple[int, int], _StoredType] = {}
         with self._transaction() as db:
             now = _now_ms()
@@ -1550,6 +1649,9 @@ class MetadataStore:
         lists given here, or None with the event's own id. Returns the execution, artifact and
         context ids, index-aligned.
         """
+        executions = _messages(pb.Execution, executions)
+        artifacts = _messages(pb.Artifact, artifacts)
+        contexts = _messages(pb.Context, contexts)
         edges = [tuple(edge) for edge in event_edges]
         _check_event_edges(edges, executions, artifacts)
         types: dict[tuple[int, int], _StoredType] = {}
