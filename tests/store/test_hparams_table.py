@@ -16,7 +16,7 @@ from boardd.data import hparams as H
 from boardd.data.pool import open_store
 from boardd.proto import hparams_api_pb2 as api
 from boardd.store.connection import open_reader, open_writer
-from boardd.store.schema import SCHEMA_VERSION, migrate
+from boardd.store.schema import migrate
 from tests.conftest import LiveStore, ingest
 from tests.hparams_logdirs import (
     WALL,
@@ -88,10 +88,12 @@ def test_migration_backfills_a_store_from_before_the_table(tmp_path: Path) -> No
     ingest(write_rules(tmp_path), db)
     expected = table(db)
     connection = open_writer(db)
+    before_table = 4  # the schema before migration 5 made the table
     with connection:
         connection.execute("DROP TABLE hparams")
-        connection.pragma("user_version", SCHEMA_VERSION - 1)
-    assert migrate(connection) == SCHEMA_VERSION - 1
+        connection.execute("ALTER TABLE files DROP COLUMN version")  # migration 6's
+        connection.pragma("user_version", before_table)
+    assert migrate(connection) == before_table
     connection.close()
     assert table(db) == expected
 

@@ -600,6 +600,14 @@ class ExperimentRunner:
         self.bytes_done = self.bytes_total
         log.info("%s: caught up in %.2f s", self.spec.name, time.monotonic() - started)
         self._log_remote_requests(force=True)
+        if getattr(self._ingestor.source, "listed_nothing", False):
+            # Not an error (a job may not have started writing), but a typo looks the same.
+            log.warning(
+                "%s: nothing under %s (no object at all): check the bucket and the prefix; "
+                "following it meanwhile",
+                self.spec.name,
+                self.spec.logdir,
+            )
 
     def _await_first_answer(self) -> None:
         """On a restart (the store has data), the catch-up starts once the daemon has sent its
@@ -638,7 +646,13 @@ class ExperimentRunner:
         watcher = self._start_watcher()
         if self._retry_at is None:
             self.state = RunnerState.LIVE
-        log.info("%s: live (%s)", self.spec.name, watcher.mode)
+            log.info("%s: live (%s)", self.spec.name, watcher.mode)
+        else:
+            log.info(
+                "%s: following the logdir (%s) once it answers; retrying meanwhile",
+                self.spec.name,
+                watcher.mode,
+            )
         threading.Thread(target=self._preload, name="preload", daemon=True).start()
         unwatched = watcher.unwatched_reason()
         if unwatched is not None:

@@ -104,6 +104,13 @@ class _Run:
     under: tuple[_Session, str] | None = None
 
 
+def _parent(path: str) -> str:
+    """A run's parent path, "" above the top: a remote key may give a run name with a leading
+    "/" (``prefix//run/...``), whose dirname would be "/" for ever."""
+    parent = posixpath.dirname(path)
+    return "" if parent == path else parent
+
+
 def _session_of(run_id: int, run: _Run) -> _Session | None:
     start = run.rows.get("session_start")
     if start is None:
@@ -216,7 +223,7 @@ class _Structure:
         while path not in sessions:
             if not path:
                 return
-            path = posixpath.dirname(path)
+            path = _parent(path)
         session = sessions[path]
         if run.name == path:
             # TensorBoard's os.path.relpath(run, session): "." unless the run name ends in "."
@@ -253,11 +260,11 @@ class _Structure:
         for other in self.runs.values():
             if other is not run and other.name.startswith(head) and other.under is not None:
                 return False
-        parent = posixpath.dirname(run.name)
+        parent = _parent(run.name)
         while parent:
             if parent in self.sessions:
                 return False  # a session inside another: its runs move
-            parent = posixpath.dirname(parent)
+            parent = _parent(parent)
         if "" in self.sessions:
             return False
         self._add_session(session)

@@ -142,6 +142,7 @@ class _FileWork:
             ident.inode,
             head=self.head,
             tail=read_tail(self.file, consumed, data),
+            version=ident.version,
         )
 
     def left(self) -> int:
@@ -548,11 +549,20 @@ class Ingestor:
             )
             record = holder[0]
         offset = record.consumed
+        # An object whose version (ETag) changed since it was read: looked at even if its size
+        # did not change (replaced by one of the same size, or re-uploaded as it was).
+        new_version = (
+            ident.inode is None
+            and ident.version is not None
+            and record.version is not None
+            and ident.version != record.version
+        )
         if (
             ident.inode is None
             and record.state == "active"
             and record.head is not None
             and record.consumed < ident.size == record.size
+            and not new_version
         ):
             # An object (a source without inodes) the size it had when it was last read to
             # its end: what is left after the offset is a torn record that stays torn. Not
@@ -563,7 +573,7 @@ class Ingestor:
             ident.inode,
             ident.device,
         )
-        head = read_head(file) if ident.size != record.consumed or replaced else None
+        head = read_head(file) if ident.size != record.consumed or replaced or new_version else None
         rewritten = (
             not replaced
             and head is not None
@@ -576,7 +586,7 @@ class Ingestor:
             not replaced
             and not rewritten
             and record.tail is not None
-            and ident.size > record.consumed
+            and (ident.size > record.consumed or (new_version and ident.size == record.consumed))
             and read_tail(file, record.consumed) not in (None, record.tail)
         )
         if replaced or rewritten or overwritten or ident.size < record.consumed:
@@ -597,7 +607,7 @@ class Ingestor:
             result.files_changed.append(file.key)
         work = _FileWork(run_id, file, record, ident, offset, replaced, head)
         if ident.size == offset and record.state == "active":
-            if not _identity_recorded(record, ident) or replaced:
+            if not _identity_recorded(record, ident) or replaced or new_version:
                 self._remember_identity(work, result)
             return None
         return work
@@ -957,5 +967,5 @@ def _identity_recorded(record: FileRecord, identity: FileIdentity) -> bool:
     """Whether the store holds the file's identity: its inode, or for a source without inodes
     (an object store) its first bytes; else it is recorded even when nothing is new."""
     if identity.inode is None:
-        return record.head is not None
+        return record.head is not None and (identity.version is None or record.version is not None)
     return record.inode is not None

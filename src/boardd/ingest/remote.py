@@ -19,7 +19,9 @@ What a pass costs:
   next pass; growth after the listing is seen at the next listing, never by another request.
 - **Replacement**: an object that shrank, or whose first bytes or bytes before the offset
   changed, is replaced (the ingestor's rules for sources without inodes; an ETag changes at
-  every re-upload of a growing object, so it only says "look", not "replaced").
+  every re-upload of a growing object, so it only says "look", not "replaced": the store keeps
+  it, and an object of unchanged size with a new ETag is looked at).
+- **Folder markers** (keys ending in "/") are directories, never files.
 - **Failures**: a server that cannot be reached raises
   :class:`~boardd.ingest.sources.SourceUnavailableError`: the pass stops, what it read is
   committed, and the runner retries with back-off from the committed offsets.
@@ -167,11 +169,20 @@ class RemoteSource:
         self.root = str(root).rstrip("/")
         #: The last listing: object path → (size, version); None before the first.
         self._listing: dict[str, tuple[int, str | None]] | None = None
+        #: The "folders" of the last listing: keys ending in "/" (the S3 console's "Create
+        #: folder", sync tools), as paths without it. A directory, never a file.
+        self._folders: set[str] = set()
 
     @property
     def location(self) -> str:
         """The URL as given (no trailing slash)."""
         return self.url
+
+    @property
+    def listed_nothing(self) -> bool:
+        """Whether the last listing found no object at all under the prefix (a prefix that
+        does not exist lists as empty: the daemon says so, as a typo would look the same)."""
+        return self._listing is not None and not self._listing and not self._folders
 
     def available(self) -> bool:
         """Whether the last listing got through (an unreachable server is not "every run
@@ -207,14 +218,17 @@ class RemoteSource:
         return sorted(files, key=lambda f: f.name)
 
     def run_present(self, run: str) -> bool:
-        """Whether any object (an event file or not) lies under the run's prefix, as of the
-        last listing: an object store has no empty directories."""
+        """Whether any object (an event file or not) or folder marker lies under the run's
+        prefix, or a folder marker is the run's, as of the last listing: an object store has
+        no empty directories but those markers."""
         if self._listing is None:
             raise SourceUnavailableError(f"{self.url}: not listed yet")
         if run == ROOT_RUN:
-            return bool(self._listing)
+            return bool(self._listing) or bool(self._folders)
         prefix = f"{self.root}/{run}/"
-        return any(path.startswith(prefix) for path in self._listing)
+        return f"{self.root}/{run}" in self._folders or any(
+            path.startswith(prefix) for path in (*self._listing, *self._folders)
+        )
 
     def file(self, key: str) -> SourceFile:
         """The object stored under ``key`` (its URL)."""
@@ -237,11 +251,19 @@ class RemoteSource:
             self._listing = None
             raise SourceUnavailableError(f"cannot list {self.url}: {_describe(exc)}") from exc
         listing: dict[str, tuple[int, str | None]] = {}
+        folders: set[str] = set()
         for path, info in found.items():
             if info.get("type", "file") != "file":
                 continue
-            listing[str(path).rstrip("/")] = (int(info.get("size") or 0), _version(info))
-        self.counts.objects_listed += len(listing)
+            name = str(path)
+            if name.endswith("/"):
+                # A folder marker: a run's "directory" that stays when its objects go, as a
+                # local directory does (not a file, though its name may hold "tfevents").
+                folders.add(name.rstrip("/"))
+                continue
+            listing[name] = (int(info.get("size") or 0), _version(info))
+        self.counts.objects_listed += len(listing) + len(folders)
+        self._folders = folders
         self._listing = listing
         return listing
 

@@ -53,7 +53,8 @@ class FileIdentity:
     mtime: float | None = None
     device: int | None = None
     inode: int | None = None
-    #: An opaque version (an object's ETag); informative, not used to detect replacement.
+    #: An opaque version (an object's ETag): a new one makes a file of unchanged size be looked
+    #: at (its first bytes, those before the offset), not proof that it was replaced.
     version: str | None = None
 
 

@@ -203,6 +203,12 @@ MIGRATIONS: tuple[str | tuple[str, Callable[[apsw.Connection], None]], ...] = (
         """,
         _backfill_hparams,
     ),
+    # 6: an object's version (S3's ETag, GCS's generation) as it was when last read: an object
+    # replaced by one of the same size is looked at again (its first bytes, and those before the
+    # offset), not taken as unchanged for its size (NULL: a local file, or not known).
+    """
+    ALTER TABLE files ADD COLUMN version TEXT;
+    """,
 )
 
 #: The schema version this code writes.

@@ -79,6 +79,8 @@ class FileRecord(NamedTuple):
     head: bytes | None = None
     #: The file's last bytes before ``consumed`` as they were read (None: not known).
     tail: bytes | None = None
+    #: An object's version (ETag) as last read (None: a local file, or not known).
+    version: str | None = None
 
 
 class FileProgress(NamedTuple):
@@ -95,6 +97,8 @@ class FileProgress(NamedTuple):
     head: bytes | None = None
     #: The file's last bytes before ``consumed`` (None: not known, nothing is checked).
     tail: bytes | None = None
+    #: An object's version (ETag) as read (None: a local file, or not known).
+    version: str | None = None
 
 
 @dataclass(slots=True)
@@ -290,7 +294,7 @@ class StoreWriter:
         )
         self._db.execute(
             "UPDATE files SET consumed = 0, size = 0, mtime = NULL, device = NULL, "
-            "inode = NULL, head = NULL, tail = NULL, last_error = ?, "
+            "inode = NULL, head = NULL, tail = NULL, version = NULL, last_error = ?, "
             "state = CASE state WHEN 'deleted' THEN 'deleted' ELSE 'active' END "
             "WHERE run_id = ?",
             (escape(reason), run_id),
@@ -340,7 +344,8 @@ class StoreWriter:
     def files(self, run_id: int) -> dict[str, FileRecord]:
         """The files known for a run, by path."""
         rows = self._db.execute(
-            "SELECT id, run_id, path, device, inode, size, consumed, state, head, tail FROM files "
+            "SELECT id, run_id, path, device, inode, size, consumed, state, head, tail, version "
+            "FROM files "
             "WHERE run_id = ?",
             (run_id,),
         )
@@ -352,7 +357,7 @@ class StoreWriter:
         by_run: dict[int, dict[str, FileRecord]] = {}
         rows = self._db.execute(
             "SELECT f.id, f.run_id, f.path, f.device, f.inode, f.size, f.consumed, f.state, "
-            "f.head FROM files f JOIN runs r ON r.id = f.run_id "
+            "f.head, NULL, f.version FROM files f JOIN runs r ON r.id = f.run_id "
             "WHERE r.experiment_id = ? AND r.deleted = 0",
             (experiment_id,),
         )
@@ -368,7 +373,8 @@ class StoreWriter:
             (run_id, path),
         )
         row = self._db.execute(
-            "SELECT id, run_id, path, device, inode, size, consumed, state, head, tail FROM files "
+            "SELECT id, run_id, path, device, inode, size, consumed, state, head, tail, version "
+            "FROM files "
             "WHERE path = ?",
             (path,),
         ).fetchone()
@@ -389,8 +395,8 @@ class StoreWriter:
         The file's data-loss records go: the re-read records again those that still apply.
         """
         self._db.execute(
-            "UPDATE files SET consumed = 0, size = 0, state = 'active', last_error = ? "
-            "WHERE id = ?",
+            "UPDATE files SET consumed = 0, size = 0, version = NULL, state = 'active', "
+            "last_error = ? WHERE id = ?",
             (escape(reason), file_id),
         )
         self._db.execute("DELETE FROM data_loss WHERE file_id = ?", (file_id,))
@@ -421,7 +427,8 @@ class StoreWriter:
         )
         self._db.execute(
             "UPDATE files SET consumed = ?, size = ?, mtime = ?, device = ?, inode = ?, "
-            "state = ?, last_error = ?, head = coalesce(?, head), tail = ? WHERE id = ?",
+            "state = ?, last_error = ?, head = coalesce(?, head), tail = ?, version = ? "
+            "WHERE id = ?",
             (
                 progress.consumed,
                 progress.size,
@@ -432,6 +439,7 @@ class StoreWriter:
                 None if progress.last_error is None else escape(progress.last_error),
                 progress.head,
                 progress.tail,
+                progress.version,
                 progress.file_id,
             ),
         )
@@ -681,8 +689,8 @@ class StoreWriter:
 
 
 def _file_record(row: Sequence[object]) -> FileRecord:
-    """A row of ``files`` (id, run_id, path, device, inode, size, consumed, state, head, tail),
-    its path as the file system has it."""
+    """A row of ``files`` (id, run_id, path, device, inode, size, consumed, state, head, tail,
+    version), its path as the file system has it."""
     file_id, run_id, path, *rest = row
     return FileRecord(file_id, run_id, unescape(str(path)), *rest)  # type: ignore[arg-type]
 
