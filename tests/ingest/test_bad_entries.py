@@ -6,10 +6,15 @@ is a real one, read back through SQL and through the HTTP API's data layer.
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
+from tensorboard.compat.proto import event_pb2 as tb_event_pb2
+from tensorboard.compat.proto import types_pb2 as tb_types_pb2
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from boardd.data.experiments import data_loss, runs
 from boardd.store.connection import open_reader
@@ -111,5 +116,102 @@ def test_non_utf8_run_and_file_names_are_ingested_under_escaped_names(tmp_path: 
             "JOIN runs r ON r.id = s.run_id WHERE r.name = 'run-%FF'"
         ).fetchone()
         assert count == 25
+    finally:
+        connection.close()
+
+
+def _hostile_file(directory: Path, bad: list[tb_event_pb2.Event]) -> Path:
+    """An event file (TensorBoard's writer): scalars ``before`` at steps 0-2, the ``bad``
+    events, then scalars ``after`` at steps 0-2."""
+    writer = EventFileWriter(str(directory))
+    for tag, events in (("before", None), (None, bad), ("after", None)):
+        if tag is None:
+            for event in events or ():
+                writer.add_event(event)
+            continue
+        for step in range(3):
+            event = tb_event_pb2.Event(wall_time=1000.0 + step, step=step)
+            event.summary.value.add(tag=tag, simple_value=float(step))
+            writer.add_event(event)
+    writer.close()
+    (path,) = directory.iterdir()
+    return path
+
+
+def _claimed_tensor(step: int, elements: int, content: bytes = b"") -> tb_event_pb2.Event:
+    """A histograms tensor whose shape claims ``elements`` floats, with no values (or only
+    ``content``): a record of a few bytes."""
+    event = tb_event_pb2.Event(wall_time=2000.0, step=step)
+    value = event.summary.value.add(tag=f"claims-{elements}")
+    value.metadata.plugin_data.plugin_name = "histograms"
+    value.tensor.dtype = tb_types_pb2.DT_FLOAT
+    value.tensor.tensor_shape.dim.add(size=elements)
+    if content:
+        value.tensor.float_val.extend(np.frombuffer(content, dtype=np.float32).tolist())
+    return event
+
+
+def test_values_no_summary_holds_are_data_loss_and_the_rest_is_kept(tmp_path: Path) -> None:
+    """Before: a 51-byte tensor record claiming 2**28 floats failed the commit (SQLite: string
+    or blob too big) and with it every pass of the experiment, for good; one claiming 2**40
+    made its file unreadable (MemoryError); one event with an infinite wall time was stored
+    and made every scalar answer of its tag a 500 (JSON cannot carry it)."""
+    logdir = tmp_path / "logs"
+    (logdir / "bombs").mkdir(parents=True)
+    (logdir / "times").mkdir(parents=True)
+    _hostile_file(
+        logdir / "bombs",
+        [_claimed_tensor(1, 2**28), _claimed_tensor(2, 2**40), _claimed_tensor(3, 2**24)],
+    )
+    times = []
+    for step, wall in ((5, math.inf), (6, -math.inf), (7, math.nan)):
+        event = tb_event_pb2.Event(wall_time=wall, step=step)
+        event.summary.value.add(tag="before", simple_value=1.0)
+        times.append(event)
+    _hostile_file(logdir / "times", times)
+    # A tensor filled in from one value within the bound is kept, as TensorFlow reads it.
+    (logdir / "ok").mkdir()
+    _hostile_file(logdir / "ok", [_claimed_tensor(1, 1000, np.ones(1, np.float32).tobytes())])
+    _write(logdir / "other", range(100))
+
+    db = tmp_path / "store.db"
+    result = ingest(logdir, db, sampling=ALL)
+    assert result.bytes_read > 0
+    connection = open_reader(db)
+    try:
+        (experiment_id,) = connection.execute("SELECT id FROM experiments").fetchone()
+        counts = dict(
+            connection.execute(
+                "SELECT r.name || '/' || s.tag, count(*) FROM scalar_points p "
+                "JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
+                "GROUP BY r.name, s.tag"
+            ).fetchall()
+        )
+        assert counts == {
+            "bombs/before": 3,
+            "bombs/after": 3,
+            "times/before": 3,
+            "times/after": 3,
+            "ok/before": 3,
+            "ok/after": 3,
+            "other/loss": 100,
+        }
+        wall_max = connection.execute("SELECT max(abs(wall_time)) FROM scalar_points").get
+        assert math.isfinite(wall_max)
+        (filled,) = connection.execute(
+            "SELECT length(t.content) FROM tensor_points t JOIN series s ON s.id = t.series_id "
+            "WHERE s.tag = 'claims-1000'"
+        ).fetchall()
+        assert filled == (4000,)
+        (tensors,) = connection.execute("SELECT count(*) FROM tensor_points").fetchone()
+        assert tensors == 1
+        reasons = sorted((r.run, r.reason) for r in data_loss(connection, experiment_id))
+        assert [run for run, _ in reasons] == ["bombs"] * 3 + ["times"] * 3, reasons
+        text = " | ".join(reason for _, reason in reasons)
+        assert "would take 4398046511104 bytes" in text and "would take 1073741824 bytes" in text
+        assert "gives 0 values for 16777216: filled in, 67108864 bytes" in text
+        assert "step 5 has an infinite wall time" in text
+        assert "step 6 has an infinite wall time" in text
+        assert "step 7 has a NaN wall time" in text
     finally:
         connection.close()

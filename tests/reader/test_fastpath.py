@@ -293,7 +293,7 @@ def _has_layout(payload: bytes, tag: str, step: int, wall: float, value: float) 
     return (
         len(encoded) <= 118
         and 0 <= step < 2**56
-        and not math.isnan(wall)
+        and math.isfinite(wall)
         and payload == _payload(encoded, step, wall, value)
     )
 

@@ -181,6 +181,15 @@ class DecodedEvent:
     tagged_run_metadata: tuple[str, bytes] | None = None  # (tag, run_metadata bytes)
 
 
+#: The most bytes a tensor point may take: a larger one is refused (data loss). SQLite holds at
+#: most 10**9 bytes in a value, and a point that large is no summary.
+MAX_TENSOR_BYTES = 256 * 2**20
+#: The most bytes a tensor given by fewer typed values than its shape may fill in to
+#: (TensorFlow's rule: the last value repeats, none means zeros): a record of a few bytes must
+#: not become gigabytes in memory and in the store.
+MAX_EXPANDED_BYTES = 16 * 2**20
+
+
 class _Rejected(Exception):
     """A value that cannot be normalized; becomes a DataLoss entry, never escapes this module."""
 
@@ -222,10 +231,12 @@ class EventDecoder:
         wall_time = event.wall_time
         step = event.step
         decoded = DecodedEvent(wall_time, step, [], [], [])
-        if math.isnan(wall_time):
-            # TensorBoard's Rust server drops such events too: a NaN time cannot be ordered.
+        if not math.isfinite(wall_time):
+            # TensorBoard's Rust server drops NaN times too: they cannot be ordered; an
+            # infinite one is no time either (and no JSON answer could carry it).
+            what = "a NaN" if math.isnan(wall_time) else "an infinite"
             decoded.data_loss.append(
-                DataLoss(offset, 0, f"event at step {step} has a NaN wall time; dropped")
+                DataLoss(offset, 0, f"event at step {step} has {what} wall time; dropped")
             )
             return decoded
 
@@ -486,12 +497,23 @@ def _tensor_content(tp: tensor_pb2.TensorProto) -> tuple[int, tuple[int, ...], b
         strings.tensor_shape.SetInParent()
         for size in shape:
             strings.tensor_shape.dim.add(size=size)
-        return dtype, shape, strings.SerializeToString(deterministic=True)
+        packed = strings.SerializeToString(deterministic=True)
+        if len(packed) > MAX_TENSOR_BYTES:
+            raise _Rejected(
+                f"a string tensor of {len(packed)} bytes (more than {MAX_TENSOR_BYTES})"
+            )
+        return dtype, shape, packed
     spec = _NUMERIC.get(dtype)
     if spec is None:
         raise _Rejected(f"{_dtype_name(dtype)} tensors are not supported")
     np_dtype, field = spec
     count = math.prod(shape)
+    size = count * np_dtype.itemsize
+    if size > MAX_TENSOR_BYTES:
+        raise _Rejected(
+            f"a {_dtype_name(dtype)} tensor of shape {list(shape)} would take {size} bytes "
+            f"(more than {MAX_TENSOR_BYTES})"
+        )
     content = tp.tensor_content
     if content:
         if len(content) != count * np_dtype.itemsize:
@@ -507,6 +529,11 @@ def _tensor_content(tp: tensor_pb2.TensorProto) -> tuple[int, tuple[int, ...], b
     if given > count:
         raise _Rejected(
             f"a {_dtype_name(dtype)} tensor of shape {list(shape)} holds {given} values"
+        )
+    if size > MAX_EXPANDED_BYTES:
+        raise _Rejected(
+            f"a {_dtype_name(dtype)} tensor of shape {list(shape)} gives {given} values for "
+            f"{count}: filled in, {size} bytes (more than {MAX_EXPANDED_BYTES})"
         )
     # TensorFlow's rule for short typed fields: no value means zeros, and the last value
     # repeats to fill the shape (which covers "one value broadcasts").

@@ -131,9 +131,9 @@ def decode_simple_scalars(
 ) -> FastScalars:
     """Decodes every record in ``buffer[starts[i]:starts[i]+lengths[i]]`` that has the layout.
 
-    Records whose wall time is NaN are not handled here: the generic decoder records them as
-    data loss. Steps whose varint is longer than 8 bytes (negative or >= 2**56) are left to the
-    generic decoder too, and so are tags that are not valid UTF-8.
+    Records whose wall time is NaN or infinite are not handled here: the generic decoder
+    records them as data loss. Steps whose varint is longer than 8 bytes (negative or >= 2**56)
+    are left to the generic decoder too, and so are tags that are not valid UTF-8.
     """
     n = int(starts.shape[0])
     if n == 0:
@@ -187,7 +187,7 @@ def _decode_block(
     front = _windows(data, starts - _FRONT, _FRONT_WIDTH)
     np.equal(front[:, _FRONT], _WALL_TIME_KEY, out=ok)
     wall = _column(front, _FRONT + 1, out=out.wall_times[a:b].view(np.uint64)).view(np.float64)
-    ok &= wall == wall  # NaN wall times are the generic decoder's to report
+    ok &= np.isfinite(wall)  # NaN and ±inf wall times are the generic decoder's to report
     low = _column(front, _FRONT + 9)
     high = _column(front, _FRONT + 17)
     del front
