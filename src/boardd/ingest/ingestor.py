@@ -549,11 +549,11 @@ class Ingestor:
             )
             record = holder[0]
         offset = record.consumed
-        # An object whose version (ETag) changed since it was read: looked at even if its size
-        # did not change (replaced by one of the same size, or re-uploaded as it was).
+        # A file whose version (an object's ETag, a local file's mtime) changed since it was
+        # read: looked at even if its size did not change (replaced by one of the same size,
+        # rewritten in place, or re-uploaded or touched as it was).
         new_version = (
-            ident.inode is None
-            and ident.version is not None
+            ident.version is not None
             and record.version is not None
             and ident.version != record.version
         )
@@ -965,7 +965,9 @@ def _file_name(file: SourceFile) -> str:
 
 def _identity_recorded(record: FileRecord, identity: FileIdentity) -> bool:
     """Whether the store holds the file's identity: its inode, or for a source without inodes
-    (an object store) its first bytes; else it is recorded even when nothing is new."""
+    (an object store) its first bytes, and its version if it has one; else it is recorded
+    even when nothing is new."""
+    version_known = identity.version is None or record.version is not None
     if identity.inode is None:
-        return record.head is not None and (identity.version is None or record.version is not None)
-    return record.inode is not None
+        return record.head is not None and version_known
+    return record.inode is not None and version_known

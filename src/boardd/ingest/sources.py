@@ -53,8 +53,9 @@ class FileIdentity:
     mtime: float | None = None
     device: int | None = None
     inode: int | None = None
-    #: An opaque version (an object's ETag): a new one makes a file of unchanged size be looked
-    #: at (its first bytes, those before the offset), not proof that it was replaced.
+    #: An opaque version (an object's ETag, a local file's modification time): a new one makes
+    #: a file of unchanged size be looked at (its first bytes, those before the offset), not
+    #: proof that it was replaced.
     version: str | None = None
 
 
@@ -148,7 +149,9 @@ class LocalFile:
     def identity(self) -> FileIdentity:
         """One stat."""
         st = os.stat(self.path)
-        return FileIdentity(st.st_size, st.st_mtime, st.st_dev, st.st_ino)
+        return FileIdentity(
+            st.st_size, st.st_mtime, st.st_dev, st.st_ino, version=str(st.st_mtime_ns)
+        )
 
     def head(self, count: int = HEAD_BYTES) -> bytes:
         """One open and read."""

@@ -357,7 +357,7 @@ class StoreWriter:
         by_run: dict[int, dict[str, FileRecord]] = {}
         rows = self._db.execute(
             "SELECT f.id, f.run_id, f.path, f.device, f.inode, f.size, f.consumed, f.state, "
-            "f.head, NULL, f.version FROM files f JOIN runs r ON r.id = f.run_id "
+            "f.head, f.tail, f.version FROM files f JOIN runs r ON r.id = f.run_id "
             "WHERE r.experiment_id = ? AND r.deleted = 0",
             (experiment_id,),
         )
