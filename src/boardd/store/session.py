@@ -9,6 +9,7 @@ was and removes the partial new one.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,8 @@ from boardd.store import fingerprint
 from boardd.store.connection import open_writer
 from boardd.store.lease import DEFAULT_EXPIRY_SECONDS, Lease
 from boardd.store.writer import StoreWriter
+
+log = logging.getLogger(__name__)
 
 
 class WriteSession:
@@ -78,10 +81,34 @@ class WriteSession:
                 self.connection.execute("ROLLBACK")
         with contextlib.suppress(apsw.Error):
             self.lease.release()
-        checkpoint(self.connection)
+        try:
+            checkpoint(self.connection)
+            folded = True
+        except apsw.Error as exc:
+            # A full disk: the main file cannot take the log's pages. The log stays beside
+            # it and is replayed by the next open: nothing is lost.
+            folded = False
+            log.warning(
+                "%s: the write-ahead log could not be folded into the store (%s); it is kept "
+                "and replayed at the next start",
+                self.path,
+                exc,
+            )
         self.connection.close()
         if self.rebuild:
-            self._swap()
+            wal = Path(str(self.path) + "-wal")
+            if folded and not (wal.exists() and wal.stat().st_size > 0):
+                self._swap()
+            else:
+                # Swapping would leave the log behind (the swap removes it): the old store
+                # stays in place, untouched, and the next --rebuild starts over.
+                log.warning(
+                    "%s: the rebuilt store is not swapped in: its write-ahead log could not be "
+                    "folded into it; %s is kept as it was",
+                    self.path,
+                    self.db,
+                )
+                self._abort()
 
     def __enter__(self) -> WriteSession:
         return self
