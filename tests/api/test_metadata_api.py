@@ -290,6 +290,7 @@ def test_the_lineage_graph_of_a_checkpoint(api: Api) -> None:
         ({}, 400),
         ({"uri": "x", "artifact_id": 1}, 400),
         ({"uri": "/nowhere"}, 404),
+        ({"uri": "/a\x00b"}, 404),  # was a 500: no path holds a NUL
         ({"artifact_id": 10**12}, 404),
         ({"artifact_id": 1, "hops": 21}, 400),
         ({"artifact_id": "one"}, 400),

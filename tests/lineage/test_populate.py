@@ -316,3 +316,34 @@ def test_two_experiments_whose_paths_share_a_prefix_keep_their_files(tmp_path: P
         assert sorted(c.name for c in contexts) == ["runs", "runs2"]
     finally:
         service.close()
+
+
+def test_a_run_whose_name_is_not_utf8_is_recorded_under_its_escaped_name(tmp_path: Path) -> None:
+    """Before: every refresh of the experiment failed (UnicodeEncodeError: surrogates not
+    allowed, from the run's name in a protobuf string) and nothing of it was recorded."""
+    from boardd.config import ExperimentSpec
+    from boardd.lineage import LineageService
+    from tests.hparams_logdirs import write_run
+
+    logdir = tmp_path / "logs"
+    write_run(logdir, "good", (), {"loss": [(0, 1.0)]}, start=WALL)
+    write_run(logdir, "bad", (), {"loss": [(0, 2.0)]}, start=WALL)
+    (logdir / "bad" / "model.ckpt").write_bytes(b"ckpt")
+    os.rename(logdir / "bad", os.fsencode(logdir) + b"/bad\xff\xfe")
+    db = tmp_path / "store.sqlite"
+    ingest(logdir, db, experiment="exp")
+    service = LineageService(tmp_path / "lineage.sqlite", [ExperimentSpec("exp", logdir, db)])
+    service.start()
+    try:
+        service.refresh_now()
+        runs = service.read(lambda s: s.get_executions_by_type(types.TRAINING_RUN))
+        assert sorted(e.properties["run"].string_value for e in runs) == ["bad%FF%FE", "good"]
+        files = service.read(lambda s: s.get_artifacts_by_type(types.EVENT_FILE))
+        bad_file = next(a for a in files if a.properties["run"].string_value == "bad%FF%FE")
+        assert "/bad%FF%FE/" in bad_file.uri and bad_file.state == pb.Artifact.LIVE
+        assert bad_file.properties["records"].int_value > 0
+        checkpoints = service.read(lambda s: s.get_artifacts_by_type(types.CHECKPOINT))
+        assert [a.name for a in checkpoints] == ["exp/bad%FF%FE/model.ckpt"]
+        assert checkpoints[0].state == pb.Artifact.LIVE
+    finally:
+        service.close()

@@ -165,7 +165,7 @@ def artifacts_for(store: Any, path_or_uri: str) -> list[Any]:
     import os
 
     candidates = [path_or_uri]
-    if "://" not in path_or_uri:
+    if "://" not in path_or_uri and "\x00" not in path_or_uri:  # no path holds a NUL
         candidates.append(os.path.abspath(os.path.expanduser(path_or_uri)))
         candidates.append(os.path.realpath(os.path.expanduser(path_or_uri)))
     elif path_or_uri.startswith("file://"):

@@ -32,6 +32,7 @@ from boardd.metadata.proto import metadata_store_pb2 as pb
 from boardd.reader.errors import ReaderError
 from boardd.reader.modes import CrcMode
 from boardd.reader.tfrecord import RecordReader
+from boardd.store.names import escape, unescape
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ class Populator:
         context.type_id = self._types.experiment
         context.name = view.experiment
         context.external_id = types.experiment_key(view.experiment)
-        context.properties["logdir"].string_value = str(view.logdir)
+        context.properties["logdir"].string_value = escape(str(view.logdir))
         _, _ = self._put("context", [context])
         known = self._known.get(context.external_id)
         return None if known is None else known[0]
@@ -255,7 +256,7 @@ class Populator:
             if remote or os.path.isabs(row.path):
                 path = row.path
             else:
-                path = str(Path(view.logdir) / row.path)
+                path = os.path.join(escape(str(view.logdir)), row.path)
             artifact = self._file_artifact(view, path, row.run, self._types.event_file)
             # A remote object's records are not counted (that would fetch it a second time).
             counted = _Counted(0, 0) if remote else self._count(path, row.consumed)
@@ -280,10 +281,10 @@ class Populator:
         artifact.external_id = types.file_key(path)
         if isinstance(view.logdir, Path):
             try:
-                relative = os.path.relpath(path, view.logdir)
+                relative = os.path.relpath(path, escape(str(view.logdir)))
             except ValueError:
                 relative = path
-            live = os.path.exists(path)
+            live = os.path.exists(unescape(path))
         else:  # a remote logdir: its listing (the logdir store) says which objects exist
             base = view.logdir.rstrip("/") + "/"
             relative = path[len(base) :] if path.startswith(base) else path
@@ -296,7 +297,7 @@ class Populator:
     def _vanished(self, view: LogdirView, seen: set[str]) -> Iterable[tuple[Any, str]]:
         """boardd's artifacts of this experiment no longer in the view: marked DELETED."""
         # With the separator: /runs must not claim the files of /runs2.
-        prefix = types.file_key(os.path.join(str(view.logdir), ""))
+        prefix = types.file_key(os.path.join(escape(str(view.logdir)), ""))
         gone = [k for k in self._known if k.startswith(prefix) and k not in seen]
         if not gone:
             return []
@@ -321,7 +322,7 @@ class Populator:
         if consumed == counted.offset:
             return counted
         try:
-            with RecordReader(path, counted.offset, crc_mode=CrcMode.ON_ERROR) as reader:
+            with RecordReader(unescape(path), counted.offset, crc_mode=CrcMode.ON_ERROR) as reader:
                 while counted.offset < consumed:
                     if self._should_stop():
                         raise Interrupted

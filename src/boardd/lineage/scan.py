@@ -16,6 +16,7 @@ from boardd.data import experiments
 from boardd.data.experiments import RunSummary
 from boardd.data.pool import open_store
 from boardd.lineage.types import is_checkpoint
+from boardd.store.names import escape, unescape
 from boardd.store.queries import EventFileRow
 
 
@@ -54,8 +55,16 @@ def scan(spec: ExperimentSpec) -> LogdirView:
         row = experiments.experiment(connection)
         if row is None:
             return view
-        view.runs = experiments.run_summaries(connection, row.id)
-        view.event_files = experiments.event_files(connection, row.id)
+        # Names and paths as the API spells them (percent-escaped where a name is not valid
+        # UTF-8: a lineage record's strings must be text); the disk is asked with unescape().
+        view.runs = {}
+        for name, summary in experiments.run_summaries(connection, row.id).items():
+            summary.name = escape(name)
+            view.runs[summary.name] = summary
+        view.event_files = [
+            r._replace(run=escape(r.run), path=escape(r.path))
+            for r in experiments.event_files(connection, row.id)
+        ]
     finally:
         connection.close()
     if isinstance(spec.logdir, Path):
@@ -70,8 +79,9 @@ def run_directory(logdir: Path, run: str) -> Path:
 
 def find_checkpoints(logdir: Path, runs: set[str]) -> list[CheckpointFile]:
     """Checkpoint-like files of each run: in its directory and the directories below it that
-    are not runs themselves (a checkpoint belongs to the nearest run above it)."""
-    run_dirs = {str(run_directory(logdir, run)): run for run in runs}
+    are not runs themselves (a checkpoint belongs to the nearest run above it). Run names and
+    paths are escaped (:mod:`boardd.store.names`), as the store and the API spell them."""
+    run_dirs = {str(run_directory(logdir, unescape(run))): run for run in runs}
     found: list[CheckpointFile] = []
     for directory, run in sorted(run_dirs.items()):
         for top, dirnames, filenames in os.walk(directory, onerror=lambda _exc: None):
@@ -84,5 +94,5 @@ def find_checkpoints(logdir: Path, runs: set[str]) -> list[CheckpointFile]:
                     st = os.stat(path)
                 except OSError:
                     continue  # gone since the listing
-                found.append(CheckpointFile(run, path, st.st_size, st.st_mtime))
+                found.append(CheckpointFile(run, escape(path), st.st_size, st.st_mtime))
     return found
