@@ -60,6 +60,9 @@ ACCEPT_BATCH = 100
 #: The largest request head (request line and headers) read: above the API's 64 KiB bound on
 #: query strings (which answers 413 itself), well below anything that could cost memory.
 MAX_HEAD_BYTES = 128 * 1024
+#: The longest URL httptools can parse (its URL fields' offsets are 16-bit): a longer one is
+#: refused by the parser, and answered 414 here rather than as malformed.
+MAX_URL_BYTES = 2**16 - 1
 #: Seconds between two summary lines of dropped connections.
 REPORT_INTERVAL = 60.0
 
@@ -244,6 +247,8 @@ class GuardedProtocol(HttpToolsProtocol):
         #: Bytes received while waiting for the head, and whether a line ended among them.
         self._head_bytes = 0
         self._head_newline = False
+        #: Bytes of the head's first line (the request line) received so far.
+        self._line_bytes = 0
         self._corked: _CorkedTransport | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -267,7 +272,10 @@ class GuardedProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self._awaiting_head:
             self._head_bytes += len(data)
-            self._head_newline = self._head_newline or b"\n" in data
+            if not self._head_newline:
+                end = data.find(b"\n")
+                self._line_bytes += len(data) if end < 0 else end
+                self._head_newline = end >= 0
         super().data_received(data)
         if (
             self._awaiting_head
@@ -282,7 +290,8 @@ class GuardedProtocol(HttpToolsProtocol):
         self._awaiting_head = False
         self._head_bytes = 0
         self._head_newline = False
-        super().on_headers_complete()
+        super().on_headers_complete()  # a URL too long to parse raises here: keep its length
+        self._line_bytes = 0
         if self._corked is not None and self.cycle.transport is self.transport:
             self.cycle.transport = self._corked  # type: ignore[assignment]
 
@@ -314,6 +323,13 @@ class GuardedProtocol(HttpToolsProtocol):
         self._end_with(answer)
 
     def send_400_response(self, msg: str) -> None:
+        if self._line_bytes > MAX_URL_BYTES:
+            # Not malformed: too long for the URL parser.
+            self.guard.note(self.loop, "too_large")
+            self._end_with(
+                raw_error(414, "URI Too Long", f"the request line is over {MAX_URL_BYTES} bytes")
+            )
+            return
         # llhttp refused what it received: malformed.
         self.guard.note(self.loop, "malformed")
         self._end_with(raw_error(400, "Bad Request", "malformed HTTP request"))
