@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -366,3 +368,24 @@ def test_an_exception_from_progress_cancels_and_cleans_up(
     with immediate(writer):
         writer.execute("DELETE FROM scalar_points WHERE series_id = 2")
     assert writer.execute("SELECT count(*) FROM scalar_points").get == 500
+
+
+def test_force_never_replaces_a_device_a_fifo_or_a_symbolic_link(
+    db: Path, writer: apsw.Connection, tmp_path: Path
+) -> None:
+    """Before: ``--force --out /dev/null`` replaced the device with a file (a FIFO stands in
+    for the device here: the same check, and a regression cannot break the machine)."""
+    populate(writer, blob_bytes=10)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ExportError, match="not a regular file"):
+        export_store(db, fifo, overwrite=True)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    precious = tmp_path / "precious.db"
+    precious.write_bytes(b"precious")
+    link = tmp_path / "link.db"
+    link.symlink_to(precious)
+    with pytest.raises(ExportError, match="symbolic link"):
+        export_store(db, link, overwrite=True)
+    assert link.is_symlink() and precious.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

@@ -92,6 +92,7 @@ def _check_target(source: Path, target: Path, overwrite: bool) -> None:
         raise ExportError(f"cannot export to {target}: it is a directory; give a file name")
     if source.exists() and target.exists() and os.path.samefile(source, target):
         raise ExportError(f"cannot export {source} onto itself; give another output path")
+    _refuse_special(target)
     if not target.exists():
         return
     if not overwrite:
@@ -182,9 +183,31 @@ def _finish_copy(temp: Path) -> None:
         copy.close()
 
 
+def _refuse_special(target: Path) -> None:
+    """ExportError if ``target`` is there but is no regular file: --force replaces a file, never
+    a device (``/dev/null`` would become a file), a FIFO, a socket or a symbolic link (replaced
+    by the copy, not written through)."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ExportError(f"cannot export to {target}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(mode):
+        raise ExportError(
+            f"cannot export to {target}: it is a symbolic link; give the path it points to"
+        )
+    if not stat.S_ISREG(mode):
+        raise ExportError(
+            f"cannot export to {target}: it is not a regular file (a device, a FIFO or a "
+            "socket); give a file name"
+        )
+
+
 def _move_into_place(temp: Path, target: Path, overwrite: bool) -> None:
     try:
         if overwrite:
+            _refuse_special(target)  # again: it may have appeared during the copy
             os.replace(temp, target)
             return
         # A hard link fails if the target appeared since the check: never clobber a file
