@@ -219,3 +219,28 @@ def test_a_store_that_cannot_be_opened_yet_is_retried(serve: ServeFactory, tmp_p
     # Said once (not at every try), and once more when it opened.
     assert daemon.stderr().count("ingest paused") == 1, daemon.stderr()
     assert "the store opened after" in daemon.stderr()
+
+
+def test_inspect_reports_an_unreadable_event_file_and_reads_the_rest(tmp_path: Path) -> None:
+    """``boardd inspect`` (a subprocess, unprivileged as above): an event file it may not read
+    is one line of its report in a logdir, and exit 3 with a message given alone. Before: a
+    RecordFileError traceback, exit 1."""
+    prefix = _unprivileged(tmp_path)
+    logdir = tmp_path / "logs"
+    _write(logdir / "ok", 0, 5)
+    _write(logdir / "locked", 0, 5)
+    (locked,) = (logdir / "locked").iterdir()
+    locked.chmod(0)
+    boardd = [*prefix, sys.executable, "-m", "boardd", "inspect"]
+    try:
+        whole = subprocess.run([*boardd, str(logdir)], capture_output=True, text=True, check=False)
+        alone = subprocess.run([*boardd, str(locked)], capture_output=True, text=True, check=False)
+    finally:
+        locked.chmod(0o644)
+    assert whole.returncode == 0, whole.stderr
+    assert "Traceback" not in whole.stderr
+    assert "unreadable: cannot read event file" in whole.stdout, whole.stdout
+    assert "Permission denied" in whole.stdout
+    assert "loss" in whole.stdout and "0..4" in whole.stdout
+    assert alone.returncode == 3, alone.stderr
+    assert "not readable by this user" in alone.stderr and "Traceback" not in alone.stderr

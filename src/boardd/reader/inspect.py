@@ -11,7 +11,7 @@ from typing import Any
 from boardd.reader.events import EventDecoder
 from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem, discover, is_event_file
 from boardd.reader.pipeline import EventFileReader
-from boardd.reader.tfrecord import CrcMode
+from boardd.reader.tfrecord import CrcMode, RecordFileError
 from boardd.reader.types import DataClass, DataLoss, DecodedBatch, TagMetadata
 
 
@@ -114,6 +114,8 @@ def inspect_path(
     if root.is_file():
         if not is_event_file(root.name):
             raise InspectError(f"{root}: not an event file (its name has no 'tfevents')")
+        if not os.access(root, os.R_OK):
+            raise InspectError(f"{root}: file is not readable by this user")
         runs = {ROOT_RUN: [root]}
     else:
         found = discover(root)
@@ -131,15 +133,16 @@ def inspect_path(
             run_report.files.append(file_report)
             try:
                 reader = EventFileReader(file, decoder=decoder, crc_mode=crc_mode)
-            except OSError as exc:
-                file_report.data_loss.append(DataLoss(0, sizes[file], f"unreadable: {exc}"))
-                continue
-            with reader:
-                for batch in reader:
-                    _account(batch, decoder.tags, run_report, file_report)
-                    if progress is not None:
-                        progress(done + batch.end_offset, total)
-                file_report.partial_tail = reader.at_partial_record()
+                with reader:
+                    for batch in reader:
+                        _account(batch, decoder.tags, run_report, file_report)
+                        if progress is not None:
+                            progress(done + batch.end_offset, total)
+                    file_report.partial_tail = reader.at_partial_record()
+            except (OSError, RecordFileError) as exc:
+                # One file that cannot be read (permissions, I/O) is reported, the rest read.
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                file_report.data_loss.append(DataLoss(0, sizes[file], f"unreadable: {reason}"))
             done += sizes[file]
     return report
 
