@@ -214,8 +214,19 @@ def test_token(spec: ExperimentSpec) -> None:
             wrong.runs()
         with Client(guarded.url, token=TOKEN) as right:
             assert [r.name for r in right.runs()] == ["train", "eval"]
+        # The token file's content as read (echo ends it with a newline) works as the server
+        # reads that file; before, it was "cannot reach ... is boardd serve running?".
+        with Client(guarded.url, token=TOKEN + "\n") as read_from_file:
+            assert [r.name for r in read_from_file.runs()] == ["train", "eval"]
     finally:
         guarded.stop()
+    with pytest.raises(ValueError, match="token is empty"):
+        Client(guarded.url, token=" \n")
+    with pytest.raises(TypeError, match="token must be a string"):
+        Client(guarded.url, token=123)  # type: ignore[arg-type]
+    for timeout in (0, -1, "10"):
+        with pytest.raises(ValueError, match="timeout must be"):
+            Client(guarded.url, timeout=timeout)  # type: ignore[arg-type]
 
 
 def test_gzip_answers_are_read(server: ThreadedServer) -> None:

@@ -46,8 +46,9 @@ class Client:
     """A client of one boardd server.
 
     ``experiment`` is sent with every call that takes one (the server's first experiment when
-    None); ``token`` is sent as ``Authorization: Bearer`` (for ``boardd serve --token-file``);
-    ``timeout`` is in seconds per request.
+    None); ``token`` is sent as ``Authorization: Bearer`` (for ``boardd serve --token-file``;
+    surrounding whitespace is dropped, as the server drops it from the file, so the file's
+    content may be given as read); ``timeout`` is in seconds per request.
 
     The client holds connections open between calls: close it when done (:meth:`close`, or
     ``with Client(url) as c:``). It may be used from several threads at once.
@@ -61,6 +62,14 @@ class Client:
         token: str | None = None,
         timeout: float = 10,
     ) -> None:
+        if token is not None:
+            if not isinstance(token, str):
+                raise TypeError(f"token must be a string, not {type(token).__name__}")
+            token = token.strip()
+            if not token:
+                raise ValueError("token is empty (give the content of the --token-file)")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}")
         self.url = url.rstrip("/")
         self.experiment = experiment
         self.timeout = timeout
