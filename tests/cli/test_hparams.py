@@ -128,6 +128,15 @@ def test_sort_and_filters(official: Path, tmp_path: Path) -> None:
         "--filter", "validation/loss=2..", "--filter", "optimizer=da",
     )  # fmt: skip
     assert {r["session"] for r in rows_of(done.stdout)} == {f"epsilon/trial_{t}" for t in range(4)}
+    # Exact values: a bool column (no regular expression or interval fits one), a string list.
+    everything = rows_of(boardd("hparams", official, "--db", db, "--csv").stdout)
+    done = boardd("hparams", official, "--db", db, "--csv", "--filter", "batch_norm==true")
+    assert done.returncode == ExitCode.OK, done.stderr
+    kept = {r["session"] for r in everything if r["batch_norm"] == "True"}
+    assert kept and {r["session"] for r in rows_of(done.stdout)} == kept
+    done = boardd("hparams", official, "--db", db, "--csv", "--filter", "optimizer==adam,sgd")
+    kept = {r["session"] for r in everything if r["optimizer"] in ("adam", "sgd")}
+    assert kept and {r["session"] for r in rows_of(done.stdout)} == kept
 
 
 def test_tensorboardx_and_inferred_logdirs(tmp_path: Path) -> None:
@@ -183,7 +192,9 @@ def test_errors_and_exit_codes(official: Path, tmp_path: Path) -> None:
     assert done.returncode == ExitCode.ERROR
     assert "no hparams" in done.stderr and not done.stdout
     cases = {
-        "learning_rate": "COL=REGEX or COL=MIN..MAX",
+        "learning_rate": "COL=REGEX, COL=MIN..MAX or COL==VALUE",
+        "learning_rate=abc..1": "MIN..MAX takes numbers",
+        "optimizer==": "at least one value",
         "optimizer=([": "no regular expression",
         "learning_rate=0.5..0.1": "MIN 0.5 is above MAX 0.1",
         "nope=1..2": "no hparam or metric column 'nope'",
@@ -196,6 +207,11 @@ def test_errors_and_exit_codes(official: Path, tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
     done = boardd("hparams", official, "--db", db, "--sort=-missing")
     assert done.returncode == ExitCode.USAGE and "'missing'" in done.stderr
+    # Two filters of one column: refused (only the last used to count, silently).
+    done = boardd(
+        "hparams", official, "--db", db, "--filter", "optimizer=adam", "--filter", "optimizer=sgd"
+    )
+    assert done.returncode == ExitCode.USAGE and "two --filter" in done.stderr
 
 
 def test_a_reader_that_goes_away_gets_no_traceback(official: Path, tmp_path: Path) -> None:

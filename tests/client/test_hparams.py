@@ -99,6 +99,13 @@ def test_sort_filters_and_statuses(server: str) -> None:
         with pytest.raises(BoarddError) as raised:
             client.hparams(filters={"optimizer": (0.0, 1.0)})
         assert raised.value.status == 400 and "optimizer" in raised.value.message
+        # Arguments of the wrong shape are named, not a bare TypeError from deep inside.
+        with pytest.raises(ValueError, match="a tuple is an interval"):
+            client.hparams(filters={"learning_rate": (0, 1, 2)})
+        with pytest.raises(TypeError, match="give a regular expression"):
+            client.hparams(filters={"learning_rate": 0.001})  # type: ignore[dict-item]
+        with pytest.raises(TypeError, match="sort: give a column name"):
+            client.hparams(sort=5)  # type: ignore[arg-type]
 
 
 def test_tensorboardx_trials(server: str) -> None:

@@ -53,12 +53,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument(
         "--filter",
-        metavar="COL=REGEX|COL=MIN..MAX",
+        metavar="COL=REGEX|COL=MIN..MAX|COL==V,...",
         action="append",
         default=[],
         help=(
-            "keep sessions whose COL matches REGEX (partial match; string hparams) or lies in "
-            "[MIN, MAX] (numbers; MIN or MAX may be left out); repeat for several columns"
+            "keep sessions whose COL matches REGEX (partial match; string hparams), lies in "
+            "[MIN, MAX] (numbers; MIN or MAX may be left out), or is one of the values V "
+            "(numbers, true/false, strings: e.g. batch_norm==true, optimizer==adam,sgd); one "
+            "--filter per column, repeat for several columns"
         ),
     )
     parser.add_argument("--csv", action="store_true", help="print CSV instead of a table")
@@ -78,6 +80,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         for text in args.filter:
             column, spec = parse_filter(text)
+            if column in filters:
+                raise ValueError(
+                    f"{column} has two --filter: give one per column (a regular expression "
+                    "may say 'adam|sgd', and COL==adam,sgd lists values)"
+                )
             filters[column] = spec
         sort = parse_sort(args.sort.split(",") if args.sort else None)
     except ValueError as exc:

@@ -31,7 +31,9 @@ STATUS_NAMES = {
 }
 #: A filter by column: a regular expression (partial match, string hparams), an interval
 #: ``(min, max)`` (numbers; None for an open end), or a list of the values allowed.
-Filter = str | tuple[float | None, float | None] | Sequence[str | float | bool]
+#: A column's filter: a regular expression, an interval (MIN, MAX) (None: open), or a list of
+#: exact values.
+Filter = str | tuple[float | None, float | None] | list[str | float | bool]
 
 
 def metric_label(name: api.MetricName) -> str:
@@ -72,9 +74,13 @@ def parse_sort(sort: str | Sequence[str] | None) -> list[tuple[str, bool]]:
     """``"lr"``, ``"-accuracy"`` or a list of them (``-``: descending) → (column, descending)."""
     if sort is None:
         return []
+    if not isinstance(sort, str | Sequence):
+        raise TypeError(f"sort: give a column name or a list of them, not {sort!r}")
     words = [sort] if isinstance(sort, str) else list(sort)
     out: list[tuple[str, bool]] = []
     for word in words:
+        if not isinstance(word, str):
+            raise TypeError(f"sort: column names are strings, not {word!r}")
         descending = word.startswith("-")
         name = word[1:] if descending else word
         if not name:
@@ -84,12 +90,23 @@ def parse_sort(sort: str | Sequence[str] | None) -> list[tuple[str, bool]]:
 
 
 def parse_filter(text: str) -> tuple[str, Filter]:
-    """The command line's ``COL=REGEX`` or ``COL=MIN..MAX`` (numbers, either may be left out)
-    → (column, filter). ValueError says what is wrong."""
+    """The command line's ``COL=REGEX``, ``COL=MIN..MAX`` (numbers, either may be left out) or
+    ``COL==V1,V2,…`` (exact values: numbers, true/false, strings) → (column, filter).
+    ValueError says what is wrong."""
     column, sep, spec = text.partition("=")
     if not sep or not column:
-        raise ValueError(f"filter {text!r}: write COL=REGEX or COL=MIN..MAX")
+        raise ValueError(f"filter {text!r}: write COL=REGEX, COL=MIN..MAX or COL==VALUE,...")
+    if spec.startswith("="):
+        values = [_exact(v) for v in spec[1:].split(",")]
+        if values == [""]:
+            raise ValueError(f"filter {text!r}: give at least one value after '=='")
+        return column, values
     lo, dots, hi = spec.partition("..")
+    if dots and _is_number_or_empty(lo) != _is_number_or_empty(hi):
+        raise ValueError(
+            f"filter {text!r}: MIN..MAX takes numbers (for a regular expression with '..' in "
+            "it, write the dots as [.][.])"
+        )
     if dots and _is_number_or_empty(lo) and _is_number_or_empty(hi):
         if not lo.strip() and not hi.strip():
             raise ValueError(f"filter {text!r}: give MIN, MAX or both around '..'")
@@ -103,6 +120,16 @@ def parse_filter(text: str) -> tuple[str, Filter]:
     except re.error as exc:
         raise ValueError(f"filter {text!r}: {spec!r} is no regular expression ({exc})") from exc
     return column, spec
+
+
+def _exact(text: str) -> str | float | bool:
+    """A value of ``COL==…``: true/false, a number, else the text."""
+    if text.strip().lower() in ("true", "false"):
+        return text.strip().lower() == "true"
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _is_number_or_empty(text: str) -> bool:
@@ -154,12 +181,25 @@ def build_request(
         col = params.setdefault(column, columns.col_params(column))
         if isinstance(spec, str):
             col.filter_regexp = spec
-        elif isinstance(spec, tuple) and len(spec) == 2:
+        elif isinstance(spec, tuple):
+            if len(spec) != 2 or not all(
+                v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+                for v in spec
+            ):
+                raise ValueError(
+                    f"filter of {column!r}: a tuple is an interval (MIN, MAX) of numbers or "
+                    f"None, not {spec!r}; a list gives exact values"
+                )
             low, high = spec
             col.filter_interval.min_value = -math.inf if low is None else float(low)
             col.filter_interval.max_value = math.inf if high is None else float(high)
-        else:
+        elif isinstance(spec, list | set | frozenset):
             col.filter_discrete.values.extend(_value(v) for v in spec)
+        else:
+            raise TypeError(
+                f"filter of {column!r}: give a regular expression (str), an interval "
+                f"(MIN, MAX) or a list of exact values, not {spec!r}"
+            )
     # The sort columns first, in the order given (their order is the sort's significance).
     request.col_params.extend(params.values())
     request.aggregation_type = api.AGGREGATION_AVG
