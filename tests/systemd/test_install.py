@@ -136,7 +136,10 @@ def test_xdg_config_home_is_honoured(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_bad_logdirs_are_refused(home: Path, tmp_path: Path) -> None:
     code, _, err = _run("--user", str(tmp_path / "missing"))
-    assert (code, "not a directory" in err) == (ExitCode.BAD_LOGDIR, True)
+    assert (code, "missing: does not exist" in err) == (ExitCode.BAD_LOGDIR, True)
+    (tmp_path / "a-file").write_text("x")
+    code, _, err = _run("--user", str(tmp_path / "a-file"))
+    assert (code, "a-file: not a directory" in err) == (ExitCode.BAD_LOGDIR, True)
     dollar = tmp_path / "cost$HOME"
     dollar.mkdir()
     code, _, err = _run("--user", str(dollar))

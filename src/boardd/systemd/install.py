@@ -99,7 +99,8 @@ def plan_install(
     absolute = Path(os.path.abspath(logdir))
     text = str(absolute)
     if not absolute.is_dir():
-        raise InstallError(f"{logdir}: not a directory", ExitCode.BAD_LOGDIR)
+        what = "not a directory" if absolute.exists() else "does not exist"
+        raise InstallError(f"{logdir}: {what}", ExitCode.BAD_LOGDIR)
     if not os.access(absolute, os.R_OK | os.X_OK):
         raise InstallError(f"{logdir}: directory is not readable", ExitCode.BAD_LOGDIR)
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
@@ -381,7 +382,8 @@ def _print_dry_run(plan: InstallPlan, out: TextIO) -> None:
 def _print_done(plan: InstallPlan, out: TextIO) -> None:
     print(f"wrote {plan.unit_path}", file=out)
     print(f"wrote {plan.env_path} (port {plan.port or 'chosen at each start'})", file=out)
-    print("\nStart it now and at every boot:", file=out)
+    when = "at every login" if plan.user else "at every boot"
+    print(f"\nStart it now and {when}:", file=out)
     for command in plan.commands:
         print(f"  {command}", file=out)
     flag = "--user " if plan.user else ""
