@@ -183,8 +183,7 @@ def build_request(
             col.filter_regexp = spec
         elif isinstance(spec, tuple):
             if len(spec) != 2 or not all(
-                v is None or (isinstance(v, int | float) and not isinstance(v, bool))
-                for v in spec
+                v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in spec
             ):
                 raise ValueError(
                     f"filter of {column!r}: a tuple is an interval (MIN, MAX) of numbers or "
