@@ -6,7 +6,6 @@ describe("tick labels", () => {
   it("leaves ordinary magnitudes to uPlot", () => {
     expect(tickLabels([0, 2000, 4000, 6000], 2000)).toBeNull();
     expect(tickLabels([0, 0.25, 0.5], 0.25)).toBeNull();
-    expect(tickLabels([0.0002, 0.0004], 0.0002)).toBeNull();
     expect(tickLabels([0, 0], 1)).toBeNull();
     expect(tickLabels([], 1)).toBeNull();
   });
@@ -18,6 +17,20 @@ describe("tick labels", () => {
     expect(tickLabels([100000, 100500, 101000], 500)).toEqual(["100k", "100.5k", "101k"]);
     expect(tickLabels([-3e6, 0, 3e6], 3e6)).toEqual(["-3M", "0", "3M"]);
     expect(tickLabels([0, 2.5e11, 5e11, 7.5e11, 1e12], 2.5e11)).toEqual(["0", "250G", "500G", "750G", "1T"]);
+  });
+
+  it("writes ticks finer than uPlot's 3 decimals with the decimals they need", () => {
+    // Before: uPlot's "0.001, 0.001, 0.001, 0, 0" for a learning rate decaying from 1e-3.
+    expect(tickLabels([0, 0.0002, 0.0004, 0.0006, 0.0008, 0.001], 0.0002)).toEqual(["0", "0.0002", "0.0004", "0.0006", "0.0008", "0.001"]);
+    expect(tickLabels([0.95, 0.9502, 0.9504, 0.9506], 0.0002)).toEqual(["0.95", "0.9502", "0.9504", "0.9506"]);
+    expect(tickLabels([0.0185, 0.019, 0.0195], 0.0005)).toEqual(["0.0185", "0.019", "0.0195"]);
+    expect(tickLabels([-0.0005, 0, 0.0005], 0.0005)).toEqual(["-0.0005", "0", "0.0005"]);
+  });
+
+  it("writes ticks past the largest prefix with an exponent", () => {
+    // Before: "20000000000000E" for 2e31.
+    expect(tickLabels([0, 1e31, 2e31, 3e31], 1e31)).toEqual(["0", "1e31", "2e31", "3e31"]);
+    expect(tickLabels([-2e22, 0, 2e22], 2e22)).toEqual(["-2e22", "0", "2e22"]);
   });
 
   it("writes tiny ticks with an exponent each", () => {

@@ -3,13 +3,19 @@
 // writes tiny values with all their zeros. Past those magnitudes each tick is written with an
 // SI prefix (large) or an exponent (tiny) of its own, as d3's "~s" and "~e" formats do, with
 // the decimals that tell it from the next tick (the axis's increment decides), trailing zeros
-// dropped.
+// dropped. In between, uPlot's labels stop at 3 decimals (Intl.NumberFormat's default): an
+// increment finer than that (a learning rate from 1e-3 down, an accuracy plateau at 0.9504)
+// gets the decimals it needs here too. Past the largest prefix (E, 1e18), an exponent.
 
 const PREFIXES = ["", "k", "M", "G", "T", "P", "E"];
 /** From this magnitude up (of the largest tick), ticks get an SI prefix. */
 export const LARGE = 1e5;
 /** Below this magnitude (of the largest tick, not zero), ticks get an exponent. */
 export const TINY = 1e-4;
+/** From this magnitude up, past the largest prefix's range, ticks get an exponent too. */
+export const HUGE = 1e21;
+/** The most decimals uPlot's own labels show. */
+const UPLOT_DECIMALS = 3;
 
 /** Decimals that write `incr / unit` exactly (to 9 significant digits). */
 function decimals(incr: number, unit: number): number {
@@ -40,15 +46,22 @@ function exponential(v: number, incr: number): string {
   return `${trim(mantissa)}e${Number(written)}`;
 }
 
+function fixed(v: number, incr: number): string {
+  return trim(v.toFixed(decimals(incr, 1)));
+}
+
 /** Labels for the ticks `splits` of an axis whose ticks are `incr` apart, or null when
- * uPlot's own labels read well (every tick below LARGE in magnitude and not all below TINY). */
+ * uPlot's own labels read well (every tick below LARGE in magnitude, not all below TINY, and
+ * ticks apart by 3 decimals or fewer). */
 export function tickLabels(splits: readonly number[], incr: number): string[] | null {
   const finite = splits.filter((v) => Number.isFinite(v));
   if (finite.length === 0) return null;
   const largest = Math.max(...finite.map((v) => Math.abs(v)));
   let write: (v: number, incr: number) => string;
-  if (largest >= LARGE) write = prefixed;
+  if (largest >= HUGE) write = exponential;
+  else if (largest >= LARGE) write = prefixed;
   else if (largest > 0 && largest < TINY) write = exponential;
+  else if (decimals(incr, 1) > UPLOT_DECIMALS) write = fixed;
   else return null;
   return splits.map((v) => (Number.isFinite(v) ? write(v, incr) : ""));
 }
