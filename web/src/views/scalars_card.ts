@@ -374,7 +374,15 @@ export class ScalarCard {
     const x = u.posToVal(left, "x");
     const rows = valuesAt(model, x);
     const wall = this.options?.x === "wall";
-    const head = el("div", { class: "tooltip-head" }, wall ? new Date(x * 1000).toLocaleString() : `${this.options?.x === "relative" ? "t" : "step"} ${formatValue(x)}`);
+    // On a step axis the head names a step, not the pointer's position between two (the rows'
+    // step when they share one, else the nearest whole step).
+    const steps = new Set(rows.map((r) => r.step));
+    const step = steps.size === 1 ? [...steps][0] : Math.round(x);
+    const head = el(
+      "div",
+      { class: "tooltip-head" },
+      wall ? new Date(x * 1000).toLocaleString() : this.options?.x === "relative" ? `t ${formatValue(x)}` : `step ${step}`,
+    );
     const table = el("table", {});
     for (const r of rows) {
       const swatch = el("span", { class: "swatch" });
