@@ -477,6 +477,15 @@ def test_views_work_with_the_login_cookie_and_several_experiments(
     statuses = [r.status for r in page.responses]
     assert 401 not in statuses
     page.assert_no_errors()
+    # A bookmark naming an experiment this daemon does not serve: said, and the first one
+    # shown (it used to be an empty page "reconnecting…" for ever).
+    page.errors.clear()
+    open_view(page, base, "text", "&exp=nope")
+    notice = page.page.locator("#shell-notice")
+    notice.wait_for()
+    assert notice.inner_text() == 'no experiment "nope" here: showing a'
+    page.page.locator(f'.text-card[data-run="train"][data-last-step="{STEPS[-1]}"]').wait_for()
+    assert "exp=" not in page.page.url
 
 
 def test_cards_out_of_view_are_drawn_only_when_scrolled_to(

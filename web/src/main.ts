@@ -90,6 +90,7 @@ class Shell {
   private readonly select = el("select", { id: "experiment", title: "experiment (logdir)" });
   private readonly selectLabel = el("label", { class: "experiment-label" }, "experiment ", this.select);
   private readonly live = el("span", { id: "shell-status" });
+  private readonly notice = el("span", { id: "shell-notice", role: "status" });
 
   constructor() {
     setExperiment(this.experiment);
@@ -117,7 +118,8 @@ class Shell {
       this.remount();
       void this.markEmptyTabs();
     });
-    nav.append(el("span", { class: "spacer" }), this.live, this.selectLabel, el("a", { href: "tensorboard/", class: "tb-link" }, "TensorBoard's UI"));
+    this.notice.hidden = true;
+    nav.append(el("span", { class: "spacer" }), this.notice, this.live, this.selectLabel, el("a", { href: "tensorboard/", class: "tb-link" }, "TensorBoard's UI"));
     document.body.append(nav, this.host);
     addEventListener("popstate", () => {
       this.experiment = new URLSearchParams(location.search).get("exp");
@@ -195,6 +197,18 @@ class Shell {
     getJson<{ id: string; name: string; logdir: string }[]>("api/v1/experiments")
       .then((list) => {
         this.select.replaceChildren(...list.map((e) => el("option", { value: e.id, title: e.logdir }, e.name)));
+        if (this.experiment && list.length > 0 && !list.some((e) => e.id === this.experiment)) {
+          // A bookmark of another daemon's experiment: said, and the first one shown instead
+          // of a view retrying 404s for ever.
+          const missing = this.experiment;
+          history.replaceState(null, "", urlWith({ exp: null }));
+          this.experiment = null;
+          setExperiment(null);
+          this.assignColors();
+          this.remount();
+          this.notice.textContent = `no experiment "${missing}" here: showing ${list[0].name}`;
+          this.notice.hidden = false;
+        }
         if (this.experiment) this.select.value = this.experiment;
         this.selectLabel.hidden = list.length < 2;
         return this.markEmptyTabs();
