@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 import json
 import socket
 import time
@@ -233,6 +234,20 @@ def test_a_point_written_while_open_is_drawn_within_a_second(
         w.add_scalar("late/metric", 1.0, 0, walltime=WALL)
     page.page.locator('[data-tag="late/metric"][data-last-step="0"]').wait_for()
     page.page.locator('#run-list input[data-run="late"]').wait_for()
+    page.assert_no_errors()
+
+    # A run whose directory is removed goes by itself too (it used to stay until a reload),
+    # and the card of a tag only it had with it.
+    shutil.rmtree(logdir / "late")
+    page.page.locator('#run-list input[data-run="late"]').wait_for(state="detached")
+    page.page.locator('[data-tag="late/metric"]').wait_for(state="detached")
+    shutil.rmtree(logdir / RUNS[2])
+    page.page.wait_for_function(
+        """(runs) => JSON.stringify(JSON.parse(
+            document.querySelector('[data-tag="loss"]').dataset.runs).sort()) === runs""",
+        arg=json.dumps(sorted(RUNS[:2]), separators=(",", ":")),
+    )
+    assert page.page.locator(f'#run-list input[data-run="{RUNS[2]}"]').count() == 0
     page.assert_no_errors()
 
 

@@ -212,6 +212,31 @@ export class ScalarsView {
     this.renderRuns();
   }
 
+  /** A run deleted from the logdir (its directory removed): gone from the list and from every
+   * chart; a card whose tag only that run had (among the series held) goes too. */
+  private removeRun(run: string): void {
+    const at = this.runs.indexOf(run);
+    if (at < 0) return;
+    this.runs.splice(at, 1);
+    for (const [tag, byRun] of [...this.data]) {
+      if (!byRun.delete(run)) continue;
+      const card = this.cards.get(tag);
+      if (!card) continue;
+      if (byRun.size === 0) {
+        this.observer.unobserve(card.root);
+        card.destroy();
+        card.root.remove();
+        this.cards.delete(tag);
+        this.data.delete(tag);
+      } else {
+        card.dirty = true;
+      }
+    }
+    this.renderRuns();
+    this.layout();
+    this.schedule();
+  }
+
   /** Shows the cards whose tag passes the filter, grouped by prefix, groups and tags sorted. */
   private layout(): void {
     const match = matcher(this.view.tagFilter);
@@ -358,6 +383,7 @@ export class ScalarsView {
       series: (e) => this.onSeries(e),
       run: (e) => {
         if (e.change === "created") this.addRun(e.run);
+        else if (e.change === "deleted") this.removeRun(e.run);
       },
       reset: () => location.reload(),
       state: (connected) => {
