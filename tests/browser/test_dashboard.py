@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import csv
 import io
-import shutil
 import json
+import shutil
 import socket
 import time
 from pathlib import Path
