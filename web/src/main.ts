@@ -55,6 +55,8 @@ function viewFromUrl(): ViewDef {
 }
 
 const FIRST_DRAW_WAIT_MS = 2000;
+/** How often the tabs' "no data" marks are looked at again while one is shown. */
+const EMPTY_TABS_RECHECK_MS = 10_000;
 
 /** Resolves on FIRST_DRAW_EVENT, or after FIRST_DRAW_WAIT_MS. */
 function afterFirstDraw(): Promise<void> {
@@ -91,6 +93,7 @@ class Shell {
   private readonly selectLabel = el("label", { class: "experiment-label" }, "experiment ", this.select);
   private readonly live = el("span", { id: "shell-status" });
   private readonly notice = el("span", { id: "shell-notice", role: "status" });
+  private emptyTabsTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor() {
     setExperiment(this.experiment);
@@ -228,11 +231,25 @@ class Shell {
     } catch {
       return; // no store yet: every tab stays as it is
     }
+    let empty = false;
     for (const [id, plugin] of Object.entries(VIEW_PLUGIN)) {
       const a = this.tabs.get(id);
       if (!a) continue;
-      if (plugin in plugins) delete a.dataset.empty;
-      else a.dataset.empty = "";
+      if (plugin in plugins) {
+        delete a.dataset.empty;
+      } else {
+        a.dataset.empty = "";
+        empty = true;
+      }
+    }
+    // A tab's data may come later without a new run (a first image mid-training), and the
+    // shell's stream is closed while the scalars view has its own: looked at again while a
+    // tab is still empty (one small request every EMPTY_TABS_RECHECK_MS).
+    if (empty && this.emptyTabsTimer === null) {
+      this.emptyTabsTimer = setTimeout(() => {
+        this.emptyTabsTimer = null;
+        void this.markEmptyTabs();
+      }, EMPTY_TABS_RECHECK_MS);
     }
   }
 }
