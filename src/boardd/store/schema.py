@@ -203,9 +203,10 @@ MIGRATIONS: tuple[str | tuple[str, Callable[[apsw.Connection], None]], ...] = (
         """,
         _backfill_hparams,
     ),
-    # 6: an object's version (S3's ETag, GCS's generation) as it was when last read: an object
-    # replaced by one of the same size is looked at again (its first bytes, and those before the
-    # offset), not taken as unchanged for its size (NULL: a local file, or not known).
+    # 6: a file's version as it was when last read (an object's ETag or generation, a local
+    # file's mtime in ns): a file replaced by one of the same size, or rewritten in place, is
+    # looked at again (its first bytes, and those before the offset), not taken as unchanged
+    # for its size (NULL: not known yet).
     """
     ALTER TABLE files ADD COLUMN version TEXT;
     """,
