@@ -533,3 +533,28 @@ def test_cards_out_of_view_are_drawn_only_when_scrolled_to(
     last.first.scroll_into_view_if_needed()
     page.page.locator(f'.hist-card[data-tag="{tags[-1]}"][data-last-step="2"]').first.wait_for()
     page.assert_no_errors()
+
+
+def test_every_view_fits_a_narrow_window(serve: ServeFactory, logdir: Path, page: Watched) -> None:
+    """At 400 px nothing is wider than the window (it was ~900 px: the run list beside cards
+    of at least 420 px, tabs cut off), and the scalars' charts are drawn at its width."""
+    base = ready(serve(logdir))
+    page.page.set_viewport_size({"width": 400, "height": 900})
+    for view in ("scalars", "images", "histograms", "distributions", "text", "hparams", "status"):
+        open_view(page, base, view)
+        if view == "scalars":
+            page.page.locator(f'[data-tag="loss"][data-last-step="{STEPS[-1]}"]').wait_for()
+        else:
+            page.page.wait_for_timeout(300)
+        widths = page.page.evaluate(
+            "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        assert widths[0] <= widths[1], (view, widths)
+    page.screenshot("narrow-status")
+    open_view(page, base, "scalars")
+    card = page.page.locator('[data-tag="loss"]')
+    card.wait_for()
+    box = card.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 400, box
+    page.screenshot("narrow-scalars")
+    page.assert_no_errors()
