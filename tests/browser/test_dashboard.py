@@ -547,3 +547,25 @@ def test_both_uis_under_a_path_prefix(serve: ServeFactory, logdir: Path, page: W
     assert all(url.startswith("/") for url in statuses), statuses  # all under the prefix
     page.screenshot("tensorboard-under-prefix")
     page.assert_no_errors()
+
+
+def test_points_that_are_not_numbers_are_marked(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """A run that went NaN must be seen: its non-finite points, a gap in the line, are marked
+    on the chart (they used to show in the tooltip only, when hovered at that very step)."""
+    logdir = tmp_path / "logs"
+    special = {3: float("nan"), 5: float("inf"), 7: float("-inf")}
+    with SummaryWriter(str(logdir / "run")) as w:
+        for step in range(10):
+            w.add_scalar("loss", special.get(step, 1.0 + step), step, walltime=WALL + step)
+    daemon = serve(logdir)
+    daemon.wait_for_steps("run", "loss", list(range(10)), timeout=30)
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/?smoothing=0")
+    card = page.page.locator('[data-tag="loss"][data-last-step="9"]')
+    card.wait_for()
+    assert card.get_attribute("data-non-finite") == "3"
+    # Drawn, one mark each (the canvas is pixels: the card says what its last drawing marked).
+    assert card.get_attribute("data-non-finite-drawn") == "3"
+    page.screenshot("non-finite")
+    page.assert_no_errors()

@@ -129,6 +129,9 @@ export class ScalarCard {
     d.runs = JSON.stringify(model.drawn);
     d.smoothing = String(view.smoothing);
     d.lastValue = JSON.stringify(model.lastValue);
+    d.nonFinite = String(
+      model.traces.reduce((n, t) => n + t.nonFinite.nan.length + t.nonFinite.inf.length + t.nonFinite.negInf.length, 0),
+    );
     d.yScale = view.logY ? "log" : "linear";
     d.zoom = this.range ? `${this.range[0]},${this.range[1]}` : "";
     this.csv.href = scalarsUrl(this.tag, model.drawn, "csv");
@@ -243,6 +246,56 @@ export class ScalarCard {
     }
     ctx.restore();
     if (dots.length > 0) this.drawDots(ctx, dots, u.bbox, ratio);
+    this.drawNonFinite(u);
+  }
+
+  /** Marks each run's points that are not numbers (the line has a gap there), in the run's
+   * colour: NaN as a hollow triangle and +inf as a filled one pointing up at the top edge,
+   * -inf as a filled one pointing down at the bottom edge; at most one of a kind a pixel. */
+  private drawNonFinite(u: uPlot): void {
+    const model = this.model;
+    const x = u.scales.x;
+    if (!model || x.min == null || x.max == null) return;
+    const { left, top, width, height } = u.bbox;
+    const size = 7 * uPlot.pxRatio;
+    const ctx = u.ctx;
+    let drawn = 0;
+    ctx.save();
+    ctx.lineWidth = uPlot.pxRatio;
+    for (const t of model.traces) {
+      const color = runColor(t.run);
+      const kinds: [number[], number, boolean][] = [
+        [t.nonFinite.nan, top + size, false],
+        [t.nonFinite.inf, top + size, true],
+        [t.nonFinite.negInf, top + height - size, true],
+      ];
+      for (const [xs, y, filled] of kinds) {
+        let last = Number.NaN;
+        const down = y > top + height / 2;
+        for (const v of xs) {
+          if (v < x.min || v > x.max) continue;
+          const px = Math.round(u.valToPos(v, "x", true));
+          if (px === last || px < left || px > left + width) continue;
+          last = px;
+          ctx.beginPath();
+          ctx.moveTo(px, down ? y + size / 2 : y - size / 2);
+          ctx.lineTo(px - size / 2, down ? y - size / 2 : y + size / 2);
+          ctx.lineTo(px + size / 2, down ? y - size / 2 : y + size / 2);
+          ctx.closePath();
+          if (filled) {
+            ctx.fillStyle = color;
+            ctx.fill();
+          } else {
+            ctx.strokeStyle = color;
+            ctx.stroke();
+          }
+          drawn++;
+        }
+      }
+    }
+    ctx.restore();
+    // What the last drawing marked (tests read it; the canvas is pixels).
+    this.root.dataset.nonFiniteDrawn = String(drawn);
   }
 
   /** Draws runs of one point as uPlot draws a series' points: on whole pixels (shifted by

@@ -29,6 +29,9 @@ export interface Trace {
   series: Series;
   fullX: number[];
   fullSmoothed: number[] | null;
+  /** The x of each point in the window whose value is not finite, by kind (the line has a
+   * gap there; the chart marks them: a run that went NaN must be seen). */
+  nonFinite: { nan: number[]; inf: number[]; negInf: number[] };
 }
 
 export interface CardModel {
@@ -114,7 +117,13 @@ export function prepareCard(series: Map<string, Series>, runs: string[], opts: D
       raw[k] = shown(s.value[i], opts.logY);
       if (smoothed) smoothed[k] = shown(fullSmoothed![i], opts.logY);
     }
-    traces.push({ run, xs, raw, smoothed, series: s, fullX, fullSmoothed });
+    const nonFinite = { nan: [] as number[], inf: [] as number[], negInf: [] as number[] };
+    for (let i = from; i < to; i++) {
+      const v = s.value[i];
+      if (Number.isFinite(v)) continue;
+      (Number.isNaN(v) ? nonFinite.nan : v > 0 ? nonFinite.inf : nonFinite.negInf).push(fullX[i]);
+    }
+    traces.push({ run, xs, raw, smoothed, series: s, fullX, fullSmoothed, nonFinite });
     points += kept;
     const last = s.step[s.length - 1];
     lastStep = lastStep === null ? last : Math.max(lastStep, last);
