@@ -38,12 +38,13 @@ from boardd.metadata.errors import InvalidArgumentError
 
 NodeKind = Literal["artifact", "execution", "context"]
 
-# ZetaSQL's expression syntax, the part MLMD's queries use. Keywords are case-insensitive;
-# a name after a dot may start with a digit (``properties.0.int_value``), as MLMD's rewrite
-# of ``properties.NAME.`` into one identifier allows.
+#: The integer literals' types and bounds (ZetaSQL's).
 _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 _INTEGERS = ("INT64", "UINT64")
 
+# ZetaSQL's expression syntax, the part MLMD's queries use. Keywords are case-insensitive;
+# a name after a dot may start with a digit (``properties.0.int_value``), as MLMD's rewrite
+# of ``properties.NAME.`` into one identifier allows.
 _GRAMMAR = r"""
 ?start: expr
 
