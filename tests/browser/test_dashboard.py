@@ -569,3 +569,121 @@ def test_points_that_are_not_numbers_are_marked(
     assert card.get_attribute("data-non-finite-drawn") == "3"
     page.screenshot("non-finite")
     page.assert_no_errors()
+
+
+def test_runs_all_and_none_toggle_the_runs_listed(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    base = ready(serve(logdir))
+    open_dashboard(page, base, "?smoothing=0")
+
+    def drawn_runs() -> set[str]:
+        return set(json.loads(cards(page)["loss"]["runs"]))
+
+    def wait_runs(runs: set[str]) -> None:
+        page.page.wait_for_function(
+            """(runs) => { const d = document.querySelector('[data-tag="loss"]').dataset;
+                return JSON.stringify(JSON.parse(d.runs).sort()) === JSON.stringify(runs); }""",
+            arg=sorted(runs),
+        )
+
+    page.page.click("#runs-none")
+    wait_runs(set())
+    assert drawn_runs() == set()
+    boxes = page.page.locator("#run-list input")
+    assert not any(boxes.evaluate_all("bs => bs.map(b => b.checked)"))
+    # "all" shows the runs the filter lists, and only those.
+    page.page.fill("#run-filter", "^lr_")
+    page.page.click("#runs-all")
+    wait_runs({"lr_0.1", "lr_0.01"})
+    page.page.fill("#run-filter", "")
+    wait_runs({"lr_0.1", "lr_0.01"})
+    assert "hide=eval" in page.page.url
+    page.page.click("#runs-all")
+    wait_runs(set(RUNS))
+    assert "hide=" not in page.page.url
+    page.screenshot("all-runs")
+    page.assert_no_errors()
+
+
+def test_an_empty_page_says_why(serve: ServeFactory, tmp_path: Path, page: Watched) -> None:
+    """No scalars yet: the page says so (it was blank), then the first tag written replaces
+    the message; a tag filter that matches nothing says so too."""
+    logdir = tmp_path / "logs"
+    (logdir / "run").mkdir(parents=True)
+    daemon = serve(logdir)
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/")
+    message = page.page.locator("#cards .notice")
+    message.wait_for()
+    assert "No scalars in this experiment yet" in message.inner_text()
+    page.screenshot("no-scalars")
+
+    with SummaryWriter(str(logdir / "run")) as w:
+        for step in range(3):
+            w.add_scalar("loss", 1.0 / (step + 1), step, walltime=WALL + step)
+    page.page.locator('[data-tag="loss"][data-last-step="2"]').wait_for()
+    assert page.page.locator("#cards .notice").count() == 0
+
+    page.page.fill("#tag-filter", "^nothing$")
+    message.wait_for()
+    assert message.inner_text() == 'No tag matches the filter "^nothing$".'
+    page.page.fill("#tag-filter", "")
+    page.page.locator('[data-tag="loss"]').wait_for()
+    assert page.page.locator("#cards .notice").count() == 0
+    page.assert_no_errors()
+
+
+#: Counts the pixels of a card's chart canvas within 60 (RGB distance) of the colour ``rgb``.
+COLOURED_PIXELS_JS = """([tag, rgb]) => {
+    const canvas = document.querySelector(`[data-tag="${CSS.escape(tag)}"] canvas`);
+    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) {
+        const d = Math.hypot(data[i] - rgb[0], data[i + 1] - rgb[1], data[i + 2] - rgb[2]);
+        if (data[i + 3] > 200 && d < 60) n++;
+    }
+    return n;
+}"""
+
+
+def test_a_zoom_between_two_points_draws_the_line_through_it(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """A sparse series (an eval every 1,000 steps) zoomed into the stretch between two points:
+    no point is in the window, but the line through it is drawn (the y range used to come from
+    the points in the window alone, so the chart was empty)."""
+    logdir = tmp_path / "logs"
+    with SummaryWriter(str(logdir / "run")) as w:
+        for step, value in ((0, 1.0), (1000, 3.0), (2000, 2.0)):
+            w.add_scalar("eval", value, step, walltime=WALL + step)
+    daemon = serve(logdir)
+    daemon.wait_for_steps("run", "eval", [0, 1000, 2000], timeout=30)
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/?smoothing=0")
+    page.page.locator('[data-tag="eval"][data-last-step="2000"]').wait_for()
+    rgb = page.page.evaluate(
+        """() => getComputedStyle(document.querySelector('#run-list .swatch')).backgroundColor
+            .match(/\\d+/g).slice(0, 3).map(Number)"""
+    )
+    assert page.page.evaluate(COLOURED_PIXELS_JS, ["eval", rgb]) > 100
+
+    over = page.page.locator('[data-tag="eval"] .u-over')
+    box = over.bounding_box()
+    assert box is not None
+    y = box["y"] + box["height"] / 2
+    # Drag across 10 % of the chart inside the first stretch (steps ~400 to ~600).
+    page.page.mouse.move(box["x"] + box["width"] * 0.2, y)
+    page.page.mouse.down()
+    page.page.mouse.move(box["x"] + box["width"] * 0.3, y, steps=5)
+    page.page.mouse.up()
+    page.page.wait_for_function(
+        """() => { const d = document.querySelector('[data-tag="eval"]').dataset;
+            return d.zoom !== '' && d.zoomFetched !== undefined; }"""
+    )
+    lo, hi = (float(v) for v in card_data(page, "eval")["zoom"].split(","))
+    assert 0 < lo < hi < 1000
+    # The segment from (0, 1) to (1000, 3) crosses the window: a line across the chart.
+    page.page.wait_for_function(
+        "([tag, rgb]) => (" + COLOURED_PIXELS_JS + ")([tag, rgb]) > 100", arg=["eval", rgb]
+    )
+    page.screenshot("zoom-between-points")
+    page.assert_no_errors()

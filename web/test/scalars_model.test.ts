@@ -92,7 +92,7 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
     expect(xExtent(prepareCard(new Map(), [], base))).toBeNull();
   });
 
-  it("gives the y extent of raw and smoothed lines inside the window, as uPlot's auto range read it", () => {
+  it("gives the y extent of raw and smoothed lines inside the window, as uPlot's auto range read it, and where they cross its edges", () => {
     const steps = Array.from({ length: 50 }, (_, i) => i * 2);
     const a = series(steps, steps.map((s) => Math.sin(s / 7) * 10));
     const b = series(steps.map((s) => s + 1), steps.map((s) => (s === 40 ? 100 : Math.cos(s / 5))));
@@ -112,11 +112,49 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
             if (typeof y === "number") [lo, hi] = [Math.min(lo, y), Math.max(hi, y)];
           }
         });
-        expect(yExtent(m, range)).toEqual(lo <= hi ? [lo, hi] : null);
+        // Where each line crosses an edge of the window (strictly between two of its points).
+        for (const edge of range ?? []) {
+          for (const t of m.traces) {
+            for (const ys of t.smoothed ? [t.raw, t.smoothed] : [t.raw]) {
+              for (let i = 0; i + 1 < t.xs.length; i++) {
+                if (!(t.xs[i] < edge && edge < t.xs[i + 1])) continue;
+                const [y0, y1] = [ys[i]!, ys[i + 1]!];
+                const y = y0 + ((y1 - y0) * (edge - t.xs[i])) / (t.xs[i + 1] - t.xs[i]);
+                [lo, hi] = [Math.min(lo, y), Math.max(hi, y)];
+              }
+            }
+          }
+        }
+        const got = yExtent(m, range);
+        if (lo > hi) expect(got).toBeNull();
+        else {
+          expect(got![0]).toBeCloseTo(lo, 9);
+          expect(got![1]).toBeCloseTo(hi, 9);
+        }
       }
     }
     // The spike at step 41 (b's step 40 + 1) is in the window that holds it, not in others.
     expect(yExtent(prepareCard(data, ["a", "b"], { ...base, range: [39.5, 41.5] }), [39.5, 41.5])![1]).toBe(100);
+  });
+
+  it("holds the line through a window between two points (a zoom into a sparse stretch)", () => {
+    const sparse = new Map([["a", series([0, 1000, 2000], [1, 3, 2])]]);
+    const range = [400, 600] as const;
+    const m = prepareCard(sparse, ["a"], { ...base, range });
+    // No point inside: the segment from (0, 1) to (1000, 3) crosses at 1.8 and 2.2.
+    const got = yExtent(m, range)!;
+    expect(got[0]).toBeCloseTo(1.8, 12);
+    expect(got[1]).toBeCloseTo(2.2, 12);
+    // Gaps are spanned as the line spans them; a window past the last point holds nothing.
+    const gappy = new Map([["a", series([0, 10, 20], [1, NaN, 3])]]);
+    const g = yExtent(prepareCard(gappy, ["a"], { ...base, range: [9, 11] }), [9, 11])!;
+    expect(g[0]).toBeCloseTo(1.9, 12); // (0, 1) to (20, 3), over the NaN at 10
+    expect(g[1]).toBeCloseTo(2.1, 12);
+    expect(yExtent(prepareCard(sparse, ["a"], { ...base, range: [2500, 3000] }), [2500, 3000])).toBeNull();
+    // On a log scale the line is straight in log space: 1 → 100 crosses 10 half way.
+    const logs = new Map([["a", series([0, 10], [1, 100])]]);
+    const l = yExtent(prepareCard(logs, ["a"], { ...base, logY: true, range: [5, 5.000001] }), [5, 5.000001], true)!;
+    expect(l[0]).toBeCloseTo(10, 4);
   });
 
   it("skips gaps: a log scale's non-positive values", () => {

@@ -16,7 +16,7 @@ import "./scalars.css";
 import { initialRuns, listScalars, readScalars, Stream, type SeriesEvent } from "../api";
 import { colorsReady, runColor, runColors, tagGroup } from "../colors";
 import { el } from "../dom";
-import { FIRST_DRAW_EVENT } from "./common";
+import { FIRST_DRAW_EVENT, notice } from "./common";
 import { Series, toNumber, type ScalarColumns } from "../series";
 import { clampSmoothing, formatState, matcher, parseState, type ViewState, type XAxis } from "../url";
 import { ScalarCard } from "./scalars_card";
@@ -67,6 +67,8 @@ export class ScalarsView {
 
   private readonly element: HTMLElement;
   private mounted = false;
+  /** Whether the first listing of the tags has answered (an empty page says why after it). */
+  private listed = false;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor() {
@@ -163,7 +165,17 @@ export class ScalarsView {
     const filter = el("input", { id: "run-filter", type: "search", placeholder: "filter runs (regex)" });
     filter.value = this.view.runFilter;
     filter.addEventListener("input", () => this.update({ runFilter: filter.value }));
-    return el("aside", {}, filter, this.runList);
+    // All or none of the runs listed (those the filter passes; the others keep their boxes).
+    const toggle = (show: boolean): void => {
+      const listed = new Set(this.runs.filter(matcher(this.view.runFilter)));
+      const rest = this.view.hidden.filter((r) => !listed.has(r));
+      this.update({ hidden: show ? rest : [...rest, ...listed] });
+    };
+    const all = el("button", { type: "button", id: "runs-all", title: "show every run listed" }, "all");
+    const none = el("button", { type: "button", id: "runs-none", title: "hide every run listed" }, "none");
+    all.addEventListener("click", () => toggle(true));
+    none.addEventListener("click", () => toggle(false));
+    return el("aside", {}, filter, el("div", { class: "run-toggles" }, "runs: ", all, none), this.runList);
   }
 
   private update(change: Partial<ViewState>): void {
@@ -261,6 +273,18 @@ export class ScalarsView {
         grid.replaceChildren(...cards);
       }
       sections.push(section);
+    }
+    if (sections.length === 0) {
+      // Nothing to show: say why (not before the first listing has answered).
+      const text = !this.listed
+        ? null
+        : this.cards.size === 0
+          ? "No scalars in this experiment yet (tensorboardX add_scalar, tf.summary.scalar, Keras' TensorBoard callback); they appear here as soon as they are written."
+          : `No tag matches the filter ${JSON.stringify(this.view.tagFilter)}.`;
+      const shown = this.main.firstElementChild;
+      if (text === null) this.main.replaceChildren();
+      else if (!(shown instanceof HTMLParagraphElement && shown.textContent === text)) this.main.replaceChildren(notice(text));
+      return;
     }
     if (sections.length !== this.main.children.length || sections.some((s, i) => this.main.children[i] !== s)) {
       this.main.replaceChildren(...sections);
@@ -400,6 +424,7 @@ export class ScalarsView {
     const tags = new Set<string>();
     for (const perRun of Object.values(listing)) for (const tag of Object.keys(perRun)) tags.add(tag);
     for (const tag of [...tags].sort()) this.card(tag, false);
+    this.listed = true;
     this.layout();
     // The cards in view first, in one request (what the user sees is drawn sooner); the
     // others once those are drawn, so that their answers (the server's work, the page's

@@ -180,10 +180,10 @@ export class ScalarCard {
     }
   }
 
-  /** The y scale's range: the lines' extent in the x window, padded as uPlot pads its auto
-   * range (rangeNum, or rangeLog on a log scale). */
+  /** The y scale's range: the lines' extent in the x window (and where they cross its
+   * edges), padded as uPlot pads its auto range (rangeNum, or rangeLog on a log scale). */
   private yRange(logY: boolean): uPlot.Range.MinMax {
-    const extent = this.model ? yExtent(this.model, this.range) : null;
+    const extent = this.model ? yExtent(this.model, this.range, logY) : null;
     if (extent === null) return [null, null];
     return logY ? uPlot.rangeLog(extent[0], extent[1], 10, false) : uPlot.rangeNum(extent[0], extent[1], 0.1, true);
   }

@@ -203,23 +203,52 @@ export function xExtent(model: CardModel): [number, number] | null {
 }
 
 /** The least and greatest y of the chart's lines (raw and smoothed) at the kept points inside
- * the x window (every kept point without one): what uPlot's auto y range read from its aligned
- * data (the window's neighbours outside it left out; gaps and non-finite values skipped).
- * null without any. */
-export function yExtent(model: CardModel, range: XRange): [number, number] | null {
+ * the x window (every kept point without one), and where the lines cross the window's edges:
+ * a window between two points (a zoom into a sparse series' stretch) holds no point, but the
+ * line through it is drawn, and is in range. Gaps and non-finite values are skipped (and
+ * spanned, as the lines are drawn); on a log scale a crossing is interpolated in log space
+ * (the line is straight there). null without any. */
+export function yExtent(model: CardModel, range: XRange, logY = false): [number, number] | null {
   let lo = Infinity;
   let hi = -Infinity;
+  const take = (y: number): void => {
+    if (y < lo) lo = y;
+    if (y > hi) hi = y;
+  };
   for (const t of model.traces) {
     const from = range === null ? 0 : lowerBound(t.xs, range[0]);
     const to = range === null ? t.xs.length : upperBound(t.xs, range[1]);
     for (const ys of t.smoothed ? [t.raw, t.smoothed] : [t.raw]) {
       for (let i = from; i < to; i++) {
         const y = ys[i];
-        if (y === null || !Number.isFinite(y)) continue;
-        if (y < lo) lo = y;
-        if (y > hi) hi = y;
+        if (y !== null && Number.isFinite(y)) take(y);
+      }
+      if (range === null) continue;
+      for (const edge of range) {
+        const y = crossing(t.xs, ys, edge, logY);
+        if (y !== null) take(y);
       }
     }
   }
   return lo <= hi ? [lo, hi] : null;
+}
+
+/** The line's y at `x` strictly between two of its drawn points (the nearest finite ones each
+ * side), or null when no segment spans `x`. */
+function crossing(xs: number[], ys: (number | null)[], x: number, logY: boolean): number | null {
+  let right = lowerBound(xs, x);
+  if (right < xs.length && xs[right] === x) return null; // a point of its own, in the window
+  let left = right - 1;
+  const finite = (i: number): boolean => {
+    const y = ys[i];
+    return y !== null && Number.isFinite(y);
+  };
+  while (left >= 0 && !finite(left)) left--;
+  while (right < xs.length && !finite(right)) right++;
+  if (left < 0 || right >= xs.length) return null;
+  const [x0, x1] = [xs[left], xs[right]];
+  let [y0, y1] = [ys[left] as number, ys[right] as number];
+  if (logY) [y0, y1] = [Math.log(y0), Math.log(y1)];
+  const y = x1 === x0 ? y0 : y0 + ((y1 - y0) * (x - x0)) / (x1 - x0);
+  return logY ? Math.exp(y) : y;
 }
