@@ -31,3 +31,10 @@ MEANINGS = {
     ExitCode.PORT_IN_USE: "the port is in use",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
+
+
+def describe(*codes: ExitCode, meanings: dict[ExitCode, str] | None = None) -> str:
+    """``Exit codes: 0 …; 2 ….`` for a command's ``--help`` (``meanings`` say what a code
+    means for that command, where it says more than the general meaning)."""
+    said = {**MEANINGS, **(meanings or {})}
+    return "Exit codes: " + "; ".join(f"{code.value} {said[code]}" for code in codes) + "."

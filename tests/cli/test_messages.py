@@ -77,6 +77,13 @@ def test_every_command_explains_itself() -> None:
                 assert flag.help and flag.help != "as for ingest", (name, flag.dest)
     serve_help = commands["serve"].format_help()
     assert "--rebuild" in serve_help and "exit 5" in " ".join(serve_help.split())
+    # Every command's help lists its exit codes (scripts and systemd tell failures apart).
+    for name, parser in commands.items():
+        text = " ".join(parser.format_help().split())
+        assert "Exit codes: 0 " in text, name
+    for name, code in (("export", ExitCode.BAD_STORE), ("inspect", ExitCode.BAD_LOGDIR)):
+        epilog = commands[name].epilog or ""
+        assert f"; {code.value} " in epilog, (name, code)
 
 
 @pytest.mark.parametrize("prefix", ["/a b", "/a/../b", "/a?x"])

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from boardd.cli.common import fail
-from boardd.exitcodes import ExitCode
+from boardd.exitcodes import ExitCode, describe
 
 NAME = "export"
 
@@ -20,6 +20,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "Copies a store with SQLite's online backup, a few pages at a time, so a running "
             "writer is never blocked for long. The copy carries no writer lease and a store id "
             "of its own."
+        ),
+        epilog=describe(
+            ExitCode.OK,
+            ExitCode.USAGE,
+            ExitCode.BAD_STORE,
+            meanings={
+                ExitCode.OK: "copied",
+                ExitCode.BAD_STORE: (
+                    "the store cannot be read, or FILE exists (without --force) or is not a "
+                    "regular file"
+                ),
+            },
         ),
     )
     parser.add_argument("--db", required=True, metavar="PATH", help="the store to copy")

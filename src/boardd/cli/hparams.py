@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from boardd.cli.common import fail, settings_failed
 from boardd.config import SettingsError, check_logdir
-from boardd.exitcodes import ExitCode
+from boardd.exitcodes import ExitCode, describe
 
 NAME = "hparams"
 
@@ -33,7 +33,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         epilog=(
             "Examples: boardd hparams runs/ --sort=-validation/accuracy,learning_rate "
             "--filter 'optimizer=^adam$' --filter 'learning_rate=0.001..0.1'; "
-            "boardd hparams runs/ --csv > trials.csv"
+            "boardd hparams runs/ --csv > trials.csv. "
+            + describe(
+                ExitCode.OK,
+                ExitCode.ERROR,
+                ExitCode.USAGE,
+                ExitCode.BAD_LOGDIR,
+                ExitCode.BAD_STORE,
+                ExitCode.INTERRUPTED,
+                meanings={
+                    ExitCode.OK: "printed",
+                    ExitCode.ERROR: "no hparams in this logdir",
+                },
+            )
         ),
     )
     parser.add_argument("logdir", metavar="LOGDIR", help="the TensorBoard logdir")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from boardd.cli.common import add_store_arguments, fail, positive_int, settings_failed
 from boardd.config import SettingsError, check_logdir, parse_crc, parse_sampling
-from boardd.exitcodes import ExitCode
+from boardd.exitcodes import ExitCode, describe
 
 NAME = "ingest"
 
@@ -23,6 +23,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "One-shot ingest: reads every event file of LOGDIR from where the store last "
             "stopped, samples each series, and commits points together with the files' read "
             "offsets, so an interrupted ingest resumes without loss or duplicates."
+        ),
+        epilog=describe(
+            ExitCode.OK,
+            ExitCode.USAGE,
+            ExitCode.BAD_LOGDIR,
+            ExitCode.STORE_LOCKED,
+            ExitCode.FINGERPRINT_MISMATCH,
+            ExitCode.BAD_STORE,
+            ExitCode.INTERRUPTED,
+            meanings={
+                ExitCode.OK: "ingested (unreadable regions are recorded as data loss)",
+                ExitCode.STORE_LOCKED: "a boardd serve writes this store (it keeps it current)",
+                ExitCode.INTERRUPTED: "interrupted (Ctrl-C; what was committed is kept)",
+            },
         ),
     )
     parser.add_argument("logdir", metavar="LOGDIR", help="the TensorBoard logdir to read")

@@ -7,7 +7,7 @@ import json
 import sys
 
 from boardd.cli.common import add_crc_argument, fail
-from boardd.exitcodes import ExitCode
+from boardd.exitcodes import ExitCode, describe
 
 NAME = "inspect"
 
@@ -22,6 +22,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "unreadable byte ranges) and its tags (plugin, data class, number of values, "
             "first and last step). Corrupt regions are skipped and reported, never fatal. "
             "Nothing is written."
+        ),
+        epilog=describe(
+            ExitCode.OK,
+            ExitCode.USAGE,
+            ExitCode.BAD_LOGDIR,
+            meanings={
+                ExitCode.OK: "read (unreadable regions are in the report)",
+                ExitCode.BAD_LOGDIR: "PATH missing, or its only event file unreadable",
+            },
         ),
     )
     parser.add_argument("path", metavar="PATH", help="a logdir, or one event file")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from boardd.exitcodes import ExitCode, describe
+
 NAME = "install-service"
 
 
@@ -19,6 +21,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "Writes boardd@<escaped LOGDIR>.service (system-wide, or for your user with --user) "
             "running this boardd, plus an environment file with its port, and prints the "
             "systemctl commands that start it. It never runs systemctl."
+        ),
+        epilog=describe(
+            ExitCode.OK,
+            ExitCode.ERROR,
+            ExitCode.USAGE,
+            ExitCode.BAD_LOGDIR,
+            meanings={
+                ExitCode.OK: "written (or printed, with --dry-run)",
+                ExitCode.ERROR: "the unit or its environment file could not be written",
+            },
         ),
     )
     install_service_arguments(parser)
