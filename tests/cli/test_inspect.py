@@ -39,7 +39,7 @@ def test_json_shape_and_counts(logdir: Path, capsys: pytest.CaptureFixture[str])
     assert set(report["runs"]) == {"train", "eval/nested"}
     train = report["runs"]["train"]
     (f,) = train["files"]
-    assert set(f) == {"path", "bytes", "records", "data_loss"}
+    assert set(f) == {"path", "bytes", "records", "data_loss", "partial_tail"}
     assert f["bytes"] == Path(f["path"]).stat().st_size
     assert f["records"] == 1 + 20 + 3  # file_version, scalars, histogram/image/text
     assert f["data_loss"] == []
@@ -114,3 +114,42 @@ def test_console_script_version_help_and_module(logdir: Path) -> None:
 def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == ExitCode.USAGE
     assert "usage" in capsys.readouterr().err
+
+
+def test_names_that_are_not_utf8_are_spelled_as_the_api_spells_them(tmp_path: Path) -> None:
+    """A run directory named with a byte that is not UTF-8: ``run%FF`` (the store's and the
+    API's spelling), in the table and in the JSON; it was a raw byte on the terminal and a lone
+    surrogate in the JSON, which strict parsers refuse."""
+    import os
+
+    root = tmp_path / "logs"
+    run_dir = os.fsencode(root) + b"/run\xff"
+    os.makedirs(run_dir)
+    with SummaryWriter(os.fsdecode(run_dir)) as w:
+        w.add_scalar("loss", 1.0, 1)
+    # The real console script: what a terminal or a pipe gets, as bytes.
+    script = [sys.executable, "-m", "boardd", "inspect"]
+    table = subprocess.run([*script, str(root)], capture_output=True, check=True).stdout
+    assert table.startswith(b"run run%FF\n") and b"\xff" not in table, table
+    raw = subprocess.run([*script, "--json", str(root)], capture_output=True, check=True).stdout
+    report = json.loads(raw.decode("utf-8"))
+    assert list(report["runs"]) == ["run%FF"]
+    (file,) = report["runs"]["run%FF"]["files"]
+    assert "/run%FF/" in file["path"] and file["partial_tail"] is False
+    assert b"\\udcff" not in raw
+
+
+def test_json_says_when_a_file_ends_mid_record(tmp_path: Path) -> None:
+    root = tmp_path / "logs"
+    with SummaryWriter(str(root / "run")) as w:
+        w.add_scalar("loss", 1.0, 1)
+    (event,) = (root / "run").iterdir()
+    with event.open("ab") as f:
+        f.write(b"\x40\x00\x00\x00")  # the first bytes of a record's header, as mid-write
+    raw = subprocess.run(
+        [sys.executable, "-m", "boardd", "inspect", "--json", str(root)],
+        capture_output=True,
+        check=True,
+    ).stdout
+    (file,) = json.loads(raw)["runs"]["run"]["files"]
+    assert file["partial_tail"] is True and file["data_loss"] == []

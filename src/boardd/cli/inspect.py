@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from boardd.cli.common import add_crc_argument, fail
 from boardd.exitcodes import ExitCode, describe
+
+if TYPE_CHECKING:
+    from boardd.reader.inspect import InspectReport
 
 NAME = "inspect"
 
@@ -53,9 +57,27 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.clear()
+    report = _named_as_served(report)
     if args.json:
         json.dump(report.to_json(), sys.stdout, indent=None, separators=(",", ":"))
         sys.stdout.write("\n")
     else:
         print(format_table(report))
     return ExitCode.OK
+
+
+def _named_as_served(report: InspectReport) -> InspectReport:
+    """The report with its run names and paths as the store and the API name them: a byte of a
+    name that is not UTF-8 as ``%XX`` (boardd.store.names), not a raw byte on the terminal or
+    a lone surrogate in the JSON (which strict parsers refuse)."""
+    from boardd.reader.inspect import InspectReport, RunReport
+    from boardd.reader.logdir import DiscoveryProblem
+    from boardd.store.names import escape
+
+    out = InspectReport()
+    for name, run in report.runs.items():
+        for f in run.files:
+            f.path = escape(f.path)
+        out.runs[escape(name)] = RunReport(run.files, run.tags)
+    out.problems = [DiscoveryProblem(escape(str(p.path)), p.reason) for p in report.problems]
+    return out

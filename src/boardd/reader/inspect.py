@@ -76,6 +76,7 @@ class InspectReport:
                                 {"offset": d.offset, "length": d.length, "reason": d.reason}
                                 for d in f.data_loss
                             ],
+                            "partial_tail": f.partial_tail,
                         }
                         for f in run.files
                     ],
