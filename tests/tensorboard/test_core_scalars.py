@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.tensorboard.conftest import RICH_RUNS, Pair
@@ -158,3 +159,20 @@ def test_defaults_downsample_as_tensorboard(defaults: Pair) -> None:
     )
     assert len(ours.json()) == len(tb.json())
     assert ours.json()[-1] == tb.json()[-1]
+
+
+def test_a_repeated_parameter_is_read_as_tensorboard_reads_it(keep_all: Pair) -> None:
+    """``?run=a&run=b``: TensorBoard (werkzeug) takes the first value; Starlette's ``get``
+    takes the last, so boardd answered for the other run."""
+    tags = keep_all.tb.get("/data/plugin/scalars/tags").json()
+    first, second = sorted(run for run, by_tag in tags.items() if "loss" in by_tag)[:2]
+    for path in ("/data/plugin/scalars/scalars", "/data/plugin/scalars/scalars?format=csv"):
+        url = f"{path}{'&' if '?' in path else '?'}run={first}&run={second}&tag=loss&tag=nope"
+        tb, ours = keep_all.both("GET", url)
+        assert tb.status_code == ours.status_code == 200
+        if "csv" in path:
+            assert csv_rows(ours.text) == csv_rows(tb.text)
+        else:
+            assert ours.json() == tb.json()
+        alone = keep_all.boardd.url + path + ("&" if "?" in path else "?")
+        assert ours.text == httpx.get(f"{alone}run={first}&tag=loss", timeout=30).text

@@ -15,7 +15,7 @@ import json
 import os
 import weakref
 from collections.abc import Awaitable, Callable, Hashable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import apsw
 from starlette.requests import Request
@@ -377,9 +377,20 @@ def not_found(message: str) -> ApiError:
     return ApiError(404, message)
 
 
+@overload
+def param(request: Request, name: str) -> str | None: ...
+@overload
+def param(request: Request, name: str, default: str) -> str: ...
+def param(request: Request, name: str, default: str | None = None) -> str | None:
+    """A query parameter as TensorBoard reads it: the first of repeated ones (werkzeug's
+    ``args.get``; Starlette's ``query_params.get`` gives the last)."""
+    values = request.query_params.getlist(name)
+    return values[0] if values else default
+
+
 def required(request: Request, name: str) -> str:
     """A query parameter the route cannot do without (400 naming it when absent)."""
-    value = request.query_params.get(name)
+    value = param(request, name)
     if value is None:
         raise ApiError(400, f"{name}= is required")
     return value

@@ -13,7 +13,7 @@ from starlette.responses import Response
 import boardd
 from boardd.api.common import state_of
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, Scope, answer, scope_of, tb_json
+from boardd.api.tensorboard.common import Reader, Scope, answer, param, scope_of, tb_json
 from boardd.data import experiments
 
 
@@ -165,7 +165,7 @@ MODULE_PLUGINS = {"projector": "/index.js"}
 async def plugin_entry(request: Request) -> Response:
     """``/data/plugin_entry.html?name=NAME``: the page TensorBoard's UI opens in an iframe for
     a plugin loaded as a module (the projector): it imports the module and renders it."""
-    name = request.query_params.get("name", "")
+    name = param(request, "name", "")
     if name not in {entry for entry, _, _ in PLUGINS}:
         raise ApiError(404, f"no plugin {name!r}")
     module = MODULE_PLUGINS.get(name)

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.tensorboard import scalars as scalars_routes
-from boardd.api.tensorboard.common import Reader, answer, required, tb_json
+from boardd.api.tensorboard.common import Reader, answer, param, required, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.data.arrays import read_arrays
 from boardd.data.kinds import SCALARS, TENSORS
@@ -60,7 +60,7 @@ async def scalars(request: Request) -> Response:
     one that does not compile. An unknown run has no events; a missing one is a 400
     (TensorBoard fails with a 500)."""
     run = required(request, "run")
-    pattern = request.query_params.get("tag")
+    pattern = param(request, "tag")
     samples = sampling_hint(request, scalars_routes.PLUGIN, scalars_routes.DEFAULT_SAMPLES)
     regex: re.Pattern[str] | None = None
     if pattern:

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, answer, not_found, required, tb_json
+from boardd.api.tensorboard.common import Reader, answer, not_found, param, required, tb_json
 from boardd.api.tensorboard.plugins import optional_integer
 from boardd.data.errors import DataError
 from boardd.data.kinds import BLOB_SEQUENCES
@@ -93,12 +93,12 @@ async def graph(request: Request) -> Response:
     from boardd.data import graphs as data_graphs
 
     run = required(request, "run")
-    tag = request.query_params.get("tag")
-    conceptual = request.query_params.get("conceptual") == "true"
+    tag = param(request, "tag")
+    conceptual = param(request, "conceptual") == "true"
     if conceptual and tag is None:
         raise ApiError(400, "tag= is required with conceptual=true (the Keras model's tag)")
     limit = optional_integer(request, "limit_attr_size", minimum=1)
-    key = request.query_params.get("large_attrs_key")
+    key = param(request, "large_attrs_key")
     if limit is not None and key is None:
         raise ApiError(400, "large_attrs_key= is required with limit_attr_size=")
 

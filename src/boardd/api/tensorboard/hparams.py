@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from boardd.api.common import ExperimentHandle, state_of
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, answer, not_found, tb_json
+from boardd.api.tensorboard.common import Reader, answer, not_found, param, tb_json
 from boardd.data.errors import NotFound
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ async def _request_object(request: Request) -> str:
         # text/plain), and these routes only read (TensorBoard 2.21 checks none either).
         text = (await request.body()).decode("utf-8", errors="replace")
     else:
-        text = request.query_params.get("request", "")
+        text = param(request, "request", "")
     try:
         parsed = json.loads(text)
     except ValueError:
@@ -186,10 +186,10 @@ async def download_data(request: Request) -> Response:
     from boardd.data import hparams as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
-    fmt = request.query_params.get("format", "")
+    fmt = param(request, "format", "")
     if fmt not in FORMATS:
         raise ApiError(400, f"format={fmt!r}: give one of csv, json, latex")
-    visibility_text = request.query_params.get("columnsVisibility")
+    visibility_text = param(request, "columnsVisibility")
     visibility: list[bool] | None = None
     if visibility_text is not None:
         try:

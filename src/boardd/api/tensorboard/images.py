@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, Series, answer, not_found, tb_json
+from boardd.api.tensorboard.common import Reader, Series, answer, not_found, param, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.plugins import integer, run_and_tag, stream_blob, tag_index
 from boardd.data import series as data_series
@@ -43,7 +43,7 @@ def _steps(
 
 
 def _blob_key(request: Request) -> str:
-    key = request.query_params.get("blob_key")
+    key = param(request, "blob_key")
     if key is None:
         raise ApiError(400, "blob_key= is required")
     return key
@@ -137,7 +137,7 @@ async def audio(request: Request) -> Response:
 async def individual_audio(request: Request) -> Response:
     """``/data/plugin/audio/individualAudio?blob_key=&content_type=``: the clip's bytes, as
     the content type its listing named (one the audio plugin serves)."""
-    media_type = request.query_params.get("content_type")
+    media_type = param(request, "content_type")
     if media_type is None:
         raise ApiError(400, "content_type= is required")
     if media_type not in AUDIO_MEDIA_TYPES:

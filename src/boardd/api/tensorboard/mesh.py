@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, answer, tb_json
+from boardd.api.tensorboard.common import Reader, answer, param, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.plugins import integer, run_and_tag
 from boardd.data.arrays import read_arrays
@@ -115,11 +115,11 @@ async def data(request: Request) -> Response:
     little-endian float32 (vertices), int32 (faces) or uint8 (colours); empty when the mesh
     has no such part at that step."""
     run, mesh = run_and_tag(request)
-    name = request.query_params.get("content_type", "")
+    name = param(request, "content_type", "")
     content_type = CONTENT_TYPES.get(name)
     if content_type is None:
         raise ApiError(400, f"content_type={name!r}: give one of VERTEX, FACE, COLOR")
-    step_text = request.query_params.get("step", "0")
+    step_text = param(request, "step", "0")
     try:
         step = float(step_text)
     except ValueError:

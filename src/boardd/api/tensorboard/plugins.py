@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, Series, required, scope_of
+from boardd.api.tensorboard.common import Reader, Series, param, required, scope_of
 from boardd.api.tensorboard.markup import markdown_to_safe_html
 from boardd.data.blobs import open_blob, parse_blob_key, unknown_key
 from boardd.data.kinds import Kind
@@ -58,7 +58,7 @@ def integer(request: Request, name: str, default: int) -> int:
 
 def optional_integer(request: Request, name: str, *, minimum: int = 0) -> int | None:
     """A whole number from ``minimum``, None when absent (400 otherwise)."""
-    text = request.query_params.get(name)
+    text = param(request, name)
     if text is None:
         return None
     try:

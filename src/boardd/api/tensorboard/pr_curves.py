@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, answer, tb_json
+from boardd.api.tensorboard.common import Reader, answer, param, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.plugins import json_array, tag_index
 from boardd.data import pr_curves as data_pr_curves
@@ -34,7 +34,7 @@ async def pr_curves(request: Request) -> Response:
     runs = tuple(dict.fromkeys(request.query_params.getlist("run")))
     if not runs:
         raise ApiError(400, "No runs provided when fetching PR curve data")
-    tag = request.query_params.get("tag")
+    tag = param(request, "tag")
     if not tag:
         raise ApiError(400, "No tag provided when fetching PR curve data")
     samples = sampling_hint(request, PLUGIN, DEFAULT_SAMPLES)

@@ -14,6 +14,7 @@ from boardd.api.tensorboard.common import (
     Series,
     answer,
     not_found,
+    param,
     require_xsrf,
     required,
     tb_json,
@@ -63,7 +64,7 @@ async def scalars(request: Request) -> Response:
     """``/data/plugin/scalars/scalars?run=&tag=[&format=csv]``: 404 when the run has no such
     tag."""
     run, tag = required(request, "run"), required(request, "tag")
-    csv_format = request.query_params.get("format") == "csv"
+    csv_format = param(request, "format") == "csv"
     samples = sampling_hint(request, PLUGIN, DEFAULT_SAMPLES)
 
     def build(reader: Reader) -> bytes:

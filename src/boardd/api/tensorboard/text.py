@@ -11,7 +11,7 @@ import numpy.typing as npt
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.tensorboard.common import Reader, answer, tb_json
+from boardd.api.tensorboard.common import Reader, answer, param, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.markup import markdown_to_safe_html, markdowns_to_safe_html, safe_html
 from boardd.api.tensorboard.plugins import run_and_tag
@@ -87,7 +87,7 @@ async def text(request: Request) -> Response:
     an unknown run or tag is an empty list, as TensorBoard answers; a missing
     one is a 400 (TensorBoard fails with a 500)."""
     run, tag = run_and_tag(request)
-    markdown = request.query_params.get("markdown") != "false"
+    markdown = param(request, "markdown") != "false"
     samples = sampling_hint(request, PLUGIN, DEFAULT_SAMPLES)
 
     def build(reader: Reader) -> bytes:

@@ -14,7 +14,15 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, Series, answer, require_xsrf, scope_of, tb_json
+from boardd.api.tensorboard.common import (
+    Reader,
+    Series,
+    answer,
+    param,
+    require_xsrf,
+    scope_of,
+    tb_json,
+)
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.markup import markdown_to_safe_html
 from boardd.data import plugin_metadata
@@ -204,10 +212,11 @@ async def time_series(request: Request) -> Response:
     if request.method == "POST":
         require_xsrf(request)
         form = await request.form()
-        field = form.get("requests")
+        fields = form.getlist("requests")  # the first, as TensorBoard (werkzeug) reads it
+        field = fields[0] if fields else None
         text = field if isinstance(field, str) else None
     else:
-        text = request.query_params.get("requests")
+        text = param(request, "requests")
     wanted = parse_requests(text)
     samples = {p: sampling_hint(request, p, n) for p, n in DEFAULT_SAMPLES.items()}
 
@@ -220,7 +229,7 @@ async def time_series(request: Request) -> Response:
 async def image_data(request: Request) -> Response:
     """``/data/plugin/timeseries/imageData?imageId=``: the image's bytes, streamed, with the
     content type TensorBoard gives it (404 for an id that names no blob of this scope)."""
-    key = request.query_params.get("imageId")
+    key = param(request, "imageId")
     if not key:
         raise ApiError(400, "Missing 'imageId' field")
     parsed = parse_blob_key(key)
