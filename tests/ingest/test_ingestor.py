@@ -585,21 +585,22 @@ def test_preemption_through_a_restarted_run(tmp_path: Path) -> None:
     assert snapshot(sampled)["orphans"] == [(0, 0)]
 
 
-def test_zero_capacity_keeps_no_points_but_the_series(
+def test_zero_keeps_every_point_as_tensorboard_reads_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """``scalars=0`` keeps everything: TensorBoard's loader reads a reservoir of 0 as
+    unbounded, and hands 0 to its Rust data server as ``all``. (It kept nothing.)"""
     logdir = tmp_path / "logs"
-    _write_scalar_run(logdir / "run", range(50), 2.0)
+    _write_scalar_run(logdir / "run", range(12_000), 2.0)
     db = tmp_path / "store.db"
     code = main(["ingest", str(logdir), "--db", str(db), "--samples-per-plugin", "scalars=0"])
     assert code == ExitCode.OK
     capsys.readouterr()
-    assert rows(db, "SELECT count(*) FROM scalar_points") == [(0,)]
-    assert rows(
-        db, "SELECT last_step, last_value, first_step, capacity FROM series WHERE tag = 'loss'"
-    ) == [(49, 98.0, None, 0)]
+    # More than the default 10,000, every one of them.
+    assert rows(db, "SELECT count(*) FROM scalar_points") == [(12_000,)]
+    assert rows(db, "SELECT capacity FROM series WHERE tag = 'loss'") == [(None,)]
     # The images keep their default (10).
-    assert len(kept_steps(db)[("run", "sample")]) == 5
+    assert len(kept_steps(db)[("run", "sample")]) == 10
 
 
 def test_all_keeps_every_point(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

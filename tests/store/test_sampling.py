@@ -21,7 +21,7 @@ from boardd.store.sampling import (
         ("scalars=1000", {"scalars": 1000}),
         (
             "scalars=1000,images=all,audio=0,*=50",
-            {"scalars": 1000, "images": None, "audio": 0, "*": 50},
+            {"scalars": 1000, "images": None, "audio": None, "*": 50},
         ),
         (" scalars = 500 , images=ALL,", {"scalars": 500, "images": None}),
         ("my_plugin=007", {"my_plugin": 7}),
@@ -84,7 +84,8 @@ def test_overrides_then_wildcard_then_defaults() -> None:
     overrides = parse_samples_per_plugin("scalars=1000,images=all,audio=0,*=50")
     assert capacity_for("scalars", DataClass.SCALAR, overrides) == 1000
     assert capacity_for("images", DataClass.BLOB_SEQUENCE, overrides) is None
-    assert capacity_for("audio", DataClass.BLOB_SEQUENCE, overrides) == 0
+    # 0 keeps everything, as TensorBoard's command line reads it.
+    assert capacity_for("audio", DataClass.BLOB_SEQUENCE, overrides) is None
     # `*` sets every plugin not named, those with defaults of their own included.
     assert capacity_for("histograms", DataClass.TENSOR, overrides) == 50
     assert capacity_for("custom_scalars", DataClass.SCALAR, overrides) == 50

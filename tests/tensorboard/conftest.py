@@ -24,6 +24,7 @@ from tensorboardX import SummaryWriter
 
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
+from boardd.store.sampling import parse_samples_per_plugin
 from tests.api.conftest import WALL, write_logdir
 from tests.conftest import ThreadedServer, ingest
 
@@ -175,14 +176,24 @@ class Pair:
 
 @contextlib.contextmanager
 def pair(
-    root: Path, logdir: Path, sampling: Mapping[str, int | None] | None, runs: set[str]
+    root: Path,
+    logdir: Path,
+    sampling: Mapping[str, int | None] | None,
+    runs: set[str],
+    *,
+    flag: str | None = None,
 ) -> Iterator[Pair]:
+    """``flag``: a ``--samples_per_plugin`` value given to both as typed (boardd reads it as
+    its command line does), instead of ``sampling``."""
+    if flag is not None:
+        sampling = parse_samples_per_plugin(flag)
     db = root / f"store-{'all' if sampling else 'default'}.sqlite"
     ingest(logdir, db, sampling, experiment="logs")
     spec = ExperimentSpec("logs", logdir, db)
     server = ThreadedServer(create_app([spec], sampling=sampling)).start()
+    tb_sampling, extra = (None, [f"--samples_per_plugin={flag}"]) if flag else (sampling, [])
     try:
-        with tensorboard(logdir, sampling, runs, root / "tensorboard.log") as tb:
+        with tensorboard(logdir, tb_sampling, runs, root / "tensorboard.log", extra=extra) as tb:
             yield Pair(tb, server, logdir)
     finally:
         server.stop()

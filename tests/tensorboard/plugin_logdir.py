@@ -65,9 +65,13 @@ def write_plugin_logdir(root: Path) -> Path:
 
 @contextlib.contextmanager
 def plugin_pair(
-    factory: pytest.TempPathFactory, sampling: Mapping[str, int | None] | None
+    factory: pytest.TempPathFactory,
+    sampling: Mapping[str, int | None] | None,
+    *,
+    flag: str | None = None,
 ) -> Iterator[Pair]:
-    """TensorBoard and boardd on a fresh plugin logdir with this sampling."""
+    """TensorBoard and boardd on a fresh plugin logdir with this sampling (or ``flag``, a
+    ``--samples_per_plugin`` value given to both)."""
     root = factory.mktemp("plugin_logdir")
-    with pair(root, write_plugin_logdir(root), sampling, RUNS) as p:
+    with pair(root, write_plugin_logdir(root), sampling, RUNS, flag=flag) as p:
         yield p

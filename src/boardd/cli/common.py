@@ -55,9 +55,9 @@ def add_store_arguments(parser: argparse.ArgumentParser, *, rebuild_help: str) -
         default="",
         help=(
             "points kept per series, in TensorBoard's syntax: e.g. 'scalars=1000,images=all,"
-            "audio=0,*=50' (all keeps everything, 0 nothing). Defaults: scalars 10000, "
-            "histograms 500, pr_curves 100, text 100, other tensors 100, images 10, audio 10, "
-            "other blob sequences 10"
+            "*=50' (all keeps everything, and so does 0, as in TensorBoard). Defaults: "
+            "scalars 10000, histograms 500, pr_curves 100, text 100, other tensors 100, "
+            "images 10, audio 10, other blob sequences 10"
         ),
     )
     parser.add_argument("--rebuild", action="store_true", help=rebuild_help)

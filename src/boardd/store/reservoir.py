@@ -8,8 +8,9 @@ What is kept, for a series of capacity ``k``:
 
 * the most recent point, always (``k >= 1``);
 * of the other points seen, a uniform random sample of ``k - 1`` (all of them while fewer);
-* ``k = None`` keeps everything and ``k = 0`` keeps nothing, not even the latest point (rustboard
-  keeps none either; TensorBoard's Python server reads 0 as "all", its issue 5550).
+* ``k = None`` keeps everything and ``k = 0`` keeps nothing, not even the latest point (as
+  rustboard's own flag; no setting of boardd's gives 0: ``--samples-per-plugin`` reads 0 as
+  "all", as TensorBoard's command line does, see boardd.store.sampling).
 
 How: bottom-k ("priority") sampling, not Algorithm R. Every point gets a pseudo-random 64-bit
 priority, a counter-based hash (splitmix64) of ``(run seed, step)``; the sample is the ``k - 1``

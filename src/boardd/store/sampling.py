@@ -44,9 +44,11 @@ _COUNT = re.compile(r"[0-9]+", re.ASCII)
 def parse_samples_per_plugin(spec: str) -> dict[str, int | None]:
     """Parses TensorBoard's ``--samples_per_plugin`` value, e.g. ``scalars=1000,images=all,*=50``.
 
-    Returns plugin name -> capacity: a whole number (0 keeps nothing, as in rustboard) or ``None``
-    for ``all`` (keep every point). ``*`` sets every plugin not named. Blank entries and spaces
-    around names and values are ignored. Raises ValueError, saying what to fix, for anything else
+    Returns plugin name -> capacity: a whole number, or ``None`` for ``all`` (keep every point).
+    ``0`` is ``all`` too, as TensorBoard reads its flag: its Python loader's reservoir of size 0
+    is unbounded, and it hands a 0 to the Rust data server as ``all`` (server_ingester.py).
+    ``*`` sets every plugin not named. Blank entries and spaces around names and values are
+    ignored. Raises ValueError, saying what to fix, for anything else
     (a missing ``=``, an empty plugin name, a value that is not a whole number or ``all``, a
     plugin named twice).
     """
@@ -72,11 +74,11 @@ def parse_samples_per_plugin(spec: str) -> dict[str, int | None]:
         if value.lower() == "all":
             capacity = ALL
         elif _COUNT.fullmatch(value):
-            capacity = int(value)
+            capacity = int(value) or ALL
         else:
             raise ValueError(
                 f"{value!r} (for {name}) is not a number of samples; "
-                "use a whole number (0 keeps nothing) or 'all' to keep every sample"
+                "use a whole number, or 'all' (or 0, as in TensorBoard) to keep every sample"
             )
         if name in result:
             raise ValueError(
