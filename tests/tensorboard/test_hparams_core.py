@@ -11,8 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.plugins.hparams import summary_v2 as hp
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
+from tests.api.conftest import WALL
 from tests.hparams_logdirs import (
     RULES_TBX_TRIALS,
     RULES_TRIALS,
@@ -147,3 +152,39 @@ def test_official_logdir_has_what_the_tests_need(official: Pair, tmp_path: Path)
     sizes = {g["name"]: len(g["sessions"]) for g in ours["sessionGroups"]}
     assert sizes["g-a"] == 2
     assert "dropout" not in next(g for g in ours["sessionGroups"] if g["name"] == "g-d")["hparams"]
+
+
+LONG_METRIC_STEPS = 2_500
+
+
+@pytest.fixture(scope="module")
+def long_metric(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    """A session whose metric has more points than the scalars route's 1,000 (default
+    sampling on both sides: boardd's store keeps 10,000)."""
+    root = tmp_path_factory.mktemp("long_metric")
+    logdir = root / "logs"
+    writer = EventFileWriter(str(logdir / "trial"))
+    pb = hp.hparams_pb({"lr": 0.1}, trial_id="trial", start_time_secs=int(WALL))
+    writer.add_event(event_pb2.Event(wall_time=WALL, step=0, summary=pb))
+    for step in range(LONG_METRIC_STEPS):
+        value = summary_pb2.Summary.Value(tag="loss", simple_value=1.0 / (step + 1))
+        writer.add_event(
+            event_pb2.Event(
+                wall_time=WALL + step, step=step, summary=summary_pb2.Summary(value=[value])
+            )
+        )
+    writer.close()
+    with pair(root, logdir, None, {"trial"}) as p:
+        yield p
+
+
+def test_metric_evals_downsampled_as_the_scalars_route(long_metric: Pair) -> None:
+    """TensorBoard answers metric_evals through its scalars route: 1,000 points by default
+    (boardd answered every point its store kept)."""
+    request = {"sessionName": "trial", "metricName": {"group": "", "tag": "loss"}}
+    tb, ours = post_both(long_metric, "metric_evals", request)
+    assert len(ours) == len(tb) == 1_000
+    # The same last point; which others is each one's sample (README).
+    assert ours[-1] == tb[-1] and ours[-1][1] == LONG_METRIC_STEPS - 1
+    scalars = long_metric.boardd.url + "/data/plugin/scalars/scalars?run=trial&tag=loss"
+    assert ours == httpx.get(scalars, timeout=30).json()

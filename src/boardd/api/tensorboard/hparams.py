@@ -22,7 +22,8 @@ from starlette.responses import Response
 from boardd.api.common import ExperimentHandle, state_of
 from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, answer, not_found, param, tb_json
-from boardd.data.errors import NotFound
+from boardd.api.tensorboard.core import sampling_hint
+from boardd.data.kinds import SCALARS
 
 if TYPE_CHECKING:
     from boardd.data import hparams as data_hparams
@@ -141,32 +142,25 @@ async def session_groups(request: Request) -> Response:
 
 
 async def metric_evals(request: Request) -> Response:
-    """``/data/plugin/hparams/metric_evals``: ``[[wall_time, step, value], …]``."""
+    """``/data/plugin/hparams/metric_evals``: ``[[wall_time, step, value], …]``, as TensorBoard
+    answers it: through its scalars route (scalars_impl), that route's series, its downsampling
+    (--samples-per-plugin scalars, else 1,000 points) and its 404."""
+    from boardd.api.tensorboard import scalars
     from boardd.data import hparams as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
     form = await _request_object(request)
     message = data_hparams.parse_request(form, api.ListMetricEvalsRequest)
+    samples = sampling_hint(request, scalars.PLUGIN, scalars.DEFAULT_SAMPLES)
 
     def build(reader: Reader) -> bytes:
-        # TensorBoard's 404 (its scalars plugin's) for a session or metric without scalars.
         run = data_hparams.metric_run(message.session_name, message.metric_name.group)
-        missing = not_found(f"No scalar data for run={run!r}, tag={message.metric_name.tag!r}")
-        found = reader.scope.inner(message.session_name)
+        tag = message.metric_name.tag
+        found = reader.one(SCALARS, scalars.PLUGIN, run, tag)
         if found is None:
-            raise missing
-        handle, inner = found
-        store = next(((c, e) for h, c, e in reader.experiments() if h is handle), None)
-        if store is None:
-            raise missing
-        connection, exp_id = store
-        request = api.ListMetricEvalsRequest()
-        request.CopyFrom(message)
-        request.session_name = inner
-        try:
-            return tb_json(data_hparams.metric_evals_json(connection, exp_id, request))
-        except NotFound:
-            raise missing from None
+            raise not_found(f"No scalar data for run={run!r}, tag={tag!r}")
+        (rows,) = scalars.points(reader, [found], samples)
+        return tb_json(rows)
 
     return await answer(request, build, form=form)
 
