@@ -90,6 +90,23 @@ def test_ui_loads_without_errors(serve: ServeFactory, logdir: Path, page: Watche
     assert all(u.startswith(base) or u.startswith("data:") for u in urls), urls
 
 
+def test_inactive_tabs_open_without_errors(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    """Tabs boardd does not serve open as TensorBoard's do on a logdir without their data:
+    the Debugger V2 tab's first request (``debugger-v2/runs``) was a 404, an error in the
+    console."""
+    base = ready(serve(logdir))
+    for tab in ("debugger-v2", "profile_redirect", "wit_redirect"):
+        page.page.goto(f"{base}/tensorboard/#{tab}")
+        page.page.wait_for_load_state("networkidle")
+        page.page.get_by_text(
+            re.compile("inactive|No .* data|not .* installed", re.I)
+        ).first.wait_for()
+        page.screenshot(f"inactive-{tab}")
+    page.assert_no_errors()
+
+
 def test_tensorboards_command_line_and_window_title(
     serve: ServeFactory, logdir: Path, page: Watched
 ) -> None:

@@ -44,7 +44,14 @@ def test_plugins_listing_enabled_as_tensorboard(keep_all: Pair) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["/data/experiments", "/data/experiment_runs", "/data/window_properties"]
+    "path",
+    [
+        "/data/experiments",
+        "/data/experiment_runs",
+        "/data/window_properties",
+        # The Debugger V2 tab asks it when opened (boardd answered 404: a console error).
+        "/data/plugin/debugger-v2/runs",
+    ],
 )
 def test_small_core_routes(keep_all: Pair, path: str) -> None:
     tb, ours = keep_all.both("GET", path)

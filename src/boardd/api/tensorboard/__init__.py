@@ -51,6 +51,7 @@ def data_routes() -> list[BaseRoute]:
         Route("/notifications", core.notifications, methods=get),
         Route("/logdir", core.logdir, methods=get),
         Route("/plugin_entry.html", core.plugin_entry, methods=get),
+        Route("/plugin/debugger-v2/runs", core.no_debugger_runs, methods=get),
         Route("/plugin/scalars/tags", cached_first(scalars.tags), methods=get),
         Route("/plugin/scalars/scalars", cached_first(scalars.scalars), methods=get),
         Route("/plugin/scalars/scalars_multirun", scalars.scalars_multirun, methods=post),

@@ -67,6 +67,13 @@ async def empty_list(request: Request) -> Response:
     return Response(b"[]", media_type="application/json")
 
 
+async def no_debugger_runs(request: Request) -> Response:
+    """``/data/plugin/debugger-v2/runs``: no run has debugger data (boardd does not read
+    tfdbg2's files), ``{}`` as TensorBoard answers on such a logdir. The Debugger V2 tab asks
+    it when opened, inactive or not: a 404 there was an error in the browser's console."""
+    return Response(b"{}", media_type="application/json")
+
+
 async def window_properties(request: Request) -> Response:
     """``/data/window_properties``: TensorBoard's ``--window_title``."""
     body = {"window_title": state_of(request).window_title}
