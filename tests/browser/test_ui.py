@@ -107,6 +107,23 @@ def test_inactive_tabs_open_without_errors(
     page.assert_no_errors()
 
 
+def test_a_tensorboard_bookmark_opens_tensorboards_ui(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    """A link made on TensorBoard (its UI at ``/``: ``/?darkMode=true#timeseries``) opens
+    TensorBoard's UI at ``/tensorboard/`` with its state, not boardd's dashboard; the
+    dashboard's own URLs stay."""
+    base = ready(serve(logdir))
+    page.page.goto(f"{base}/?darkMode=true#timeseries")
+    page.page.wait_for_url(f"{base}/tensorboard/?darkMode=true#timeseries")
+    scalar_card(page, TAG)
+    page.screenshot("bookmark")
+    page.page.goto(f"{base}/?smoothing=0.5#nothing")
+    page.page.locator("nav#views").wait_for()
+    assert page.page.url == f"{base}/?smoothing=0.5#nothing"
+    page.assert_no_errors()
+
+
 def test_tensorboards_command_line_and_window_title(
     serve: ServeFactory, logdir: Path, page: Watched
 ) -> None:

@@ -15,6 +15,7 @@ import "./views/views.css";
 
 import { initialRuns, setExperiment, Stream } from "./api";
 import { setPageRuns } from "./colors";
+import { isTensorBoardLink } from "./url";
 import { el } from "./dom";
 import { FIRST_DRAW_EVENT, getJson, type MountedView, type ViewContext, type ViewDef } from "./views/common";
 import { distributionsView } from "./views/distributions";
@@ -254,4 +255,10 @@ class Shell {
   }
 }
 
-new Shell();
+// A TensorBoard bookmark (`/#scalars`, `/?darkMode=true#timeseries&…`) opens TensorBoard's UI,
+// which boardd serves at `tensorboard/` (relative: under a --path-prefix too), with its state.
+if (isTensorBoardLink(location.hash)) {
+  location.replace(`tensorboard/${location.search}${location.hash}`);
+} else {
+  new Shell();
+}

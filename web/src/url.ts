@@ -74,3 +74,23 @@ export function matcher(pattern: string): (name: string) => boolean {
     return (name) => name.toLowerCase().includes(lower);
   }
 }
+
+/** The dashboards of TensorBoard's UI (its plugins' ids, as `/data/plugins_listing` names
+ * them), whose deep links are `/#ID` (`/#scalars&_smoothingWeight=0.9`, `/?darkMode=true#timeseries`). */
+const TENSORBOARD_DASHBOARDS = new Set([
+  "timeseries", "scalars", "custom_scalars", "images", "audio", "debugger-v2", "graphs",
+  "distributions", "histograms", "text", "pr_curves", "profile_redirect", "hparams", "mesh",
+  "wit_redirect", "projector",
+]);
+
+/** Whether a URL's hash is a deep link into TensorBoard's UI (a bookmark made on TensorBoard,
+ * whose UI is at `/`; boardd's is at `/tensorboard/`, and the dashboard's own URLs have no
+ * hash). */
+export function isTensorBoardLink(hash: string): boolean {
+  const id = hash.replace(/^#/, "").split("&", 1)[0];
+  try {
+    return TENSORBOARD_DASHBOARDS.has(decodeURIComponent(id));
+  } catch {
+    return false; // not percent-encoding: not a link TensorBoard made
+  }
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SMOOTHING, defaults, formatState, matcher, parseState } from "../src/url";
+import { DEFAULT_SMOOTHING, defaults, formatState, isTensorBoardLink, matcher, parseState } from "../src/url";
 
 describe("view state in the URL", () => {
   it("round-trips", () => {
@@ -32,5 +32,16 @@ describe("view state in the URL", () => {
     expect(matcher("^train")("eval/loss")).toBe(false);
     expect(matcher("(")("a(b")).toBe(true);
     expect(matcher("")("anything")).toBe(true);
+  });
+});
+
+describe("TensorBoard's deep links", () => {
+  it("knows a TensorBoard bookmark's hash from anything else", () => {
+    for (const hash of ["#scalars", "#timeseries", "#scalars&_smoothingWeight=0.9", "#pr_curves", "#debugger-v2", "#custom_scalars&tagFilter=x"]) {
+      expect(isTensorBoardLink(hash)).toBe(true);
+    }
+    for (const hash of ["", "#", "#nothing", "#scalarsx", "#%E0%A4%A", "#runs=a"]) {
+      expect(isTensorBoardLink(hash)).toBe(false);
+    }
   });
 });
