@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from tests.tensorboard.conftest import Pair
@@ -90,8 +91,6 @@ def test_time_series_every_step(zeros: Pair) -> None:
 
 
 def httpx_get(pair: Pair, path: str, **params: str) -> object:
-    import httpx
-
     answer = httpx.get(pair.boardd.url + path, params=params, timeout=30)
     assert answer.status_code == 200, answer.text
     return answer.json()
