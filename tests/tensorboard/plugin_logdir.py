@@ -30,7 +30,9 @@ TEXTS: dict[str, list[object] | str] = {
     "empty": np.zeros((0,), dtype=object).tolist(),
     "wide": [[]],
 }
-RUNS = {"long", "shapes"}
+#: Text of run "not_utf8" (tag "t"): bytes that are not UTF-8 around Markdown.
+NOT_UTF8 = b"**bold** \xff\xfe then text"
+RUNS = {"long", "shapes", "not_utf8"}
 
 
 def write_plugin_logdir(root: Path) -> Path:
@@ -60,6 +62,17 @@ def write_plugin_logdir(root: Path) -> Path:
             )
         shapes.add_event(event)
     shapes.close()
+    not_utf8 = EventFileWriter(str(logdir / "not_utf8"))
+    for shape in ((), (2,)):
+        array = np.full(shape, NOT_UTF8, dtype=object)
+        event = event_pb2.Event(wall_time=WALL + len(shape), step=len(shape))
+        event.summary.value.add(
+            tag="t",
+            tensor=tensor_util.make_tensor_proto(array, dtype="string", shape=shape),
+            metadata=text_metadata.create_summary_metadata(display_name="t", description=""),
+        )
+        not_utf8.add_event(event)
+    not_utf8.close()
     return logdir
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.tensorboard.conftest import Pair
-from tests.tensorboard.plugin_logdir import LONG_STEPS, TEXTS, plugin_pair
+from tests.tensorboard.plugin_logdir import LONG_STEPS, NOT_UTF8, TEXTS, plugin_pair
 
 pytestmark = pytest.mark.allow_leaks("module-scoped TensorBoard subprocess and server")
 
@@ -75,6 +75,22 @@ def test_every_rank(plugin_defaults: Pair) -> None:
     )
     assert ours["rank3"][0]["text"].startswith("<p><strong>Warning:</strong>")
     assert "discarded 1 null bytes" in ours["rank2"][0]["text"]
+
+
+def test_text_that_is_not_utf8(plugin_defaults: Pair) -> None:
+    """Bytes that are not UTF-8 in a text tensor (TensorFlow's ``tf.summary.text`` takes any
+    bytes): TensorBoard's route fails with a 500 for the whole tag; boardd shows the text with
+    U+FFFD in their place, Markdown rendered, as a scalar and as a table cell."""
+    assert b"\xff" in NOT_UTF8
+    for markdown in ({}, {"markdown": "false"}):
+        params = {"run": "not_utf8", "tag": "t", **markdown}
+        tb, ours = plugin_defaults.both("GET", TEXT, params=params)
+        assert (tb.status_code, ours.status_code) == (500, 200), ours.text
+        scalar, vector = (p["text"] for p in ours.json())
+        for html in (scalar, vector):
+            assert "\ufffd\ufffd then text" in html
+            assert ("<strong>bold</strong>" in html) is not bool(markdown)
+        assert "<table>" in vector and "<table>" not in scalar
 
 
 def test_defaults_sample_10_steps(plugin_defaults: Pair) -> None:

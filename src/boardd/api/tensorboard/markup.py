@@ -46,6 +46,12 @@ def _tools() -> _Tools:
     return tools
 
 
+def as_text(source: str | bytes) -> str:
+    """Text of a string tensor's element: UTF-8 bytes decoded, a byte that is not UTF-8 shown
+    as U+FFFD (TensorBoard's text route fails with a 500 for the whole tag instead)."""
+    return source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+
+
 def markdown_to_safe_html(source: str | bytes) -> str:
     """One Markdown document as safe HTML ("" for an empty one, without loading the
     converter)."""
@@ -58,14 +64,15 @@ def markdowns_to_safe_html(
     sources: Sequence[str | bytes], combine: Callable[[list[str]], str]
 ) -> str:
     """Several Markdown documents rendered, combined by ``combine``, then cleaned once. UTF-8
-    bytes are decoded and their NUL bytes dropped, with a comment saying how many."""
+    bytes are decoded (:func:`as_text`) and their NUL bytes dropped, with a comment saying how
+    many."""
     nuls = 0
     htmls = []
     tools = _tools()
     converter = tools.markdown
     for source in sources:
         if isinstance(source, bytes):
-            decoded = source.decode("utf-8")
+            decoded = as_text(source)
             source = decoded.replace("\x00", "")
             nuls += len(decoded) - len(source)
         htmls.append(converter.reset().convert(source))
@@ -80,8 +87,7 @@ def markdowns_to_safe_html(
 
 
 def safe_html(source: str | bytes) -> str:
-    """HTML (UTF-8 bytes decoded) cleaned as the rendered Markdown is, without rendering it
-    (TensorBoard's text plugin with ``markdown=false``)."""
-    text = source.decode("utf-8") if isinstance(source, bytes) else source
-    cleaned: str = _tools().cleaner.clean(text)
+    """HTML (bytes decoded by :func:`as_text`) cleaned as the rendered Markdown is, without
+    rendering it (TensorBoard's text plugin with ``markdown=false``)."""
+    cleaned: str = _tools().cleaner.clean(as_text(source))
     return cleaned

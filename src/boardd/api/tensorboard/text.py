@@ -13,7 +13,12 @@ from starlette.responses import Response
 
 from boardd.api.tensorboard.common import Reader, answer, param, tb_json
 from boardd.api.tensorboard.core import sampling_hint
-from boardd.api.tensorboard.markup import markdown_to_safe_html, markdowns_to_safe_html, safe_html
+from boardd.api.tensorboard.markup import (
+    as_text,
+    markdown_to_safe_html,
+    markdowns_to_safe_html,
+    safe_html,
+)
 from boardd.api.tensorboard.plugins import run_and_tag
 from boardd.data.arrays import read_arrays
 from boardd.data.kinds import TENSORS
@@ -78,8 +83,7 @@ def to_html(value: npt.NDArray[Any], markdown: bool) -> str:
     flat = [_as_text(v) for v in value.reshape(-1).tolist()]
     if markdown:
         return warning + markdowns_to_safe_html(flat, lambda htmls: _table(htmls, shape))
-    decoded = [v.decode("utf-8") if isinstance(v, bytes) else v for v in flat]
-    return warning + safe_html(_table(decoded, shape))
+    return warning + safe_html(_table([as_text(v) for v in flat], shape))
 
 
 async def text(request: Request) -> Response:
