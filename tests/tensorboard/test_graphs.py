@@ -205,6 +205,51 @@ PAIR = {
 }
 
 
+SLICE = {"class_name": "__slice__", "config": {"start": None, "stop": None, "step": None}}
+#: A functional model whose ops take values that are not tensors, as Keras 3 writes
+#: ``x * 2.0``, ``keras.ops.reshape(t, (-1, 2, 2))`` and ``t[:, 0, :]`` (TensorBoard fails).
+OPERANDS = {
+    "module": "keras",
+    "class_name": "Functional",
+    "config": {
+        "name": "ops",
+        "layers": [
+            _layer("InputLayer", "x"),
+            _layer("InputLayer", "y"),
+            _layer("Multiply", "multiply", _tensor("x", 0, 0), 2.0),
+            _layer("Add", "add", _tensor("multiply", 0, 0), _tensor("y", 0, 0)),
+            _layer("Reshape", "reshape", _tensor("add", 0, 0), [-1, 2, 2]),
+            _layer("GetItem", "get_item", _tensor("reshape", 0, 0), [SLICE, 0, SLICE]),
+        ],
+        "input_layers": [["x", 0, 0], ["y", 0, 0]],
+        "output_layers": [["get_item", 0, 0]],
+    },
+}
+#: A layer given its tensors by keyword (``MultiHeadAttention(...)(query=q, value=v)``).
+KEYWORDS = {
+    "module": "keras",
+    "class_name": "Functional",
+    "config": {
+        "name": "attend",
+        "layers": [
+            _layer("InputLayer", "q"),
+            _layer("InputLayer", "v"),
+            {
+                **_layer("MultiHeadAttention", "mha"),
+                "inbound_nodes": [
+                    {
+                        "args": [],
+                        "kwargs": {"query": _tensor("q", 0, 0), "value": _tensor("v", 0, 0)},
+                    }
+                ],
+            },
+        ],
+        "input_layers": [["q", 0, 0], ["v", 0, 0]],
+        "output_layers": [["mha", 0, 0]],
+    },
+}
+
+
 def keras_model(step: int, tag: str, model: dict[str, object]) -> event_pb2.Event:
     """A Keras model summary as Keras's TensorBoard callback writes one (plugin content "1")."""
     event = event_pb2.Event(wall_time=WALL + step, step=step)
@@ -249,6 +294,8 @@ def write_graphs_logdir(root: Path) -> Path:
     keras.add_event(keras_model(0, "functional", FUNCTIONAL))
     keras.add_event(keras_model(0, "nested", NESTED))
     keras.add_event(keras_model(0, "pair", PAIR))
+    keras.add_event(keras_model(0, "operands", OPERANDS))
+    keras.add_event(keras_model(0, "keywords", KEYWORDS))
     keras.close()
     # A run without graphs.
     plain = EventFileWriter(str(logdir / "plain"))
@@ -453,3 +500,35 @@ def test_a_two_input_model_inside_a_functional_one(graphs: Pair) -> None:
     assert parsed["ours"]["wrapper/merge/p"] == ["wrapper/right", "wrapper/left"]
     assert parsed["ours"]["wrapper/merge/q"] == ["wrapper/merge/p", "wrapper/right"]
     assert set(parsed["ours"]) == set(parsed["theirs"])
+
+
+def _conceptual(answer: httpx.Response) -> dict[str, list[str]]:
+    graph = graph_pb2.GraphDef()
+    text_format.Parse(answer.text, graph)
+    return {node.name: list(node.input) for node in graph.node}
+
+
+def test_values_that_are_not_tensors_are_skipped(graphs: Pair) -> None:
+    """A constant, a shape, a slice among an op's arguments: TensorBoard fails with a 500
+    (it reads every argument as a tensor); boardd connects each layer to the tensors it takes
+    (README)."""
+    params = {"run": "keras", "tag": "operands", "conceptual": "true"}
+    theirs, ours = graphs.both("GET", "/data/plugin/graphs/graph", params=params)
+    assert theirs.status_code == 500
+    assert ours.status_code == 200, ours.text
+    inputs = _conceptual(ours)
+    assert inputs["ops/multiply"] == ["ops/x"]
+    assert inputs["ops/add"] == ["ops/multiply", "ops/y"]
+    assert inputs["ops/reshape"] == ["ops/add"]
+    assert inputs["ops/get_item"] == ["ops/reshape"]
+
+
+def test_tensors_given_by_keyword_are_connected(graphs: Pair) -> None:
+    """TensorBoard reads only a layer's positional arguments, so an attention layer called as
+    ``mha(query=q, value=v)`` is drawn unconnected; boardd connects it (README)."""
+    params = {"run": "keras", "tag": "keywords", "conceptual": "true"}
+    theirs, ours = graphs.both("GET", "/data/plugin/graphs/graph", params=params)
+    assert theirs.status_code == ours.status_code == 200
+    assert _conceptual(theirs)["attend/mha"] == []
+    assert _conceptual(ours)["attend/mha"] == ["attend/q", "attend/v"]
+    assert set(_conceptual(ours)) == set(_conceptual(theirs))

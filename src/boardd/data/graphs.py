@@ -149,18 +149,30 @@ def _dtype_number(value: Any) -> int | None:
 
 def _inbound(layer: dict[str, Any]) -> list[list[Any]]:
     """[name, node index, tensor index] of each tensor a layer of a functional model takes
-    (Keras 3's configuration: each inbound node's ``args``, their ``keras_history``)."""
-    found = []
+    (Keras 3's configuration: the tensor references, ``keras_history``, in each inbound node's
+    ``args`` and then its ``kwargs``, at any depth of lists and dicts). Other values there
+    (``x * 2.0``'s constant, ``reshape``'s shape, a slice) are skipped: TensorBoard reads each
+    ``args`` item as a tensor and fails on them, and leaves tensors given by keyword (an
+    attention layer's ``query=``, ``value=``) unconnected (README)."""
+    found: list[list[Any]] = []
+
+    def visit(value: Any) -> None:
+        if isinstance(value, list):
+            for item in value:
+                visit(item)
+        elif isinstance(value, dict):
+            config = value.get("config")
+            history = config.get("keras_history") if isinstance(config, dict) else None
+            if isinstance(history, list) and len(history) >= 3:
+                found.append(list(history[:3]))
+            elif value.get("class_name") != "__keras_tensor__":
+                for item in value.values():
+                    visit(item)
+
     for node in layer.get("inbound_nodes") or []:
-        if not isinstance(node, dict):
-            continue
-        for args in node.get("args", []):
-            for arg in args if isinstance(args, list) else [args]:
-                if not isinstance(arg, dict):
-                    continue
-                history = (arg.get("config") or {}).get("keras_history", [])
-                if len(history) >= 3:
-                    found.append(list(history[:3]))
+        if isinstance(node, dict):
+            visit(node.get("args", []))
+            visit(node.get("kwargs", {}))
     return found
 
 
