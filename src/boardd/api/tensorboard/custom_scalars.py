@@ -55,10 +55,10 @@ async def layout(request: Request) -> Response:
 async def scalars(request: Request) -> Response:
     """``/data/plugin/custom_scalars/scalars?run=&tag=REGEX``: ``{"regex_valid": true,
     "tag_to_events": {tag: [[wall_time, step, value], ...]}}`` for the run's scalars whose tags
-    match REGEX from their start (Python's ``re.match``, as TensorBoard matches), each sampled
-    as the scalars route samples; ``regex_valid`` false (and no events) without a REGEX or with
-    one that does not compile. An unknown run has no events; a missing one is a 400
-    (TensorBoard fails with a 500)."""
+    match REGEX from their start (Python's ``re.match``, as TensorBoard matches), in the order
+    the run first wrote them, each sampled as the scalars route samples; ``regex_valid`` false
+    (and no events) without a REGEX or with one that does not compile. An unknown run has no
+    events; a missing one is a 400 (TensorBoard fails with a 500)."""
     run = required(request, "run")
     pattern = param(request, "tag")
     samples = sampling_hint(request, scalars_routes.PLUGIN, scalars_routes.DEFAULT_SAMPLES)
@@ -73,7 +73,9 @@ async def scalars(request: Request) -> Response:
         if regex is None:
             return NO_REGEX
         found = reader.series(SCALARS, scalars_routes.PLUGIN, (run,))
-        matching = [s for s in found if regex.match(s.info.tag)]
+        # In the order the run first wrote them (series are numbered as they first appear),
+        # as TensorBoard's loader lists them: the chart's legend and markers follow it.
+        matching = sorted((s for s in found if regex.match(s.info.tag)), key=lambda s: s.info.id)
         events = scalars_routes.points(reader, matching, samples)
         return tb_json(
             {
