@@ -558,3 +558,42 @@ def test_every_view_fits_a_narrow_window(serve: ServeFactory, logdir: Path, page
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 400, box
     page.screenshot("narrow-scalars")
     page.assert_no_errors()
+
+
+def test_histogram_step_labels_fit_their_card(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """The step axis' labels of a long run ("step 2999999") are drawn whole: the plot leaves
+    room for the widest (a fixed margin cut them at about "step 29")."""
+    logdir = tmp_path / "long"
+    steps = [0, 1_500_000, 2_999_999]
+    rng = np.random.default_rng(5)
+    with SummaryWriter(str(logdir / "train")) as w:
+        for step in steps:
+            w.add_histogram("weights", rng.normal(0, 1, 500), step, walltime=WALL + step)
+            w.add_scalar("loss", 1.0, step, walltime=WALL + step)
+    daemon = serve(logdir)
+    daemon.wait_for_steps("train", "loss", steps, timeout=30)
+    open_view(page, f"http://127.0.0.1:{daemon.port}", "histograms")
+    selector = f'.hist-card[data-run="train"][data-last-step="{steps[-1]}"] canvas'
+    page.page.locator(selector).wait_for()
+    # Columns of the canvas' right edge that hold ink (anything not blank), in device pixels.
+    inked = page.page.evaluate(
+        """(selector) => {
+            const canvas = document.querySelector(selector);
+            const g = canvas.getContext("2d");
+            const w = canvas.width, h = canvas.height, edge = Math.round(4 * devicePixelRatio);
+            const data = g.getImageData(w - edge, 0, edge, h).data;
+            let inked = 0;
+            for (let i = 3; i < data.length; i += 4) if (data[i] > 0) inked++;
+            const label = g.getImageData(0, 0, w, h).data;
+            let all = 0;
+            for (let i = 3; i < label.length; i += 4) if (label[i] > 0) all++;
+            return [inked, all];
+        }""",
+        selector,
+    )
+    assert inked[1] > 0, "nothing drawn"
+    assert inked[0] == 0, f"{inked[0]} pixels drawn at the right edge: a label is cut"
+    page.screenshot("histogram-long-steps")
+    page.assert_no_errors()

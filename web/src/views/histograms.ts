@@ -14,6 +14,7 @@ const STEPS_SHOWN = 50;
 const BINS = 60;
 const WIDTH = 440;
 const HEIGHT = 260;
+const LABEL_FONT = "11px system-ui, sans-serif";
 
 interface Hist {
   step: number;
@@ -94,15 +95,22 @@ class HistogramCard {
     const rebinned = hists.map((h) => rebin(h.values, lo, hi, BINS));
     let peak = 0;
     for (const bins of rebinned) for (const c of bins) peak = Math.max(peak, c);
+    const firstStep = hists[0].step;
+    const lastStep = hists[hists.length - 1].step;
+    // The step axis (right) labels the first, middle and last ridges; the plot leaves room
+    // for the widest label (steps run to millions and beyond).
+    const labelled = new Set([firstStep, lastStep]);
+    if (hists.length > 2) labelled.add(hists[Math.floor(hists.length / 2)].step);
+    g.font = LABEL_FONT;
+    let labelWidth = 0;
+    for (const step of labelled) labelWidth = Math.max(labelWidth, g.measureText(`step ${step}`).width);
     const left = 8;
-    const right = width - 56;
+    const right = width - Math.ceil(labelWidth) - 8;
     const top = 8;
     const bottom = HEIGHT - 24;
     // Each ridge's baseline is its step's place on the step axis; a ridge rises up to a third
     // of the plot above it.
     const ridge = (bottom - top) / 3;
-    const firstStep = hists[0].step;
-    const lastStep = hists[hists.length - 1].step;
     const baseline = (step: number): number =>
       lastStep === firstStep ? bottom : top + ridge + ((step - firstStep) / (lastStep - firstStep)) * (bottom - top - ridge);
     const x = (i: number): number => left + ((i + 0.5) / BINS) * (right - left);
@@ -137,7 +145,7 @@ class HistogramCard {
     g.lineTo(right, bottom + 0.5);
     g.stroke();
     g.fillStyle = "#555";
-    g.font = "11px system-ui, sans-serif";
+    g.font = LABEL_FONT;
     for (let t = 0; t <= 4; t++) {
       const v = lo + ((hi - lo) * t) / 4;
       const px = left + ((right - left) * t) / 4;
@@ -146,8 +154,6 @@ class HistogramCard {
       g.fillText(tick(v), px, bottom + 15);
     }
     g.textAlign = "left";
-    const labelled = new Set([firstStep, lastStep]);
-    if (hists.length > 2) labelled.add(hists[Math.floor(hists.length / 2)].step);
     for (const step of labelled) g.fillText(`step ${step}`, right + 4, baseline(step) + 4);
   }
 }
