@@ -687,3 +687,43 @@ def test_a_zoom_between_two_points_draws_the_line_through_it(
     )
     page.screenshot("zoom-between-points")
     page.assert_no_errors()
+
+
+#: The mean x of a card's canvas pixels within 60 of ``rgb``, as a share of the canvas' width.
+COLOURED_MEAN_X_JS = """([tag, rgb]) => {
+    const canvas = document.querySelector(`[data-tag="${CSS.escape(tag)}"] canvas`);
+    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0, sum = 0;
+    for (let i = 0; i < data.length; i += 4) {
+        const d = Math.hypot(data[i] - rgb[0], data[i + 1] - rgb[1], data[i + 2] - rgb[2]);
+        if (data[i + 3] > 200 && d < 60) { n++; sum += (i / 4) % canvas.width; }
+    }
+    return n ? sum / n / canvas.width : null;
+}"""
+
+
+def test_a_series_of_one_step_is_drawn_in_the_middle(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """A final metric logged once (PyTorch's add_hparams writes its metrics at step 0): its
+    dot is drawn in the middle of the chart, not on the y axis at the left edge (uPlot's range
+    of one value was 0..100)."""
+    logdir = tmp_path / "logs"
+    with SummaryWriter(str(logdir / "run")) as w:
+        w.add_scalar("hparam/final", 0.5, 0, walltime=WALL)
+    daemon = serve(logdir)
+    daemon.wait_for_steps("run", "hparam/final", [0], timeout=30)
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/?smoothing=0")
+    page.page.locator('[data-tag="hparam/final"][data-last-step="0"]').wait_for()
+    rgb = page.page.evaluate(
+        """() => getComputedStyle(document.querySelector('#run-list .swatch')).backgroundColor
+            .match(/\\d+/g).slice(0, 3).map(Number)"""
+    )
+    page.page.wait_for_function(
+        "([tag, rgb]) => (" + COLOURED_MEAN_X_JS + ")([tag, rgb]) !== null",
+        arg=["hparam/final", rgb],
+    )
+    middle = page.page.evaluate(COLOURED_MEAN_X_JS, ["hparam/final", rgb])
+    assert 0.4 < middle < 0.7, middle
+    page.screenshot("one-step")
+    page.assert_no_errors()

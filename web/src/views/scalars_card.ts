@@ -164,7 +164,9 @@ export class ScalarCard {
     }
     this.lines = lines;
     const extent = xExtent(model);
-    const xs = extent === null ? [] : extent[0] === extent[1] ? [extent[0]] : extent;
+    // One step (a final metric: PyTorch's add_hparams writes them at step 0) is centred in
+    // a range of ±1 (uPlot's own range of one value, 0..100 for 0, put it on the y axis).
+    const xs = extent === null ? [] : extent[0] === extent[1] ? [extent[0] - 1, extent[0] + 1] : extent;
     const data: uPlot.AlignedData = [xs];
     const shape = [options.x, options.logY].join("|");
     if (this.plot === null || shape !== this.shape) {
