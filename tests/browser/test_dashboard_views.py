@@ -470,6 +470,11 @@ def test_views_work_with_the_login_cookie_and_several_experiments(
     page.page.locator('.media-card[data-run="eval"][data-step="15"]').wait_for()
     assert "exp=b" in page.page.url
     assert page.page.locator('.media-card[data-run="train"]').count() == 0
+    # Back and Forward across the change: the selector names the experiment shown.
+    for where, experiment, run in (("back", "a", "train"), ("forward", "b", "eval")):
+        getattr(page.page, f"go_{where}")()
+        page.page.locator(f'.media-card[data-run="{run}"]').first.wait_for()
+        assert select.input_value() == experiment, where
     open_view(page, base, "text", "&exp=b")
     page.page.locator('.text-card[data-run="eval"][data-last-step="15"]').wait_for()
     page.screenshot("experiment-b")

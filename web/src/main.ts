@@ -126,10 +126,15 @@ class Shell {
     nav.append(el("span", { class: "spacer" }), this.notice, this.live, this.selectLabel, el("a", { href: "tensorboard/", class: "tb-link" }, "TensorBoard's UI"));
     document.body.append(nav, this.host);
     addEventListener("popstate", () => {
-      this.experiment = new URLSearchParams(location.search).get("exp");
+      const experiment = new URLSearchParams(location.search).get("exp");
+      const changed = experiment !== this.experiment;
+      this.experiment = experiment;
       setExperiment(this.experiment);
       this.assignColors();
+      // Back or Forward across an experiment change: the selector names the one shown.
+      this.showExperiment();
       this.show(viewFromUrl(), true);
+      if (changed) void this.markEmptyTabs();
     });
     const first = viewFromUrl();
     this.show(first);
@@ -196,6 +201,12 @@ class Shell {
     });
   }
 
+  /** The experiment selector names the experiment shown (the first one without ?exp=). */
+  private showExperiment(): void {
+    const first = this.select.options[0];
+    if (first) this.select.value = this.experiment ?? first.value;
+  }
+
   /** Fills the experiment selector (shown with several experiments) and marks the tabs. */
   private loadExperiments(): void {
     getJson<{ id: string; name: string; logdir: string }[]>("api/v1/experiments")
@@ -213,7 +224,7 @@ class Shell {
           this.notice.textContent = `no experiment "${missing}" here: showing ${list[0].name}`;
           this.notice.hidden = false;
         }
-        if (this.experiment) this.select.value = this.experiment;
+        this.showExperiment();
         this.selectLabel.hidden = list.length < 2;
         return this.markEmptyTabs();
       })
