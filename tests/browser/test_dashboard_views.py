@@ -602,3 +602,44 @@ def test_histogram_step_labels_fit_their_card(
     assert inked[0] == 0, f"{inked[0]} pixels drawn at the right edge: a label is cut"
     page.screenshot("histogram-long-steps")
     page.assert_no_errors()
+
+
+def test_tag_and_run_filters_apply_to_every_card_view(
+    serve: ServeFactory, logdir: Path, page: Watched
+) -> None:
+    """Images, histograms, distributions and text have the scalars view's run and tag filters
+    (the same URL keys, so they carry from view to view) and leave out the runs its list
+    unticks (``hide``); cards left out are not fetched."""
+    base = ready(serve(logdir))
+    open_view(page, base, "images")
+    page.page.locator('.media-card[data-run="train"]').first.wait_for()
+    page.page.locator('.media-card[data-run="eval"]').first.wait_for()
+    page.page.fill("#run-filter", "^ev")
+    page.page.wait_for_function(
+        "() => document.querySelectorAll('.media-card[data-run=\"train\"]').length === 0"
+    )
+    assert page.page.locator('.media-card[data-run="eval"]').count() > 0
+    assert page.page.locator(".filters .shown").inner_text() == "1 of 2 runs"
+    assert "runs=%5Eev" in page.page.url
+    # The filter carries to the next view, whose cards of other runs are never fetched.
+    page.responses.clear()
+    page.page.locator('nav#views a[data-view="histograms"]').click()
+    page.page.locator('.hist-card[data-run="eval"]').first.wait_for()
+    assert page.page.locator('.hist-card[data-run="train"]').count() == 0
+    assert page.page.input_value("#run-filter") == "^ev"
+    page.page.locator(f'.hist-card[data-run="eval"][data-last-step="{STEPS[-1]}"]').wait_for()
+    asked = [parse_qs(urlsplit(r.url).query).get("run") for r in page.responses]
+    assert ["train"] not in asked, asked
+    page.page.fill("#tag-filter", "^nothing$")
+    notice = page.page.locator(".view-body .notice")
+    notice.wait_for()
+    assert notice.inner_text() == "No histograms match the filters."
+    # A run unticked in the scalars view's list is left out here too, and said.
+    open_view(page, base, "text", "&hide=eval")
+    page.page.locator(f'.text-card[data-run="train"][data-last-step="{STEPS[-1]}"]').wait_for()
+    assert page.page.locator('.text-card[data-run="eval"]').count() == 0
+    assert page.page.locator(".filters .shown").inner_text() == (
+        "1 of 2 runs (1 unticked in Scalars' run list)"
+    )
+    page.screenshot("filtered-text")
+    page.assert_no_errors()

@@ -4,6 +4,7 @@
 import type { RunEvent, SeriesEvent } from "../api";
 import { colorsReady, runColors } from "../colors";
 import { el } from "../dom";
+import { formatState, matcher, parseState } from "../url";
 
 /** What the shell gives a view: the experiment shown (null: the daemon's first) and the
  * page's URL parameters, which a view may read and set (its own keys only). */
@@ -241,7 +242,9 @@ export interface CardsViewOptions {
 /** A view of a card per (tag, run) of one plugin's series, grouped by tag: listed once, each
  * card fetched when it first comes into view and again (coalesced) when a commit touches its
  * series while it is in view; a card out of view that a commit touched is fetched when it is
- * scrolled to. */
+ * scrolled to. The bar's tag and run filters, and the runs the scalars view's list hides, are
+ * the page's (the URL keys `tags`, `runs`, `hide`): the cards they leave out are not shown,
+ * hence neither fetched nor drawn. */
 export abstract class CardsView<C extends SeriesCard> implements MountedView {
   protected alive = true;
   protected readonly drawer = new LazyDrawer<C>((card) => this.refresh(card));
@@ -249,6 +252,10 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   private readonly debounce = new Debouncer(50);
   private readonly inFlight = new Set<C>();
   private readonly body = el("div", { class: "view-body" });
+  private filters = parseState(location.search);
+  private readonly tagFilter = el("input", { id: "tag-filter", type: "search", placeholder: "filter tags (regex)" });
+  private readonly runFilter = el("input", { id: "run-filter", type: "search", placeholder: "filter runs (regex)" });
+  private readonly shown = el("span", { class: "shown" });
 
   constructor(
     private readonly host: HTMLElement,
@@ -264,7 +271,16 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
 
   /** Shows the view and lists the series (the shell calls it once, after construction). */
   start(): this {
-    this.host.append(this.body);
+    this.tagFilter.value = this.filters.tagFilter;
+    this.runFilter.value = this.filters.runFilter;
+    const changed = (): void => {
+      this.filters = { ...parseState(location.search), tagFilter: this.tagFilter.value, runFilter: this.runFilter.value };
+      history.replaceState(null, "", `${location.pathname}${formatState(this.filters, location.search)}${location.hash}`);
+      this.debounce.call("\u0000filters", () => this.layout());
+    };
+    this.tagFilter.addEventListener("input", changed);
+    this.runFilter.addEventListener("input", changed);
+    this.host.append(el("div", { class: "filters" }, this.tagFilter, this.runFilter, this.shown), this.body);
     this.body.append(notice(`loading ${this.options.what}…`));
     retrying(`listing ${this.options.what}`, () => this.listAll(), () => this.alive);
     return this;
@@ -297,13 +313,31 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
 
   private layout(): void {
     if (this.cards.size === 0) {
+      this.shown.textContent = "";
       this.body.replaceChildren(notice(this.options.empty));
       return;
     }
+    const tagMatch = matcher(this.filters.tagFilter);
+    const runMatch = matcher(this.filters.runFilter);
+    const hidden = new Set(this.filters.hidden);
+    const runs = new Set<string>();
+    const shownRuns = new Set<string>();
     const byTag = new Map<string, HTMLElement[]>();
     for (const [, card] of [...this.cards].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      runs.add(card.run);
+      if (!tagMatch(card.tag) || !runMatch(card.run) || hidden.has(card.run)) continue;
+      shownRuns.add(card.run);
       if (!byTag.has(card.tag)) byTag.set(card.tag, []);
       byTag.get(card.tag)!.push(card.root);
+    }
+    const filtered = this.filters.tagFilter !== "" || this.filters.runFilter !== "" || hidden.size > 0;
+    const unticked = [...runs].filter((r) => hidden.has(r)).length;
+    this.shown.textContent = filtered
+      ? `${shownRuns.size} of ${runs.size} runs` + (unticked ? ` (${unticked} unticked in Scalars' run list)` : "")
+      : "";
+    if (byTag.size === 0) {
+      this.body.replaceChildren(notice(`No ${this.options.what} match the filters.`));
+      return;
     }
     this.body.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots)));
   }
