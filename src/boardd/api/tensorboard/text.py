@@ -25,10 +25,11 @@ from boardd.data.kinds import TENSORS
 from boardd.data.plugin_metadata import readable
 
 PLUGIN = "text"
-#: Steps per series the text route returns unless --samples-per-plugin says otherwise:
-#: TensorBoard's text route asks for 100, but TensorBoard keeps only 10 tensors per series of
-#: a plugin it has no size guidance for (text is one), so 10 is what it answers.
-DEFAULT_SAMPLES = 10
+#: Steps per series the text route returns unless --samples-per-plugin says otherwise: what
+#: `tensorboard --logdir` answers (its text route asks for 100, and its default loader, the
+#: Rust data server, keeps 100 tensors per series). Its Python loader (--load_fast=false)
+#: keeps 10 tensors of a plugin it has no size guidance for (text is one): README.
+DEFAULT_SAMPLES = 100
 #: Shown above a table cut from a tensor of more than two dimensions (Markdown).
 RANK_WARNING = (
     # Three spaces before "2d", as TensorBoard's message has them.
