@@ -167,7 +167,7 @@ def test_every_view_shows_the_logdir_without_errors(
 
     open_view(page, base, "text")
     cards = wait_cards(page, '.text-card[data-tag="notes/text_summary"]', last)
-    # TensorBoard's text route answers the last 10 steps: all of them here.
+    # TensorBoard's text route answers 100 steps of a series: all of them here.
     assert all(c["steps"] == str(len(STEPS)) for c in cards)
     newest = page.page.locator(f'.text-card[data-run="train"] article[data-step="{last}"]')
     # Rendered Markdown (bold, code, a list), and the script tag escaped, not run or dropped.
