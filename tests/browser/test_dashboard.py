@@ -571,6 +571,33 @@ def test_points_that_are_not_numbers_are_marked(
     page.assert_no_errors()
 
 
+def test_a_series_of_points_that_are_not_numbers_only_is_marked(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """A run that is NaN or ±inf from its first point: the chart has no y range from values,
+    but it is drawn (axes on 0..1) with each point marked (it was an empty card without axes)."""
+    logdir = tmp_path / "logs"
+    values = [float("nan"), float("inf"), float("-inf"), float("nan")]
+    with SummaryWriter(str(logdir / "run")) as w:
+        for step, value in enumerate(values):
+            w.add_scalar("loss", value, step, walltime=WALL + step)
+    daemon = serve(logdir)
+    daemon.wait_for_steps("run", "loss", list(range(len(values))), timeout=30)
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/?smoothing=0")
+    card = page.page.locator('[data-tag="loss"][data-last-step="3"]')
+    card.wait_for()
+    assert card.get_attribute("data-non-finite") == "4"
+    assert card.get_attribute("data-non-finite-drawn") == "4"
+    page.screenshot("non-finite-only")
+    # The marks are drawn in the run's colour (at the plot's edges and its top).
+    rgb = page.page.evaluate(
+        """() => getComputedStyle(document.querySelector('#run-list .swatch')).backgroundColor
+            .match(/\\d+/g).slice(0, 3).map(Number)"""
+    )
+    assert page.page.evaluate(COLOURED_PIXELS_JS, ["loss", rgb]) > 20
+    page.assert_no_errors()
+
+
 def test_runs_all_and_none_toggle_the_runs_listed(
     serve: ServeFactory, logdir: Path, page: Watched
 ) -> None:

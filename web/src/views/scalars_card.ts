@@ -183,10 +183,12 @@ export class ScalarCard {
   }
 
   /** The y scale's range: the lines' extent in the x window (and where they cross its
-   * edges), padded as uPlot pads its auto range (rangeNum, or rangeLog on a log scale). */
+   * edges), padded as uPlot pads its auto range (rangeNum, or rangeLog on a log scale).
+   * Without any (a series of NaN and ±inf only, a window holding no line): 0..1 (1..10 on a
+   * log scale), so the axis is drawn and so are the marks of the points that are not numbers. */
   private yRange(logY: boolean): uPlot.Range.MinMax {
     const extent = this.model ? yExtent(this.model, this.range, logY) : null;
-    if (extent === null) return [null, null];
+    if (extent === null) return logY ? [1, 10] : [0, 1];
     return logY ? uPlot.rangeLog(extent[0], extent[1], 10, false) : uPlot.rangeNum(extent[0], extent[1], 0.1, true);
   }
 
