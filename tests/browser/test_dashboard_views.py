@@ -19,7 +19,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
+from tensorboard.compat.proto import event_pb2
+from tensorboard.plugins.histogram import metadata as histogram_metadata
 from tensorboard.plugins.hparams import summary_v2 as hp
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
 from tests.browser.conftest import Watched
@@ -642,4 +646,32 @@ def test_tag_and_run_filters_apply_to_every_card_view(
         "1 of 2 runs (1 unticked in Scalars' run list)"
     )
     page.screenshot("filtered-text")
+    page.assert_no_errors()
+
+
+def test_a_histogram_series_without_a_finite_value_says_so(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """A diverged run's histograms (every value NaN, as TensorFlow writes them: one bucket with
+    NaN edges) have no value axis: the card says how many steps it holds and why nothing is
+    drawn (it said "no histogram yet")."""
+    logdir = tmp_path / "logs"
+    writer = EventFileWriter(str(logdir / "diverged"))
+    for step in range(3):
+        event = event_pb2.Event(wall_time=WALL + step, step=step)
+        event.summary.value.add(
+            tag="weights",
+            tensor=tensor_util.make_tensor_proto(np.array([[np.nan, np.nan, 20.0]])),
+            metadata=histogram_metadata.create_summary_metadata("weights", ""),
+        )
+        event.summary.value.add(tag="loss", simple_value=float("nan"))
+        writer.add_event(event)
+    writer.close()
+    daemon = serve(logdir)
+    daemon.wait_for_steps("diverged", "loss", [0, 1, 2], timeout=30)
+    open_view(page, f"http://127.0.0.1:{daemon.port}", "histograms")
+    card = page.page.locator('.hist-card[data-run="diverged"][data-last-step="2"]')
+    card.wait_for()
+    assert card.get_attribute("data-message") == "3 steps, no finite value (NaN, ±inf or empty)"
+    page.screenshot("histograms-not-finite")
     page.assert_no_errors()

@@ -86,11 +86,16 @@ class HistogramCard {
     g.clearRect(0, 0, width, HEIGHT);
     const range = valueRange(hists.map((h) => h.values));
     if (!range) {
+      // Steps whose values are NaN or ±inf only (a diverged run) have no value axis: said,
+      // rather than "no histogram yet" for a series that has histograms.
+      const message = hists.length ? `${hists.length} step${hists.length > 1 ? "s" : ""}, no finite value (NaN, ±inf or empty)` : "no histogram yet";
+      this.root.dataset.message = message;
       g.fillStyle = "#888";
       g.font = "12px system-ui, sans-serif";
-      g.fillText("no histogram yet", 12, 24);
+      g.fillText(message, 12, 24);
       return;
     }
+    delete this.root.dataset.message;
     const [lo, hi] = range;
     const rebinned = hists.map((h) => rebin(h.values, lo, hi, BINS));
     let peak = 0;
