@@ -40,7 +40,21 @@ export function numericY(): uPlot.Axis {
   return { values: axisValues, size: axisSize };
 }
 
-/** A numeric x axis (a time axis keeps uPlot's own labels). */
-export function numericX(label?: string): uPlot.Axis {
-  return { label, values: axisValues };
+/** Tick increments that are whole numbers, ascending (1, 2, 5, 10, 20, 25, 50, 100, …, up to
+ * 5e18): a step axis has no tick between two steps (a chart of a few steps had 0.5, 1.5). */
+export const WHOLE_INCRS: readonly number[] = (() => {
+  const out: number[] = [];
+  for (let e = 0; e <= 18; e++) {
+    const p = 10 ** e;
+    out.push(p, 2 * p);
+    if (e > 0) out.push(2.5 * p);
+    out.push(5 * p);
+  }
+  return out;
+})();
+
+/** A numeric x axis (a time axis keeps uPlot's own labels); `whole`: ticks on whole numbers
+ * only (steps). */
+export function numericX(label?: string, whole = false): uPlot.Axis {
+  return whole ? { label, values: axisValues, incrs: [...WHOLE_INCRS] } : { label, values: axisValues };
 }

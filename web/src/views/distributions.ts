@@ -72,7 +72,7 @@ class DistributionCard {
       this.plot?.destroy();
       this.shape = shape;
       const hooks = { setCursor: [(u: uPlot) => this.hover(u, basisPoints)] };
-      this.plot = new uPlot({ width, height: HEIGHT, legend: { show: false }, scales: { x: { time: false } }, axes: [numericX(), numericY()], series, bands, hooks }, data, this.box);
+      this.plot = new uPlot({ width, height: HEIGHT, legend: { show: false }, scales: { x: { time: false } }, axes: [numericX(undefined, true), numericY()], series, bands, hooks }, data, this.box);
     } else {
       this.plot.setData(data);
     }

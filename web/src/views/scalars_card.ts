@@ -335,7 +335,7 @@ export class ScalarCard {
         y: { distr: logY ? 3 : 1, range: () => this.yRange(logY) },
       },
       axes: [
-        options.x === "wall" ? {} : numericX(options.x === "relative" ? "relative (s)" : undefined),
+        options.x === "wall" ? {} : options.x === "relative" ? numericX("relative (s)") : numericX(undefined, true),
         numericY(),
       ],
       series: [{}],
