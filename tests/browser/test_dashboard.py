@@ -754,3 +754,40 @@ def test_a_series_of_one_step_is_drawn_in_the_middle(
     assert 0.4 < middle < 0.7, middle
     page.screenshot("one-step")
     page.assert_no_errors()
+
+
+def test_tooltip_of_many_runs_lists_those_nearest_the_pointer(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """15 runs: the tooltip lists the 12 whose value is nearest the pointer, highest first,
+    and says how many it leaves out (it listed all of them, past the bottom of the window)."""
+    logdir = tmp_path / "logs"
+    runs = [f"run{i:02d}" for i in range(15)]
+    for i, run in enumerate(runs):
+        with SummaryWriter(str(logdir / run)) as w:
+            for step in range(5):
+                w.add_scalar("loss", float(i), step, walltime=WALL + step)
+    daemon = serve(logdir)
+    for run in runs:
+        daemon.wait_for_steps(run, "loss", list(range(5)), timeout=30)
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/?smoothing=0")
+    page.page.locator('[data-tag="loss"][data-last-step="4"]').wait_for()
+    page.page.wait_for_function(
+        """() => JSON.parse(document.querySelector('[data-tag="loss"]').dataset.runs || "[]")
+            .length === 15"""
+    )
+    over = page.page.locator('[data-tag="loss"] .u-over')
+    box = over.bounding_box()
+    assert box is not None
+    # The pointer at the top of the plot: the highest values are the nearest.
+    page.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 2)
+    tooltip = page.page.locator('[data-tag="loss"] .tooltip')
+    tooltip.wait_for(state="visible")
+    values = page.page.evaluate(
+        """() => [...document.querySelectorAll('[data-tag="loss"] .tooltip tr')]
+            .map((r) => Number(r.dataset.value))"""
+    )
+    assert values == [float(v) for v in range(14, 2, -1)], values
+    assert tooltip.locator(".tooltip-more").inner_text().startswith("+3 more runs")
+    page.screenshot("tooltip-many")
+    page.assert_no_errors()

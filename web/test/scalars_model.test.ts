@@ -1,7 +1,7 @@
 import uPlot from "uplot";
 import { describe, expect, it } from "vitest";
 import { Series } from "../src/series";
-import { formatValue, prepareCard, stepRange, valuesAt, windowIndices, xExtent, yExtent } from "../src/views/scalars_model";
+import { formatValue, prepareCard, stepRange, type TooltipRow, tooltipRows, valuesAt, windowIndices, xExtent, yExtent } from "../src/views/scalars_model";
 
 function series(steps: number[], values: number[], wall0 = 1000): Series {
   return Series.from({ step: steps, wall_time: steps.map((s) => wall0 + s), value: values });
@@ -160,5 +160,29 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
   it("skips gaps: a log scale's non-positive values", () => {
     const m = prepareCard(new Map([["a", series([1, 2, 3], [-1, 0, 5])]]), ["a"], { ...base, logY: true });
     expect(yExtent(m, null)).toEqual([5, 5]);
+  });
+});
+
+describe("tooltipRows", () => {
+  const row = (run: string, value: number, smoothed: number | null = null): TooltipRow => ({ run, x: 5, step: 5, wall: 0, value, smoothed });
+
+  it("lists every row while they fit", () => {
+    const rows = [row("a", 1), row("b", 2)];
+    expect(tooltipRows(rows, 0)).toEqual({ shown: rows, more: 0 });
+  });
+
+  it("lists the rows nearest the pointer, highest first, and counts the others", () => {
+    const rows = [row("a", 1), row("b", 5), row("c", 3), row("d", NaN), row("e", 4.2)];
+    const { shown, more } = tooltipRows(rows, 4, 3);
+    expect(shown.map((r) => r.run)).toEqual(["b", "e", "c"]);
+    expect(more).toBe(2);
+  });
+
+  it("measures the smoothed value when there is one; +inf lies on top and NaN last", () => {
+    const rows = [row("a", 100, 1), row("b", 1, 50), row("c", Infinity), row("d", NaN), row("e", 7)];
+    expect(tooltipRows(rows, 0, 2).shown.map((r) => r.run)).toEqual(["e", "a"]);
+    expect(tooltipRows(rows, 0, 4).shown.map((r) => r.run)).toEqual(["c", "b", "e", "a"]);
+    const nan = [row("p", 1), row("q", NaN), row("t", NaN)];
+    expect(tooltipRows(nan, 0, 2).shown.map((r) => r.run)).toEqual(["p", "q"]);
   });
 });

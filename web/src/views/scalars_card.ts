@@ -21,6 +21,7 @@ import {
   lowerBound,
   prepareCard,
   type TooltipRow,
+  tooltipRows,
   upperBound,
   valuesAt,
   type XRange,
@@ -429,7 +430,9 @@ export class ScalarCard {
       return;
     }
     const x = u.posToVal(left, "x");
-    const rows = valuesAt(model, x);
+    const all = valuesAt(model, x);
+    // Many runs: those nearest the pointer, the count of the others under them.
+    const { shown: rows, more } = tooltipRows(all, u.cursor.top === undefined ? NaN : u.posToVal(u.cursor.top, "y"));
     const wall = this.options?.x === "wall";
     // On a step axis the head names a step, not the pointer's position between two (the rows'
     // step when they share one, else the nearest whole step).
@@ -455,7 +458,8 @@ export class ScalarCard {
         ),
       );
     }
-    this.tooltip.replaceChildren(head, table);
+    const rest = more ? [el("div", { class: "tooltip-more faint" }, `+${more} more run${more > 1 ? "s" : ""} (the ${rows.length} nearest the pointer shown)`)] : [];
+    this.tooltip.replaceChildren(head, table, ...rest);
     this.tooltip.hidden = false;
     this.showMarkers(u, rows);
     const box = this.root.getBoundingClientRect();

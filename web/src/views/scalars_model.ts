@@ -164,6 +164,25 @@ export function valuesAt(model: CardModel, x: number): TooltipRow[] {
   return rows;
 }
 
+/** Rows a tooltip lists at most: with more runs it lists those nearest the pointer. */
+export const TOOLTIP_MAX_ROWS = 12;
+
+/** The rows a tooltip lists: every one while they fit; else the `max` whose value (smoothed
+ * when smoothing is on) is nearest to the pointer's `y` (a value that is not a number last),
+ * from the highest value down, as the lines lie; `more` counts the rows left out. */
+export function tooltipRows(rows: readonly TooltipRow[], y: number, max = TOOLTIP_MAX_ROWS): { shown: TooltipRow[]; more: number } {
+  if (rows.length <= max) return { shown: [...rows], more: 0 };
+  const shownValue = (r: TooltipRow): number => r.smoothed ?? r.value;
+  const distance = (r: TooltipRow): number => {
+    const d = Math.abs(shownValue(r) - y);
+    return Number.isFinite(d) ? d : Infinity;
+  };
+  const nearest = [...rows].sort((a, b) => distance(a) - distance(b)).slice(0, max);
+  const order = (r: TooltipRow): number => (Number.isNaN(shownValue(r)) ? -Infinity : shownValue(r));
+  nearest.sort((a, b) => order(b) - order(a));
+  return { shown: nearest, more: rows.length - max };
+}
+
 /** The step range that covers an x window of these series (for fetching finer points):
  * every run's steps inside it and one neighbour each side. */
 export function stepRange(series: Iterable<Series>, axis: XAxis, range: readonly [number, number]): [number, number] | null {
