@@ -357,6 +357,17 @@ def test_hparams_table_sorts_and_filters(
     page.page.locator('.hp-table thead th[data-key="validation/accuracy"]').click()
     accuracy = [v for v in cell_values(page, "validation/accuracy") if v is not None]
     assert accuracy == sorted(accuracy) and len(accuracy) > 1
+    # From the keyboard: the focused header sorts on Enter, then on Space the other way, and
+    # keeps the focus.
+    assert page.page.evaluate("() => document.activeElement.dataset.key") == "validation/accuracy"
+    page.page.keyboard.press("Shift+Tab")
+    focused = page.page.evaluate("() => document.activeElement.dataset.key")
+    assert focused not in (None, "validation/accuracy"), focused
+    page.page.keyboard.press("Enter")
+    page.page.locator(f'.hp-table[data-sort="{focused} asc"]').wait_for()
+    page.page.keyboard.press(" ")
+    page.page.locator(f'.hp-table[data-sort="{focused} desc"]').wait_for()
+    assert page.page.evaluate("() => document.activeElement.dataset.key") == focused
 
     # Filtering: a regex on the optimizer, then a range on the learning rate.
     page.page.locator('.hp-table input[data-filter="optimizer"]').fill("^adam$")
@@ -623,7 +634,7 @@ def test_tag_and_run_filters_apply_to_every_card_view(
         "() => document.querySelectorAll('.media-card[data-run=\"train\"]').length === 0"
     )
     assert page.page.locator('.media-card[data-run="eval"]').count() > 0
-    assert page.page.locator(".filters .shown").inner_text() == "1 of 2 runs"
+    assert page.page.locator(".card-filters .shown").inner_text() == "1 of 2 runs"
     assert "runs=%5Eev" in page.page.url
     # The filter carries to the next view, whose cards of other runs are never fetched.
     page.responses.clear()
@@ -642,7 +653,7 @@ def test_tag_and_run_filters_apply_to_every_card_view(
     open_view(page, base, "text", "&hide=eval")
     page.page.locator(f'.text-card[data-run="train"][data-last-step="{STEPS[-1]}"]').wait_for()
     assert page.page.locator('.text-card[data-run="eval"]').count() == 0
-    assert page.page.locator(".filters .shown").inner_text() == (
+    assert page.page.locator(".card-filters .shown").inner_text() == (
         "1 of 2 runs (1 unticked in Scalars' run list)"
     )
     page.screenshot("filtered-text")

@@ -280,7 +280,7 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
     };
     this.tagFilter.addEventListener("input", changed);
     this.runFilter.addEventListener("input", changed);
-    this.host.append(el("div", { class: "filters" }, this.tagFilter, this.runFilter, this.shown), this.body);
+    this.host.append(el("div", { class: "card-filters" }, this.tagFilter, this.runFilter, this.shown), this.body);
     this.body.append(notice(`loading ${this.options.what}…`));
     retrying(`listing ${this.options.what}`, () => this.listAll(), () => this.alive);
     return this;

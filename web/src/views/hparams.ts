@@ -94,7 +94,7 @@ class HparamsView {
     }
     if (!this.table.isConnected) {
       this.main.replaceChildren(
-        el("div", { class: "hp-bar" }, this.count, el("span", { class: "hint" }, "click a header to sort; filters: a regex, or MIN..MAX for numbers")),
+        el("div", { class: "hp-bar" }, this.count, el("span", { class: "hint" }, "click a header (or Tab to it, then Enter) to sort; filters: a regex, or MIN..MAX for numbers")),
         this.plot,
         el("div", { class: "hp-scroll" }, this.table),
       );
@@ -124,14 +124,15 @@ class HparamsView {
     const head = el("tr");
     const filterRow = el("tr", { class: "filters" });
     for (const c of keys) {
-      const th = el("th", { "data-key": c.key, title: `sort by ${c.label}` }, c.label);
+      // A header sorts by its column on a click, or on Enter or Space once focused (Tab).
+      const th = el("th", { "data-key": c.key, title: `sort by ${c.label}`, tabindex: "0" }, c.label);
       if ("kind" in c) th.classList.add(c.kind);
       if (c.numeric) th.classList.add("num");
       if (c.key === this.sortKey) {
         th.classList.add(this.descending ? "desc" : "asc");
         th.setAttribute("aria-sort", this.descending ? "descending" : "ascending");
       }
-      th.addEventListener("click", () => {
+      const sortBy = (): void => {
         if (this.sortKey === c.key) this.descending = !this.descending;
         else {
           this.sortKey = c.key;
@@ -139,6 +140,14 @@ class HparamsView {
         }
         this.saveState();
         this.render();
+        // The header is rebuilt: the focus stays on this column's.
+        this.table.querySelector<HTMLElement>(`thead th[data-key="${CSS.escape(c.key)}"]`)?.focus();
+      };
+      th.addEventListener("click", sortBy);
+      th.addEventListener("keydown", (e) => {
+        if (e.key !== "Enter" && e.key !== " ") return;
+        e.preventDefault();
+        sortBy();
       });
       head.append(th);
       const input = el("input", { type: "search", "data-filter": c.key, placeholder: c.numeric ? "min..max" : "regex" });
