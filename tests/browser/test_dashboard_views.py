@@ -686,3 +686,27 @@ def test_a_histogram_series_without_a_finite_value_says_so(
     assert card.get_attribute("data-message") == "3 steps, no finite value (NaN, ±inf or empty)"
     page.screenshot("histograms-not-finite")
     page.assert_no_errors()
+
+
+def test_the_tensorboard_link_names_what_only_its_ui_shows(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """PR curves and meshes have no view here: the link to TensorBoard's UI names them, so
+    that data is not silently missing (it said "TensorBoard's UI" whatever the logdir held)."""
+    logdir = tmp_path / "logs"
+    with SummaryWriter(str(logdir / "run")) as w:
+        w.add_scalar("loss", 1.0, 0, walltime=WALL)
+        labels, scores = np.array([0, 1, 1, 0]), np.array([0.1, 0.9, 0.8, 0.3])
+        w.add_pr_curve("pr", labels, scores, 0, walltime=WALL)
+        w.add_mesh("mesh", vertices=np.random.default_rng(1).random((1, 4, 3)), walltime=WALL)
+    daemon = serve(logdir)
+    daemon.wait_for_steps("run", "loss", [0], timeout=30)
+    open_view(page, f"http://127.0.0.1:{daemon.port}", "images")
+    link = page.page.locator("nav#views a.tb-link")
+    page.page.wait_for_function(
+        "() => document.querySelector('nav#views a.tb-link').textContent.includes(':')"
+    )
+    assert link.inner_text() == "TensorBoard's UI: PR curves, mesh"
+    assert link.get_attribute("href") == "tensorboard/"
+    page.screenshot("tensorboard-link")
+    page.assert_no_errors()

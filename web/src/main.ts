@@ -50,6 +50,17 @@ const VIEW_PLUGIN: Record<string, string> = {
   hparams: "hparams",
 };
 
+/** TensorBoard's tabs for data this dashboard has no view of, by plugin, as the link names
+ * them ("TensorBoard's UI: PR curves, mesh"). */
+const TENSORBOARD_ONLY: Record<string, string> = {
+  audio: "audio",
+  pr_curves: "PR curves",
+  custom_scalars: "custom scalars",
+  mesh: "mesh",
+  graphs: "graphs",
+  projector: "projector",
+};
+
 function viewFromUrl(): ViewDef {
   const id = new URLSearchParams(location.search).get("view") ?? DEFAULT_VIEW;
   return VIEWS.find((v) => v.id === id) ?? VIEWS[0];
@@ -91,6 +102,7 @@ class Shell {
   private readonly tabs = new Map<string, HTMLAnchorElement>();
   private readonly host = el("main", { id: "view" });
   private readonly select = el("select", { id: "experiment", title: "experiment (logdir)" });
+  private readonly tbLink = el("a", { href: "tensorboard/", class: "tb-link" }, "TensorBoard's UI");
   private readonly selectLabel = el("label", { class: "experiment-label" }, "experiment ", this.select);
   private readonly live = el("span", { id: "shell-status" });
   private readonly notice = el("span", { id: "shell-notice", role: "status" });
@@ -123,7 +135,7 @@ class Shell {
       void this.markEmptyTabs();
     });
     this.notice.hidden = true;
-    nav.append(el("span", { class: "spacer" }), this.notice, this.live, this.selectLabel, el("a", { href: "tensorboard/", class: "tb-link" }, "TensorBoard's UI"));
+    nav.append(el("span", { class: "spacer" }), this.notice, this.live, this.selectLabel, this.tbLink);
     document.body.append(nav, this.host);
     addEventListener("popstate", () => {
       const experiment = new URLSearchParams(location.search).get("exp");
@@ -234,6 +246,23 @@ class Shell {
       });
   }
 
+  /** Names on the TensorBoard link the tabs of data only TensorBoard's UI shows (its plugins
+   * listing: audio, PR curves, graphs, …), so that data is not silently missing. */
+  private async nameTensorBoardOnly(): Promise<void> {
+    const path = this.experiment ? `experiment/${encodeURIComponent(this.experiment)}/data/plugins_listing` : "data/plugins_listing";
+    let listing: Record<string, { enabled?: boolean }>;
+    try {
+      listing = await getJson<Record<string, { enabled?: boolean }>>(path);
+    } catch {
+      return;
+    }
+    const names = Object.entries(TENSORBOARD_ONLY)
+      .filter(([plugin]) => listing[plugin]?.enabled === true)
+      .map(([, name]) => name);
+    this.tbLink.textContent = names.length ? `TensorBoard's UI: ${names.join(", ")}` : "TensorBoard's UI";
+    this.tbLink.title = names.length ? `this experiment also has ${names.join(", ")}: TensorBoard's UI shows them` : "";
+  }
+
   /** Marks the tabs whose view has no data in this experiment (/api/v1/plugins). */
   private async markEmptyTabs(): Promise<void> {
     const params: [string, string][] = this.experiment ? [["experiment", this.experiment]] : [];
@@ -243,6 +272,7 @@ class Shell {
     } catch {
       return; // no store yet: every tab stays as it is
     }
+    void this.nameTensorBoardOnly();
     let empty = false;
     for (const [id, plugin] of Object.entries(VIEW_PLUGIN)) {
       const a = this.tabs.get(id);

@@ -256,6 +256,7 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   private readonly tagFilter = el("input", { id: "tag-filter", type: "search", placeholder: "filter tags (regex)" });
   private readonly runFilter = el("input", { id: "run-filter", type: "search", placeholder: "filter runs (regex)" });
   private readonly shown = el("span", { class: "shown" });
+  private readonly bar = el("div", { class: "card-filters", hidden: "" }, this.tagFilter, this.runFilter, this.shown);
 
   constructor(
     private readonly host: HTMLElement,
@@ -280,7 +281,7 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
     };
     this.tagFilter.addEventListener("input", changed);
     this.runFilter.addEventListener("input", changed);
-    this.host.append(el("div", { class: "card-filters" }, this.tagFilter, this.runFilter, this.shown), this.body);
+    this.host.append(this.bar, this.body);
     this.body.append(notice(`loading ${this.options.what}…`));
     retrying(`listing ${this.options.what}`, () => this.listAll(), () => this.alive);
     return this;
@@ -312,6 +313,8 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   }
 
   private layout(): void {
+    // The filters are shown once there is something to filter.
+    this.bar.hidden = this.cards.size === 0;
     if (this.cards.size === 0) {
       this.shown.textContent = "";
       this.body.replaceChildren(notice(this.options.empty));
