@@ -590,10 +590,7 @@ def test_a_series_of_points_that_are_not_numbers_only_is_marked(
     assert card.get_attribute("data-non-finite-drawn") == "4"
     page.screenshot("non-finite-only")
     # The marks are drawn in the run's colour (at the plot's edges and its top).
-    rgb = page.page.evaluate(
-        """() => getComputedStyle(document.querySelector('#run-list .swatch')).backgroundColor
-            .match(/\\d+/g).slice(0, 3).map(Number)"""
-    )
+    rgb = first_run_rgb(page)
     assert page.page.evaluate(COLOURED_PIXELS_JS, ["loss", rgb]) > 20
     page.assert_no_errors()
 
@@ -660,6 +657,15 @@ def test_an_empty_page_says_why(serve: ServeFactory, tmp_path: Path, page: Watch
     page.assert_no_errors()
 
 
+def first_run_rgb(page: Watched) -> list[int]:
+    """The colour of the first run in the run list, as [r, g, b]."""
+    rgb: list[int] = page.page.evaluate(
+        """() => getComputedStyle(document.querySelector('#run-list .swatch')).backgroundColor
+            .match(/\\d+/g).slice(0, 3).map(Number)"""
+    )
+    return rgb
+
+
 #: Counts the pixels of a card's chart canvas within 60 (RGB distance) of the colour ``rgb``.
 COLOURED_PIXELS_JS = """([tag, rgb]) => {
     const canvas = document.querySelector(`[data-tag="${CSS.escape(tag)}"] canvas`);
@@ -687,10 +693,7 @@ def test_a_zoom_between_two_points_draws_the_line_through_it(
     daemon.wait_for_steps("run", "eval", [0, 1000, 2000], timeout=30)
     page.page.goto(f"http://127.0.0.1:{daemon.port}/?smoothing=0")
     page.page.locator('[data-tag="eval"][data-last-step="2000"]').wait_for()
-    rgb = page.page.evaluate(
-        """() => getComputedStyle(document.querySelector('#run-list .swatch')).backgroundColor
-            .match(/\\d+/g).slice(0, 3).map(Number)"""
-    )
+    rgb = first_run_rgb(page)
     assert page.page.evaluate(COLOURED_PIXELS_JS, ["eval", rgb]) > 100
 
     over = page.page.locator('[data-tag="eval"] .u-over')
@@ -742,10 +745,7 @@ def test_a_series_of_one_step_is_drawn_in_the_middle(
     daemon.wait_for_steps("run", "hparam/final", [0], timeout=30)
     page.page.goto(f"http://127.0.0.1:{daemon.port}/?smoothing=0")
     page.page.locator('[data-tag="hparam/final"][data-last-step="0"]').wait_for()
-    rgb = page.page.evaluate(
-        """() => getComputedStyle(document.querySelector('#run-list .swatch')).backgroundColor
-            .match(/\\d+/g).slice(0, 3).map(Number)"""
-    )
+    rgb = first_run_rgb(page)
     page.page.wait_for_function(
         "([tag, rgb]) => (" + COLOURED_MEAN_X_JS + ")([tag, rgb]) !== null",
         arg=["hparam/final", rgb],
