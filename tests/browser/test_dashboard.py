@@ -791,3 +791,34 @@ def test_tooltip_of_many_runs_lists_those_nearest_the_pointer(
     assert tooltip.locator(".tooltip-more").inner_text().startswith("+3 more runs")
     page.screenshot("tooltip-many")
     page.assert_no_errors()
+
+
+def test_the_run_list_stays_in_view_while_the_charts_scroll(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """Many tags, many runs: scrolled down the charts, the run list is still under the bar (it
+    scrolled away with the page), and a list longer than the window scrolls on its own."""
+    logdir = tmp_path / "logs"
+    runs = [f"sweep/lr0.{i:04d}_bs64_adam_{i:02d}" for i in range(40)]
+    for run in runs:
+        with SummaryWriter(str(logdir / run)) as w:
+            for tag in range(12):
+                w.add_scalar(f"metric/{tag:02d}", 1.0, 0, walltime=WALL)
+    daemon = serve(logdir)
+    daemon.wait_for_steps(runs[-1], "metric/11", [0], timeout=60)
+    page.page.set_viewport_size({"width": 1400, "height": 700})
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/")
+    page.page.locator('[data-tag="metric/00"]').wait_for()
+    page.page.mouse.wheel(0, 2000)
+    page.page.wait_for_function("() => window.scrollY > 1000")
+    box = page.page.locator("aside").bounding_box()
+    assert box is not None
+    assert 0 <= box["y"] < 120, box
+    assert box["y"] + box["height"] <= 700 + 1, box
+    scroll = page.page.evaluate(
+        "() => [document.querySelector('aside').scrollHeight,"
+        " document.querySelector('aside').clientHeight]"
+    )
+    assert scroll[0] > scroll[1], scroll  # 40 runs: the list scrolls within
+    page.screenshot("run-list-sticky")
+    page.assert_no_errors()
