@@ -147,6 +147,12 @@ class Proxy:
             thread.start()
 
     def _pump(self, downstream: socket.socket, upstream: socket.socket) -> None:
+        # A side that resets its connection (a client dropping the stream it reconnects from)
+        # ends this one, as it would end a real proxy's: both sides are closed.
+        with contextlib.suppress(ConnectionError):
+            self._pump_until_closed(downstream, upstream)
+
+    def _pump_until_closed(self, downstream: socket.socket, upstream: socket.socket) -> None:
         pending = b""  # bytes from the server not yet forwarded, while counting events
         with downstream, upstream:
             while not self._stop.is_set():
