@@ -8,7 +8,10 @@ One run, on the standard workload and on 127.0.0.1 only, compares ``boardd serve
    tags, histograms, distributions, images, and ``POST timeSeries`` as the Time Series dashboard
    sends it), by 1 and 8 concurrent clients: p50, p99, req/s and boardd/TensorBoard ratios;
 2. **start to complete answer**: process start → ``/data/plugin/scalars/scalars`` for the last
-   run's last tag holds its final step; several starts of each, median and min;
+   run's last tag holds its final step; several starts of each, median and min; beside them,
+   the start of a bare interpreter that only imports the libraries boardd's first answer needs
+   (asyncio, Starlette, uvicorn, APSW, numpy) and binds a port: how much of boardd's start is
+   its own, and the best ratio a server on those libraries could reach;
 3. **first cards drawn**: in headless Chromium (Playwright), page navigation → the Time Series
    view shows a scalar card with its data: TensorBoard's UI served by boardd
    (``/tensorboard/``) and by TensorBoard itself (``/``).
@@ -321,6 +324,64 @@ def _spawn_tensorboard(logdir: Path, workdir: Path) -> tuple[Server, Callable[[]
         return int(match.group(1)) if match else None
 
     return Server("tensorboard", proc, log_path), port
+
+
+#: What boardd's first answer needs from outside boardd, imported by a bare interpreter that then
+#: binds a port and writes it to a file as ``boardd serve --port-file`` does: the start of a
+#: server built on these libraries that did nothing else (no boardd code, no store, no answer).
+_LIBRARIES = (
+    "argparse",
+    "asyncio",
+    "logging",
+    "apsw",
+    "numpy",
+    "starlette.applications",
+    "starlette.requests",
+    "starlette.responses",
+    "starlette.routing",
+    "uvicorn.config",
+    "uvicorn.server",
+    "uvicorn.lifespan.on",
+    "uvicorn.protocols.http.httptools_impl",
+)
+_LIBRARIES_ONLY = f"""\
+import {", ".join(_LIBRARIES)}
+import os, socket, sys
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen()
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(listener.getsockname()[1]))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+sys.stdin.read()
+"""
+
+
+def start_libraries(workdir: Path, timeout: float) -> Start:
+    """One start of a bare interpreter importing :data:`_LIBRARIES` (the interpreter boardd's
+    console script runs): seconds from spawn until its port file is written."""
+    port_file = workdir / "libraries.port"
+    port_file.unlink(missing_ok=True)
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _LIBRARIES_ONLY, str(port_file)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=child_env(),
+    )
+    try:
+        while read_port_file(port_file) is None:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                raise BenchError(f"the libraries-only start failed:\n{err[-2000:]}")
+            if time.monotonic() - started > timeout:
+                raise BenchError(f"the libraries-only start took over {timeout:.0f} s")
+            time.sleep(0.002)
+        seconds = time.monotonic() - started
+    finally:
+        stop_process(proc, group=False, grace=5.0)
+    return Start("libraries", port_seconds=seconds, first_answer_seconds=seconds, seconds=seconds)
 
 
 @dataclass
@@ -758,6 +819,13 @@ def run(options: Options, log: IO[str]) -> dict[str, Any]:
                     f" s, complete answer {timing.seconds:.3f} s",
                     file=log,
                 )
+            floor = start_libraries(workdir, options.ready_timeout)
+            starts.append(floor)
+            print(
+                f"  start {k + 1}/{options.start_repeat}, libraries alone: port after "
+                f"{floor.seconds:.3f} s",
+                file=log,
+            )
         report["starts"] = [asdict(x) for x in starts]
 
         # 1. routes: TensorBoard first (its load is the long one), then boardd's warm restart.
@@ -882,9 +950,10 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
             key: _stats([getattr(x, key) for x in starts if x.server == name])
             for key in ("port_seconds", "first_answer_seconds", "seconds")
         }
-        for name in ("boardd", "tensorboard")
+        for name in ("boardd", "tensorboard", "libraries")
     }
     sb, st = start_stats["boardd"]["seconds"], start_stats["tensorboard"]["seconds"]
+    sl = start_stats["libraries"]["seconds"]
     start_ratio = st.median / sb.median if sb and st and sb.median > 0 else None
     targets.append(
         {
@@ -908,6 +977,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "ratios": ratios,
         "starts": start_stats,
         "start_ratio": start_ratio,
+        "libraries_ratio": st.median / sl.median if sl and st and sl.median > 0 else None,
         "pages": page_stats,
         "targets": targets,
     }
@@ -1002,6 +1072,23 @@ def print_report(report: dict[str, Any], summary: dict[str, Any]) -> None:
             )
     if summary["start_ratio"] is not None:
         print(f"  TensorBoard / boardd: {summary['start_ratio']:.1f}× (medians)")
+    sl, sb = summary["starts"]["libraries"]["seconds"], summary["starts"]["boardd"]["port_seconds"]
+    if sl is not None:
+        print(
+            f"  {'libraries alone':<24} median {sl.median:7.3f} s, min {sl.min:7.3f} s, n={sl.n}  "
+            "(a bare interpreter importing what boardd's first answer needs from outside "
+            "boardd: asyncio, Starlette, uvicorn, APSW, numpy; then binding a port)"
+        )
+        if sb is not None:
+            print(
+                f"  boardd's own part of its start: {sb.median - sl.median:.3f} s of "
+                f"{sb.median:.3f} s until its port is known (medians)"
+            )
+        if summary["libraries_ratio"] is not None:
+            print(
+                f"  TensorBoard / libraries alone: {summary['libraries_ratio']:.1f}× (the "
+                "ratio a server on these libraries that did nothing else would reach)"
+            )
     print()
     print(
         "Time Series view, navigation → first scalar card drawn with its data (headless Chromium)"
