@@ -334,6 +334,25 @@ def test_hparams_table_sorts_and_filters(
     assert {r["session"] for r in rows} == set(made.statuses)
     assert {r["group"] for r in rows} == set(OFFICIAL_GROUPS)
     assert {r["session"]: r["status"] for r in rows}["beta/trial_1"] == "failure"
+    # The trial (TensorBoard's session group, hp.hparams(trial_id=...)) is a column of its own,
+    # first; sorting by it puts a trial's sessions together.
+    assert page.page.locator(".hp-table thead th").nth(1).get_attribute("data-key") == "trial"
+    trials = dict(zip(cell_values(page, "session"), cell_values(page, "trial"), strict=True))
+    assert trials == {r["session"]: r["group"] for r in rows}
+    page.page.locator('.hp-table thead th[data-key="trial"]').click()
+    page.page.locator('.hp-table[data-sort="trial asc"]').wait_for()
+    shown = cell_values(page, "trial")
+    assert shown == sorted(shown), shown
+    several = next(g for g, (_, n) in OFFICIAL_GROUPS.items() if n > 1)
+    cell = page.page.locator(
+        f".hp-table tbody td[data-key=\"trial\"][data-value='{json.dumps(several)}']"
+    )
+    assert (
+        cell.first.get_attribute("title")
+        == f"trial {several}: {OFFICIAL_GROUPS[several][1]} sessions"
+    )
+    page.page.locator('.hp-table thead th[data-key="session"]').click()
+    page.page.locator('.hp-table[data-sort="session asc"]').wait_for()
     # A line of the parallel coordinates per session, in the row's colour.
     lines = page.page.locator(".pc .lines path")
     assert lines.count() == len(made.statuses)

@@ -32,6 +32,7 @@ describe("tableOf", () => {
   it("makes a row per session with its group's hparams and its own metrics", () => {
     const { columns, rows } = tableOf(experiment, groups);
     expect(columns.map((c) => [c.key, c.label, c.kind, c.numeric])).toEqual([
+      ["trial", "trial", "trial", false],
       ["lr", "learning rate", "hparam", true],
       ["optimizer", "optimizer", "hparam", false],
       ["validation/loss", "validation/loss", "metric", true],
@@ -43,9 +44,34 @@ describe("tableOf", () => {
       ["a/1", "a", "failure"],
       ["b/0", "b", "running"],
     ]);
-    expect(rows[0].values).toEqual({ lr: 0.1, optimizer: "sgd", "validation/loss": 0.5, status: "success" });
+    expect(rows[0].values).toEqual({ lr: 0.1, optimizer: "sgd", "validation/loss": 0.5, status: "success", trial: "a" });
     expect(rows[1].values["validation/loss"]).toBeNaN();
     expect(rows[2].values["validation/loss"]).toBeUndefined();
+  });
+  it("has a trial column only when some session's group is named apart from it", () => {
+    // PyTorch's add_hparams: a group per session, named as the session is.
+    const own = {
+      sessionGroups: [
+        { name: "r/1", hparams: { lr: 0.1 }, sessions: [{ name: "r/1" }] },
+        { name: "r/2", hparams: { lr: 0.2 }, sessions: [{ name: "r/2" }] },
+      ],
+    };
+    expect(tableOf(experiment, own).columns.map((c) => c.key)).not.toContain("trial");
+    // Keras's trial IDs: two runs of one trial sort and filter together.
+    const keras = {
+      sessionGroups: [
+        { name: "trial-1", hparams: { lr: 0.1 }, sessions: [{ name: "run-1" }] },
+        { name: "manual", hparams: { lr: 0.2 }, sessions: [{ name: "m-0" }, { name: "m-1" }] },
+      ],
+    };
+    const { columns, rows } = tableOf(experiment, keras);
+    expect(columns[0].key).toBe("trial");
+    expect(sortRows(rows, "trial", false).map((r) => [r.values.trial, r.session])).toEqual([
+      ["manual", "m-0"],
+      ["manual", "m-1"],
+      ["trial-1", "run-1"],
+    ]);
+    expect(filterRows(rows, columns, { trial: "^man" }).map((r) => r.session)).toEqual(["m-0", "m-1"]);
   });
   it("names a metric by group/tag, or its tag alone", () => {
     expect(metricKey({ group: "train", tag: "loss" })).toBe("train/loss");

@@ -1,5 +1,6 @@
 // Hyperparameters: a row per session (a session is a run, shown in its colour) with its
-// group's hparams, its metrics and its status; sortable (click a header) and filterable (a
+// trial (its group, when trials are named apart from runs), its group's hparams, its metrics
+// and its status; sortable (click a header) and filterable (a
 // box per column: a regex, or MIN..MAX for numbers); above it the parallel coordinates of
 // the rows shown, a line per session in the same colour. Hovering a row or a line highlights
 // both. Data from /api/v1/hparams (TensorBoard's hparams API), fetched again when a commit
@@ -54,6 +55,8 @@ class HparamsView {
   private readonly table = el("table", { class: "hp-table" });
   private readonly count = el("span", { class: "hp-count" });
   private sessions = new Set<string>();
+  /** Sessions per trial (group). */
+  private trialSizes = new Map<string, number>();
 
   constructor(
     private readonly host: HTMLElement,
@@ -85,6 +88,8 @@ class HparamsView {
     this.columns = columns;
     this.rows = rows;
     this.sessions = new Set(rows.map((r) => r.session));
+    this.trialSizes = new Map();
+    for (const r of rows) this.trialSizes.set(r.group, (this.trialSizes.get(r.group) ?? 0) + 1);
     runColors.assign(this.sessions);
     if (rows.length === 0) {
       this.main.replaceChildren(
@@ -178,12 +183,18 @@ class HparamsView {
       const tr = el(
         "tr",
         { "data-session": r.session, "data-group": r.group, "data-status": r.status },
-        el("td", { class: "session", "data-key": "session", "data-value": JSON.stringify(r.session), title: `group ${r.group}` }, swatch, r.session),
+        el("td", { class: "session", "data-key": "session", "data-value": JSON.stringify(r.session), title: `trial ${r.group}` }, swatch, r.session),
       );
       for (const c of this.columns) {
         const v = r.values[c.key];
         const td = el("td", { "data-key": c.key, "data-value": JSON.stringify(v ?? null) }, show(v));
         if (c.numeric) td.classList.add("num");
+        if (c.kind === "trial") {
+          // A trial ID may be a 64-digit hash (hp.hparams without trial_id=): cut, whole in the title.
+          td.classList.add("trial");
+          const size = this.trialSizes.get(r.group) ?? 1;
+          td.title = size > 1 ? `trial ${r.group}: ${size} sessions` : `trial ${r.group}`;
+        }
         if (c.kind === "status") td.classList.add(`status-${r.status}`);
         tr.append(td);
       }
@@ -207,7 +218,7 @@ class HparamsView {
   /** The parallel coordinates: an axis per column with values among the rows shown (hparams,
    * then metrics), a polyline per session; a missing value breaks its line. */
   private drawParallel(rows: Row[]): void {
-    const columns = this.columns.filter((c) => c.kind !== "status" && rows.some((r) => r.values[c.key] !== null && r.values[c.key] !== undefined));
+    const columns = this.columns.filter((c) => c.kind !== "status" && c.kind !== "trial" && rows.some((r) => r.values[c.key] !== null && r.values[c.key] !== undefined));
     const width = Math.max(600, this.main.clientWidth - 24);
     const height = 260;
     const top = 34;

@@ -4,10 +4,11 @@
 export type Cell = number | string | boolean | null;
 
 export interface Column {
-  /** hparam name, or metric "group/tag" ("tag" when its group is empty), or "status". */
+  /** hparam name, or metric "group/tag" ("tag" when its group is empty), or "status", or
+   * "trial" (the session's group). */
   key: string;
   label: string;
-  kind: "hparam" | "metric" | "status";
+  kind: "trial" | "hparam" | "metric" | "status";
   /** Every value is a number (or missing). */
   numeric: boolean;
 }
@@ -65,7 +66,12 @@ function asCell(v: unknown): Cell {
   return null;
 }
 
-/** A row per session (a session is a run), with its group's hparams and its own metrics. */
+/** A row per session (a session is a run), with its group's hparams and its own metrics.
+ * The group is TensorBoard's trial (`hp.hparams(..., trial_id=)`, Keras's
+ * `hp.KerasCallback(trial_id=)`; a hash of the hparams when none was given): a "trial" column
+ * comes first when some session's group is not named as the session is, so that the sessions
+ * of a trial (repeats of one configuration) can be told, sorted and filtered together.
+ * Each session keeps its own metrics (TensorBoard's table shows a trial's mean instead). */
 export function tableOf(experiment: HparamsExperiment, groups: SessionGroups): { columns: Column[]; rows: Row[] } {
   const rows: Row[] = [];
   for (const group of groups.sessionGroups ?? []) {
@@ -75,10 +81,12 @@ export function tableOf(experiment: HparamsExperiment, groups: SessionGroups): {
       for (const m of session.metricValues ?? []) values[metricKey(m.name)] = asCell(m.value);
       const status = STATUS_WORDS[session.status ?? ""] ?? "unknown";
       values.status = status;
+      values.trial = group.name;
       rows.push({ session: session.name, group: group.name, status, values });
     }
   }
   const columns: Column[] = [];
+  if (rows.some((r) => r.group !== r.session)) columns.push({ key: "trial", label: "trial", kind: "trial", numeric: false });
   const numeric = (key: string): boolean =>
     rows.every((r) => r.values[key] === null || r.values[key] === undefined || typeof r.values[key] === "number");
   for (const h of experiment.hparamInfos ?? []) {
