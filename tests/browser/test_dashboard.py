@@ -283,6 +283,37 @@ def test_log_y(serve: ServeFactory, logdir: Path, page: Watched) -> None:
     page.assert_no_errors()
 
 
+def test_log_y_fits_the_lines_range(serve: ServeFactory, tmp_path: Path, page: Watched) -> None:
+    """A log y axis spans the lines' own range, with ticks inside it: a loss between 1.05 and
+    1.15 used to be drawn flat along the bottom of a 1–10 axis (uPlot snaps a log range to whole
+    decades), with no tick between."""
+    root = tmp_path / "logy"
+    with SummaryWriter(str(root / "run"), filename_suffix=".logy") as w:
+        for step in range(50):
+            w.add_scalar("narrow", 1.05 + 0.1 * step / 49, step, walltime=WALL + step)
+            w.add_scalar("wide", 10.0 ** (-3 + 4 * step / 49), step, walltime=WALL + step)
+    daemon = serve(root)
+    daemon.wait_for_steps("run", "wide", list(range(50)), timeout=30)
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/?y=log")
+    wait_drawn(page, ("narrow", "wide"), 49)
+    page.page.wait_for_function(
+        """() => ['narrow', 'wide'].every((t) => {
+            const c = document.querySelector(`[data-tag="${t}"]`);
+            return c.dataset.yScale === 'log' && c.dataset.yTicks; })"""
+    )
+    found = cards(page)
+    for tag, (lo, hi) in {"narrow": (1.05, 1.15), "wide": (1e-3, 10.0)}.items():
+        bottom, top = (float(v) for v in found[tag]["yRange"].split(","))
+        ticks = json.loads(found[tag]["yTicks"])
+        # The range holds the lines with at most a tenth of their (log) span to spare.
+        span = np.log10(hi / lo)
+        assert lo / 10 ** (0.1 * span) < bottom < lo and hi < top < hi * 10 ** (0.1 * span), tag
+        assert len(ticks) >= 3 and all(bottom <= t <= top for t in ticks), (tag, ticks)
+    assert json.loads(found["wide"]["yTicks"])[:2] == [0.001, 0.01]
+    page.screenshot("log-y-ranges")
+    page.assert_no_errors()
+
+
 LONG_STEPS = 20_000
 SPIKE_STEP = 12_345
 

@@ -30,7 +30,7 @@ import {
 } from "./scalars_model";
 import type { Series } from "../series";
 import { hairlinePair, LinePoints, linearProjection, type Projection } from "./lines";
-import { numericX, numericY } from "./axes";
+import { logLimits, logSplits, numericX, numericY } from "./axes";
 
 /** The points of the line drawn, in canvas pixels (one set of arrays for every chart). */
 const linePoints = new LinePoints();
@@ -184,13 +184,13 @@ export class ScalarCard {
   }
 
   /** The y scale's range: the lines' extent in the x window (and where they cross its
-   * edges), padded as uPlot pads its auto range (rangeNum, or rangeLog on a log scale).
+   * edges), padded as uPlot pads its auto range (rangeNum), or on a log scale by logLimits.
    * Without any (a series of NaN and ±inf only, a window holding no line): 0..1 (1..10 on a
    * log scale), so the axis is drawn and so are the marks of the points that are not numbers. */
   private yRange(logY: boolean): uPlot.Range.MinMax {
     const extent = this.model ? yExtent(this.model, this.range, logY) : null;
     if (extent === null) return logY ? [1, 10] : [0, 1];
-    return logY ? uPlot.rangeLog(extent[0], extent[1], 10, false) : uPlot.rangeNum(extent[0], extent[1], 0.1, true);
+    return logY ? logLimits(extent[0], extent[1]) : uPlot.rangeNum(extent[0], extent[1], 0.1, true);
   }
 
   /** Draws every series' line from its own points (uPlot's own line would walk every x of
@@ -252,6 +252,12 @@ export class ScalarCard {
     ctx.restore();
     if (dots.length > 0) this.drawDots(ctx, dots, u.bbox, ratio);
     this.drawNonFinite(u);
+    // The y axis drawn, for tests (the canvas is pixels): its range, and a log axis's ticks.
+    const scale = u.scales.y;
+    this.root.dataset.yRange = `${scale.min},${scale.max}`;
+    if (scale.distr === 3 && scale.min != null && scale.max != null) {
+      this.root.dataset.yTicks = JSON.stringify(logSplits(scale.min, scale.max, u.bbox.height / uPlot.pxRatio));
+    }
   }
 
   /** Marks each run's points that are not numbers (the line has a gap there), in the run's
@@ -337,7 +343,7 @@ export class ScalarCard {
       },
       axes: [
         options.x === "wall" ? {} : options.x === "relative" ? numericX("relative (s)") : numericX(undefined, true),
-        numericY(),
+        numericY(logY),
       ],
       series: [{}],
       cursor: {
