@@ -634,6 +634,12 @@ def test_histogram_step_labels_fit_their_card(
     )
     assert inked[1] > 0, "nothing drawn"
     assert inked[0] == 0, f"{inked[0]} pixels drawn at the right edge: a label is cut"
+    # The value axis ticks round values, 0 among them (it split the range evenly: -3.27,
+    # -1.6, 0.0583, ...): samples of N(0, 1) span about -3..3, ticked at whole numbers.
+    labels = json.loads(page.page.locator(selector).get_attribute("data-ticks") or "[]")
+    values = [float(v) for v in labels]
+    assert 0.0 in values and len(values) >= 2, labels
+    assert all(v == round(v) for v in values), labels
     page.screenshot("histogram-long-steps")
     page.assert_no_errors()
 

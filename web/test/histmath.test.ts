@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { bandPairs, type Bucket, distributionColumns, num, rebin, valueRange } from "../src/views/histmath";
+import { bandPairs, type Bucket, distributionColumns, niceTicks, num, rebin, valueRange } from "../src/views/histmath";
 
 describe("num", () => {
   it("reads TensorBoard's spellings of non-finite values", () => {
@@ -68,5 +68,25 @@ describe("bandPairs", () => {
   it("pairs the outermost columns first (uPlot's 1-based series)", () => {
     expect(bandPairs(9)).toEqual([[9, 1], [8, 2], [7, 3], [6, 4]]);
     expect(bandPairs(1)).toEqual([]);
+  });
+});
+
+describe("niceTicks", () => {
+  it("ticks round values, 0 among them, not the range split evenly", () => {
+    expect(niceTicks(-0.069, 0.0907, 5)).toEqual({ ticks: [-0.05, 0, 0.05], step: 0.05 });
+    expect(niceTicks(-3.55, 5.5, 5)).toEqual({ ticks: [-2, 0, 2, 4], step: 2 });
+    expect(niceTicks(0, 100, 5)).toEqual({ ticks: [0, 50, 100], step: 50 });
+  });
+  it("keeps at most `most` ticks", () => {
+    for (const [lo, hi] of [[-1e9, 3e9], [0.001, 0.0013], [-7, 7], [1e-8, 9e-8]]) {
+      const { ticks } = niceTicks(lo, hi, 5);
+      expect(ticks.length).toBeLessThanOrEqual(5);
+      expect(ticks.length).toBeGreaterThanOrEqual(2);
+      expect(ticks.every((v) => v >= lo && v <= hi)).toBe(true);
+    }
+  });
+  it("falls back to the ends for a range holding no round value", () => {
+    expect(niceTicks(1.21, 1.29, 1)).toEqual({ ticks: [1.21, 1.29], step: 1.29 - 1.21 });
+    expect(niceTicks(2, 2, 5)).toEqual({ ticks: [2], step: 1 });
   });
 });

@@ -84,3 +84,29 @@ export function bandPairs(count: number): [number, number][] {
   for (let i = 0; i < Math.floor(count / 2); i++) out.push([count - i, i + 1]);
   return out;
 }
+
+/** Round ticks from `lo` to `hi` (a step of 1, 2 or 5 times a power of ten; at most `most` of
+ * them, at least 2 when the range is not empty), as a chart's value axis has them: 0, not
+ * -5.8e-4; -0.05, 0, 0.05, not -0.069, -0.0291, 0.0108. The step comes back with them (it
+ * decides the decimals a label needs). */
+export function niceTicks(lo: number, hi: number, most: number): { ticks: number[]; step: number } {
+  if (!(hi > lo) || !Number.isFinite(lo) || !Number.isFinite(hi)) return { ticks: Number.isFinite(lo) ? [lo] : [], step: 1 };
+  const n = Math.max(2, most);
+  const raw = (hi - lo) / n;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  let step = 10 * power;
+  for (const m of [1, 2, 5, 10]) {
+    const s = m * power;
+    if (Math.floor(hi / s) - Math.ceil(lo / s) + 1 <= n) {
+      step = s;
+      break;
+    }
+  }
+  const ticks: number[] = [];
+  for (let k = Math.ceil(lo / step); k * step <= hi; k++) ticks.push(Number((k * step).toPrecision(12)) || 0);
+  if (ticks.length < 2) {
+    // A range holding one round value or none (0.00121 to 0.00139): its two ends.
+    return { ticks: [lo, hi], step: hi - lo };
+  }
+  return { ticks, step };
+}

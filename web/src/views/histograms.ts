@@ -7,7 +7,8 @@
 
 import { runColor } from "../colors";
 import { api, CardsView, el, type Listing, type ViewDef } from "./common";
-import { type Bucket, rebin, valueRange } from "./histmath";
+import { type Bucket, niceTicks, rebin, valueRange } from "./histmath";
+import { tickLabels } from "./ticks";
 
 /** Histograms per series drawn (TensorBoard's route gives 51). */
 const STEPS_SHOWN = 50;
@@ -151,13 +152,21 @@ class HistogramCard {
     g.stroke();
     g.fillStyle = "#555";
     g.font = LABEL_FONT;
-    for (let t = 0; t <= 4; t++) {
-      const v = lo + ((hi - lo) * t) / 4;
-      const px = left + ((right - left) * t) / 4;
-      // The end labels inside the plot's edges, not cut by them.
-      g.textAlign = t === 0 ? "left" : t === 4 ? "right" : "center";
-      g.fillText(tick(v), px, bottom + 15);
-    }
+    // Round values (niceTicks), each labelled as the axis's step needs, with a tick mark.
+    const { ticks, step } = hi > lo ? niceTicks(lo, hi, Math.max(3, Math.floor((right - left) / 70))) : { ticks: [lo], step: 1 };
+    const labels = tickLabels(ticks, step) ?? ticks.map(tick);
+    g.beginPath();
+    ticks.forEach((v, i) => {
+      const px = hi > lo ? left + ((right - left) * (v - lo)) / (hi - lo) : (left + right) / 2;
+      g.moveTo(Math.round(px) + 0.5, bottom);
+      g.lineTo(Math.round(px) + 0.5, bottom + 4);
+      // A label at an end of the axis stays inside the plot's edges, not cut by them.
+      const half = g.measureText(labels[i]).width / 2;
+      g.textAlign = px - half < left ? "left" : px + half > right ? "right" : "center";
+      g.fillText(labels[i], px - half < left ? left : px + half > right ? right : px, bottom + 15);
+    });
+    g.stroke();
+    this.canvas.dataset.ticks = JSON.stringify(labels);
     g.textAlign = "left";
     for (const step of labelled) g.fillText(`step ${step}`, right + 4, baseline(step) + 4);
   }
