@@ -15,7 +15,7 @@ import "./scalars.css";
 
 import { initialRuns, listScalars, readScalars, Stream, type SeriesEvent } from "../api";
 import { colorsReady, runColor, runColors, tagGroup } from "../colors";
-import { el } from "../dom";
+import { breakable, el } from "../dom";
 import { FIRST_DRAW_EVENT, notice } from "./common";
 import { Series, toNumber, type ScalarColumns } from "../series";
 import { clampSmoothing, formatState, matcher, parseState, type ViewState, type XAxis } from "../url";
@@ -208,7 +208,7 @@ export class ScalarsView {
         });
         const swatch = el("span", { class: "swatch" });
         swatch.style.background = runColor(run);
-        return el("li", {}, el("label", {}, box, swatch, run));
+        return el("li", {}, el("label", { title: run }, box, swatch, ...breakable(run)));
       }),
     );
   }
