@@ -512,6 +512,18 @@ def test_views_work_with_the_login_cookie_and_several_experiments(
     open_view(page, base, "text", "&exp=b")
     page.page.locator('.text-card[data-run="eval"][data-last-step="15"]').wait_for()
     page.screenshot("experiment-b")
+    # At 800 px the bar with its experiment selector fits the window (it was about 900 px
+    # wide: the TensorBoard link off the page, the selector's word wrapped).
+    page.page.set_viewport_size({"width": 800, "height": 600})
+    sizes = page.page.evaluate(
+        """() => { const nav = document.querySelector('nav#views');
+            return [nav.scrollWidth, nav.clientWidth, document.documentElement.scrollWidth]; }"""
+    )
+    assert sizes[0] <= sizes[1] and sizes[2] <= 800, sizes
+    box = select.bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 800, box
+    page.screenshot("experiment-b-800px")
+    page.page.set_viewport_size({"width": 1400, "height": 1000})
     # The scalars view reads the selected experiment too (its requests and its stream).
     page.page.locator('nav#views a[data-view="scalars"]').click()
     page.page.locator('[data-tag="loss"][data-last-step="15"]').wait_for()

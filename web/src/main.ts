@@ -103,7 +103,7 @@ class Shell {
   private readonly host = el("main", { id: "view" });
   private readonly select = el("select", { id: "experiment", title: "experiment (logdir)" });
   private readonly tbLink = el("a", { href: "tensorboard/", class: "tb-link" }, "TensorBoard's UI");
-  private readonly selectLabel = el("label", { class: "experiment-label" }, "experiment ", this.select);
+  private readonly selectLabel = el("label", { class: "experiment-label" }, el("span", { class: "word" }, "experiment "), this.select);
   private readonly live = el("span", { id: "shell-status" });
   private readonly notice = el("span", { id: "shell-notice", role: "status" });
   private emptyTabsTimer: ReturnType<typeof setTimeout> | null = null;
