@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import numpy as np
 import pytest
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
 from tests.browser.conftest import Watched
@@ -311,6 +314,38 @@ def test_log_y_fits_the_lines_range(serve: ServeFactory, tmp_path: Path, page: W
         assert len(ticks) >= 3 and all(bottom <= t <= top for t in ticks), (tag, ticks)
     assert json.loads(found["wide"]["yTicks"])[:2] == [0.001, 0.01]
     page.screenshot("log-y-ranges")
+    page.assert_no_errors()
+
+
+def test_a_tag_description_is_shown_under_its_title(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """A scalar written with a description (``tf.summary.scalar(..., description=)``: the
+    summary metadata's ``summary_description``) shows it under the card's title, as written;
+    a tag without one shows none."""
+    root = tmp_path / "described"
+    writer = EventFileWriter(str(root / "run"))
+    for step in range(5):
+        event = event_pb2.Event(wall_time=WALL + step, step=step)
+        for tag, text in (("loss", "training loss, summed over the batch"), ("plain", "")):
+            metadata = summary_pb2.SummaryMetadata(summary_description=text)
+            metadata.plugin_data.plugin_name = "scalars"
+            event.summary.value.add(
+                tag=tag,
+                tensor=tensor_util.make_tensor_proto(1.0 / (step + 1), dtype="float32"),
+                metadata=metadata,
+            )
+        writer.add_event(event)
+    writer.close()
+    daemon = serve(root)
+    daemon.wait_for_steps("run", "plain", list(range(5)), timeout=30)
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/")
+    wait_drawn(page, ("loss", "plain"), 4)
+    described = page.page.locator('[data-tag="loss"] .description')
+    assert described.is_visible()
+    assert described.inner_text() == "training loss, summed over the batch"
+    assert not page.page.locator('[data-tag="plain"] .description').is_visible()
+    page.screenshot("described")
     page.assert_no_errors()
 
 

@@ -3,7 +3,7 @@
 import type { ScalarColumns } from "./series";
 
 export type ScalarsAnswer = Record<string, Record<string, ScalarColumns>>;
-export type ListAnswer = Record<string, Record<string, { max_step: number }>>;
+export type ListAnswer = Record<string, Record<string, { max_step: number; description?: string }>>;
 export interface Run {
   name: string;
   start_time: number | null;

@@ -424,6 +424,12 @@ export class ScalarsView {
     const tags = new Set<string>();
     for (const perRun of Object.values(listing)) for (const tag of Object.keys(perRun)) tags.add(tag);
     for (const tag of [...tags].sort()) this.card(tag, false);
+    // A tag's description (tf.summary.scalar(..., description=)): the first run's that has one.
+    for (const name of names) {
+      for (const [tag, info] of Object.entries(listing[name] ?? {})) {
+        if (info.description) this.cards.get(tag)?.describe(info.description);
+      }
+    }
     this.listed = true;
     this.layout();
     // The cards in view first, in one request (what the user sees is drawn sooner); the

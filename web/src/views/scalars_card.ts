@@ -84,6 +84,9 @@ export class ScalarCard {
   /** Called when the user moves the x window (null: zoomed out). */
   onRange: (range: XRange) => void = () => {};
 
+  /** The tag's summary description (as written: Markdown shown as text), when it has one. */
+  private readonly description = el("p", { class: "description", hidden: "" });
+
   constructor(readonly tag: string) {
     this.plotBox = el("div", { class: "plot" });
     this.tooltip = el("div", { class: "tooltip", hidden: "" });
@@ -94,6 +97,7 @@ export class ScalarCard {
       "section",
       { class: "card", "data-tag": tag, "data-points": "0", "data-zoom": "" },
       el("div", { class: "card-head" }, el("h3", { title: tag }, tag), el("span", { class: "downloads" }, this.csv, this.json)),
+      this.description,
       this.plotBox,
       this.tooltip,
     );
@@ -107,6 +111,14 @@ export class ScalarCard {
       this.tooltip.hidden = true;
       for (const marker of this.markers) marker.hidden = true;
     });
+  }
+
+  /** Shows the tag's description under its title (the first run's that has one). */
+  describe(text: string): void {
+    if (!text || !this.description.hidden) return;
+    this.description.textContent = text;
+    this.description.title = text;
+    this.description.hidden = false;
   }
 
   /** Reads the chart's width (a layout read: done for every card before any is drawn). */
