@@ -747,3 +747,36 @@ def test_the_tensorboard_link_names_what_only_its_ui_shows(
     assert link.get_attribute("href") == "tensorboard/"
     page.screenshot("tensorboard-link")
     page.assert_no_errors()
+
+
+def test_card_views_order_runs_as_the_run_list_and_pack_single_cards(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """A tag's cards follow the experiment's run order (the scalars run list's: by start time),
+    not the runs' names; tags of one card each share a row on a wide window (each took a row,
+    most of it empty)."""
+    logdir = tmp_path / "order"
+    rng = np.random.default_rng(11)
+    for k, run in enumerate(("zeta", "alpha")):  # zeta starts first
+        with SummaryWriter(str(logdir / run)) as w:
+            w.add_scalar("loss", 1.0, 0, walltime=WALL + 100 * k)
+            w.add_image("shared", rng.random((3, 8, 8)), 0, walltime=WALL + 100 * k)
+    with SummaryWriter(str(logdir / "zeta"), filename_suffix=".more") as w:
+        for tag in ("one/a", "one/b", "one/c"):
+            w.add_image(tag, rng.random((3, 8, 8)), 0, walltime=WALL + 1)
+    daemon = serve(logdir)
+    daemon.wait_for_steps("alpha", "loss", [0], timeout=30)
+    open_view(page, f"http://127.0.0.1:{daemon.port}", "images")
+    page.page.locator('.media-card[data-tag="one/c"]').wait_for()
+    page.page.locator('.media-card[data-tag="shared"][data-run="alpha"]').wait_for()
+    shared = [c["run"] for c in datasets(page, '.media-card[data-tag="shared"]')]
+    assert shared == ["zeta", "alpha"], shared
+    tops = page.page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('.group')].map(
+            (g) => [g.dataset.group, Math.round(g.getBoundingClientRect().top)]))"""
+    )
+    # The single-card tags share rows (the window is 1,400 px: two columns of at least
+    # 440 px); the tag of two runs takes a row of its own, below them.
+    assert tops["one/a"] == tops["one/b"] < tops["one/c"] < tops["shared"], tops
+    page.screenshot("packed-images")
+    page.assert_no_errors()

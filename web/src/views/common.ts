@@ -1,7 +1,7 @@
 // What the views share: the view contract the page shell mounts, DOM and fetch helpers scoped
 // to the selected experiment, and drawing only the cards in view.
 
-import type { RunEvent, SeriesEvent } from "../api";
+import { initialRuns, type Run, type RunEvent, type SeriesEvent } from "../api";
 import { colorsReady, runColors } from "../colors";
 import { el } from "../dom";
 import { formatState, matcher, parseState } from "../url";
@@ -190,11 +190,12 @@ export function notice(text: string): HTMLElement {
   return el("p", { class: "notice" }, text);
 }
 
-/** Groups cards under a heading per tag, in a grid. */
+/** Groups cards under a heading per tag, in a grid (a group of one card is "single": on a
+ * wide window such groups share a row). */
 export function tagSection(tag: string, cards: HTMLElement[]): HTMLElement {
   return el(
     "div",
-    { class: "group", "data-group": tag },
+    { class: cards.length === 1 ? "group single" : "group", "data-group": tag },
     el("h2", { title: tag }, tag),
     el("div", { class: "grid" }, ...cards),
   );
@@ -249,9 +250,11 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   protected alive = true;
   protected readonly drawer = new LazyDrawer<C>((card) => this.refresh(card));
   protected readonly cards = new Map<string, C>();
+  /** A run's place in the experiment's run list. */
+  private runOrder = new Map<string, number>();
   private readonly debounce = new Debouncer(50);
   private readonly inFlight = new Set<C>();
-  private readonly body = el("div", { class: "view-body" });
+  private readonly body = el("div", { class: "view-body cards-body" });
   private filters = parseState(location.search);
   private readonly tagFilter = el("input", { id: "tag-filter", type: "search", placeholder: "filter tags (regex)" });
   private readonly runFilter = el("input", { id: "run-filter", type: "search", placeholder: "filter runs (regex)" });
@@ -288,8 +291,10 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   }
 
   private async listAll(): Promise<void> {
-    const [listing] = await Promise.all([this.list(), colorsReady()]);
+    // The experiment's run list (as the scalars view's run list has it) orders a tag's cards.
+    const [listing, runs] = await Promise.all([this.list(), initialRuns().catch((): Run[] => []), colorsReady()]);
     if (!this.alive) return;
+    this.runOrder = new Map(runs.map((r, i) => [r.name, i]));
     // Runs the page's assignment did not have, in name order as they are first seen together.
     runColors.assign(Object.keys(listing));
     for (const { tag, run } of pairs(listing)) this.card(tag, run);
@@ -326,7 +331,13 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
     const runs = new Set<string>();
     const shownRuns = new Set<string>();
     const byTag = new Map<string, HTMLElement[]>();
-    for (const [, card] of [...this.cards].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    // By tag, then in the experiment's run order (the scalars run list's; runs it lacks last,
+    // by name).
+    const order = (run: string): number => this.runOrder.get(run) ?? Infinity;
+    const sorted = [...this.cards.values()].sort(
+      (a, b) => cmp(a.tag, b.tag) || order(a.run) - order(b.run) || cmp(a.run, b.run),
+    );
+    for (const card of sorted) {
       runs.add(card.run);
       if (!tagMatch(card.tag) || !runMatch(card.run) || hidden.has(card.run)) continue;
       shownRuns.add(card.run);
