@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import socket
 import threading
 import time
@@ -104,18 +105,49 @@ def error_of(answer: bytes, status: int) -> dict[str, str]:
     return error
 
 
-def test_a_silent_connection_is_closed(app: App, servers: list[ThreadedServer]) -> None:
+def closing_lines(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
+    """The server's summary lines of connections it closed, at ``level``."""
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "boardd.daemon.http"
+        and r.levelno == level
+        and "closed by the server" in r.getMessage()
+    ]
+
+
+def wait_for_line(caplog: pytest.LogCaptureFixture, level: int, timeout: float = 5.0) -> str:
+    deadline = time.monotonic() + timeout
+    while not (lines := closing_lines(caplog, level)):
+        assert time.monotonic() < deadline, [r.getMessage() for r in caplog.records]
+        time.sleep(0.02)
+    return lines[0]
+
+
+def test_a_silent_connection_is_closed(
+    app: App, servers: list[ThreadedServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A connection that sends nothing (a browser's spare one) is closed at the deadline and
+    noted at INFO, not warned about: Chromium opens them on every page."""
+    caplog.set_level(logging.INFO, logger="boardd.daemon.http")
     server = start(app, servers, head_timeout=HEAD)
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         opened = time.monotonic()
         assert read_until_closed(sock, trickle=False) == b""
         assert time.monotonic() - opened >= HEAD * 0.9
+    line = wait_for_line(caplog, logging.INFO)
+    assert "1 sent nothing within 0.5 s" in line, line
+    assert closing_lines(caplog, logging.WARNING) == []
 
 
 @pytest.mark.parametrize("after_a_response", [False, True])
 def test_a_request_head_that_never_ends_is_answered_408(
-    app: App, servers: list[ThreadedServer], after_a_response: bool
+    app: App,
+    servers: list[ThreadedServer],
+    after_a_response: bool,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="boardd.daemon.http")
     server = start(app, servers, head_timeout=HEAD)
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         if after_a_response:
@@ -131,6 +163,9 @@ def test_a_request_head_that_never_ends_is_answered_408(
         waited = time.monotonic() - opened
     assert error_of(answer, 408)["code"] == "request_timeout"
     assert HEAD * 0.9 <= waited < HEAD + 5.0
+    # A head begun and not finished is the client's fault: a warning.
+    line = wait_for_line(caplog, logging.WARNING)
+    assert "1 sent no whole request head within 0.5 s" in line, line
 
 
 def test_a_whole_request_is_not_cut(app: App, servers: list[ThreadedServer]) -> None:

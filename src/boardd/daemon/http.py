@@ -163,9 +163,16 @@ class _Guard:
             "malformed": "{} sent a malformed request",
             "accept_failed": "{} could not be accepted (out of descriptors or memory)",
         }
-        text = "; ".join(parts[k].format(n) for k, n in sorted(counts.items()) if n)
+        text = "; ".join(parts[k].format(n) for k, n in sorted(counts.items()) if n and k in parts)
         if text:
             log.warning("HTTP connections closed by the server: %s", text)
+        if counts["idle"]:
+            log.info(
+                "HTTP connections closed by the server: %d sent nothing within %g s (a browser "
+                "opens spare connections ahead of need)",
+                counts["idle"],
+                self.head_timeout,
+            )
 
 
 class _QuietLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
@@ -373,7 +380,9 @@ class GuardedProtocol(HttpToolsProtocol):
             self._head_deadline = self.loop.call_at(due, self._head_timed_out)
             return
         self._cancel_head_deadline()
-        self.guard.note(self.loop, "timed_out")
+        # A connection that sent nothing at all is a browser's spare one (Chromium opens them
+        # ahead of need and may never use them): closed as well, but not a client's fault.
+        self.guard.note(self.loop, "timed_out" if self._head_bytes else "idle")
         if self._head_bytes:
             self.transport.write(
                 raw_error(
