@@ -73,6 +73,18 @@ describe("tableOf", () => {
     ]);
     expect(filterRows(rows, columns, { trial: "^man" }).map((r) => r.session)).toEqual(["m-0", "m-1"]);
   });
+  it("keys the trial column apart from an hparam named trial", () => {
+    const named = { hparamInfos: [{ name: "trial" }], metricInfos: [] };
+    const { columns, rows } = tableOf(named, {
+      sessionGroups: [{ name: "t-1", hparams: { trial: 7 }, sessions: [{ name: "run-1" }] }],
+    });
+    expect(columns.map((c) => [c.key, c.kind])).toEqual([
+      ["trial id", "trial"],
+      ["trial", "hparam"],
+      ["status", "status"],
+    ]);
+    expect(rows[0].values).toMatchObject({ trial: 7, "trial id": "t-1" });
+  });
   it("names a metric by group/tag, or its tag alone", () => {
     expect(metricKey({ group: "train", tag: "loss" })).toBe("train/loss");
     expect(metricKey({ tag: "score" })).toBe("score");

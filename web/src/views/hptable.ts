@@ -73,6 +73,9 @@ function asCell(v: unknown): Cell {
  * of a trial (repeats of one configuration) can be told, sorted and filtered together.
  * Each session keeps its own metrics (TensorBoard's table shows a trial's mean instead). */
 export function tableOf(experiment: HparamsExperiment, groups: SessionGroups): { columns: Column[]; rows: Row[] } {
+  // The trial column's key: "trial", unless an hparam or a metric has that name.
+  const taken = new Set([...(experiment.hparamInfos ?? []).map((h) => h.name), ...(experiment.metricInfos ?? []).map((m) => metricKey(m.name))]);
+  const trialKey = ["trial", "trial id", "trial (group)"].find((k) => !taken.has(k)) ?? "\u0000trial";
   const rows: Row[] = [];
   for (const group of groups.sessionGroups ?? []) {
     for (const session of group.sessions ?? []) {
@@ -81,12 +84,12 @@ export function tableOf(experiment: HparamsExperiment, groups: SessionGroups): {
       for (const m of session.metricValues ?? []) values[metricKey(m.name)] = asCell(m.value);
       const status = STATUS_WORDS[session.status ?? ""] ?? "unknown";
       values.status = status;
-      values.trial = group.name;
+      values[trialKey] = group.name;
       rows.push({ session: session.name, group: group.name, status, values });
     }
   }
   const columns: Column[] = [];
-  if (rows.some((r) => r.group !== r.session)) columns.push({ key: "trial", label: "trial", kind: "trial", numeric: false });
+  if (rows.some((r) => r.group !== r.session)) columns.push({ key: trialKey, label: "trial", kind: "trial", numeric: false });
   const numeric = (key: string): boolean =>
     rows.every((r) => r.values[key] === null || r.values[key] === undefined || typeof r.values[key] === "number");
   for (const h of experiment.hparamInfos ?? []) {
