@@ -381,6 +381,9 @@ def start_libraries(workdir: Path, timeout: float) -> Start:
         seconds = time.monotonic() - started
     finally:
         stop_process(proc, group=False, grace=5.0)
+        for pipe in (proc.stdin, proc.stderr):
+            if pipe is not None:
+                pipe.close()
     return Start("libraries", port_seconds=seconds, first_answer_seconds=seconds, seconds=seconds)
 
 
