@@ -322,7 +322,7 @@ def test_a_tag_description_is_shown_under_its_title(
 ) -> None:
     """A scalar written with a description (``tf.summary.scalar(..., description=)``: the
     summary metadata's ``summary_description``) shows it under the card's title, as written;
-    a tag without one shows none."""
+    a tag without one shows none. So does a histogram tag, under its group's heading."""
     root = tmp_path / "described"
     writer = EventFileWriter(str(root / "run"))
     for step in range(5):
@@ -335,6 +335,13 @@ def test_a_tag_description_is_shown_under_its_title(
                 tensor=tensor_util.make_tensor_proto(1.0 / (step + 1), dtype="float32"),
                 metadata=metadata,
             )
+        # A histogram as tf.summary.histogram writes it: [left, right, count] rows.
+        buckets = np.array([[0.0, 1.0, 3.0], [1.0, 2.0, 5.0 + step]], dtype=np.float64)
+        metadata = summary_pb2.SummaryMetadata(summary_description="weights of layer 1")
+        metadata.plugin_data.plugin_name = "histograms"
+        event.summary.value.add(
+            tag="weights", tensor=tensor_util.make_tensor_proto(buckets), metadata=metadata
+        )
         writer.add_event(event)
     writer.close()
     daemon = serve(root)
@@ -346,6 +353,12 @@ def test_a_tag_description_is_shown_under_its_title(
     assert described.inner_text() == "training loss, summed over the batch"
     assert not page.page.locator('[data-tag="plain"] .description').is_visible()
     page.screenshot("described")
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/?view=histograms")
+    heading = page.page.locator('.group[data-group="weights"] > .description')
+    heading.wait_for()
+    assert heading.inner_text() == "weights of layer 1"
+    page.page.locator('.hist-card[data-tag="weights"][data-last-step="4"]').wait_for()
+    page.screenshot("described-histograms")
     page.assert_no_errors()
 
 

@@ -84,7 +84,7 @@ function firstExperiment(): Promise<string | null> {
 }
 
 /** A run's series by tag, as the data API's `/list` routes answer. */
-export type Listing = Record<string, Record<string, { max_step: number; max_length?: number }>>;
+export type Listing = Record<string, Record<string, { max_step: number; max_length?: number; description?: string }>>;
 
 /** (tag, run) pairs of a listing, by tag then run. */
 export function pairs(listing: Listing): { tag: string; run: string }[] {
@@ -191,12 +191,14 @@ export function notice(text: string): HTMLElement {
 }
 
 /** Groups cards under a heading per tag, in a grid (a group of one card is "single": on a
- * wide window such groups share a row). */
-export function tagSection(tag: string, cards: HTMLElement[]): HTMLElement {
+ * wide window such groups share a row); under the heading, the tag's summary description if it
+ * has one (as written: Markdown shown as text; two lines at most, whole in the tooltip). */
+export function tagSection(tag: string, cards: HTMLElement[], description = ""): HTMLElement {
   return el(
     "div",
     { class: cards.length === 1 ? "group single" : "group", "data-group": tag },
     el("h2", { title: tag }, tag),
+    ...(description ? [el("p", { class: "description", title: description }, description)] : []),
     el("div", { class: "grid" }, ...cards),
   );
 }
@@ -252,6 +254,8 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   protected readonly cards = new Map<string, C>();
   /** A run's place in the experiment's run list. */
   private runOrder = new Map<string, number>();
+  /** Tags' summary descriptions. */
+  private readonly descriptions = new Map<string, string>();
   private readonly debounce = new Debouncer(50);
   private readonly inFlight = new Set<C>();
   private readonly body = el("div", { class: "view-body cards-body" });
@@ -295,6 +299,13 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
     const [listing, runs] = await Promise.all([this.list(), initialRuns().catch((): Run[] => []), colorsReady()]);
     if (!this.alive) return;
     this.runOrder = new Map(runs.map((r, i) => [r.name, i]));
+    // A tag's description: the first run's (in run order) that has one.
+    const described = Object.keys(listing).sort((a, b) => (this.runOrder.get(a) ?? Infinity) - (this.runOrder.get(b) ?? Infinity) || cmp(a, b));
+    for (const run of described) {
+      for (const [tag, info] of Object.entries(listing[run])) {
+        if (info.description && !this.descriptions.has(tag)) this.descriptions.set(tag, info.description);
+      }
+    }
     // Runs the page's assignment did not have, in name order as they are first seen together.
     runColors.assign(Object.keys(listing));
     for (const { tag, run } of pairs(listing)) this.card(tag, run);
@@ -353,7 +364,7 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
       this.body.replaceChildren(notice(`No ${this.options.what} match the filters.`));
       return;
     }
-    this.body.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots)));
+    this.body.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots, this.descriptions.get(tag))));
   }
 
   /** Fetches a stale card (one fetch at a time per card; a commit during it fetches again). */
