@@ -35,13 +35,18 @@ export function axisSize(u: uPlot, values: string[] | null, axisIdx: number): nu
   return Math.max(MIN_SIZE, Math.ceil(css + TICKS + GAP + AIR));
 }
 
-/** A numeric y axis; `log`: its scale is a log scale over a range of logLimits (see logSplits). */
-export function numericY(log = false): uPlot.Axis {
+/** A numeric y axis; `log`: its scale is a log scale over a range of logLimits (see logSplits),
+ * and `onTicks` hears each set of ticks made (tests read them: the canvas is pixels). */
+export function numericY(log = false, onTicks?: (ticks: number[]) => void): uPlot.Axis {
   if (!log) return { values: axisValues, size: axisSize };
   return {
     values: (_u, splits) => tickLabels(splits, smallestGap(splits)) ?? splits.map((v) => uPlot.fmtNum(v)),
     size: axisSize,
-    splits: (u, _axis, min, max) => logSplits(min, max, u.bbox.height / uPlot.pxRatio),
+    splits: (u, _axis, min, max) => {
+      const ticks = logSplits(min, max, u.bbox.height / uPlot.pxRatio);
+      onTicks?.(ticks);
+      return ticks;
+    },
     // Every tick is labelled: logSplits spaces them (uPlot's own filter expects whole decades).
     filter: (_u, splits) => splits,
   };

@@ -300,7 +300,7 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
     if (!this.alive) return;
     this.runOrder = new Map(runs.map((r, i) => [r.name, i]));
     // A tag's description: the first run's (in run order) that has one.
-    const described = Object.keys(listing).sort((a, b) => (this.runOrder.get(a) ?? Infinity) - (this.runOrder.get(b) ?? Infinity) || cmp(a, b));
+    const described = Object.keys(listing).sort((a, b) => this.byRunOrder(a, b));
     for (const run of described) {
       for (const [tag, info] of Object.entries(listing[run])) {
         if (info.description && !this.descriptions.has(tag)) this.descriptions.set(tag, info.description);
@@ -310,6 +310,11 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
     runColors.assign(Object.keys(listing));
     for (const { tag, run } of pairs(listing)) this.card(tag, run);
     this.layout();
+  }
+
+  /** Orders runs as the experiment's run list does (runs it lacks last, by name). */
+  private byRunOrder(a: string, b: string): number {
+    return (this.runOrder.get(a) ?? Infinity) - (this.runOrder.get(b) ?? Infinity) || cmp(a, b);
   }
 
   private key(tag: string, run: string): string {
@@ -344,10 +349,7 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
     const byTag = new Map<string, HTMLElement[]>();
     // By tag, then in the experiment's run order (the scalars run list's; runs it lacks last,
     // by name).
-    const order = (run: string): number => this.runOrder.get(run) ?? Infinity;
-    const sorted = [...this.cards.values()].sort(
-      (a, b) => cmp(a.tag, b.tag) || order(a.run) - order(b.run) || cmp(a.run, b.run),
-    );
+    const sorted = [...this.cards.values()].sort((a, b) => cmp(a.tag, b.tag) || this.byRunOrder(a.run, b.run));
     for (const card of sorted) {
       runs.add(card.run);
       if (!tagMatch(card.tag) || !runMatch(card.run) || hidden.has(card.run)) continue;

@@ -162,8 +162,9 @@ class HistogramCard {
       g.lineTo(Math.round(px) + 0.5, bottom + 4);
       // A label at an end of the axis stays inside the plot's edges, not cut by them.
       const half = g.measureText(labels[i]).width / 2;
-      g.textAlign = px - half < left ? "left" : px + half > right ? "right" : "center";
-      g.fillText(labels[i], px - half < left ? left : px + half > right ? right : px, bottom + 15);
+      const [align, x] = px - half < left ? ["left", left] : px + half > right ? ["right", right] : ["center", px];
+      g.textAlign = align as CanvasTextAlign;
+      g.fillText(labels[i], x, bottom + 15);
     });
     g.stroke();
     this.canvas.dataset.ticks = JSON.stringify(labels);

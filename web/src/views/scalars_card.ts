@@ -30,7 +30,7 @@ import {
 } from "./scalars_model";
 import type { Series } from "../series";
 import { hairlinePair, LinePoints, linearProjection, type Projection } from "./lines";
-import { logLimits, logSplits, numericX, numericY } from "./axes";
+import { logLimits, numericX, numericY } from "./axes";
 
 /** The points of the line drawn, in canvas pixels (one set of arrays for every chart). */
 const linePoints = new LinePoints();
@@ -264,12 +264,10 @@ export class ScalarCard {
     ctx.restore();
     if (dots.length > 0) this.drawDots(ctx, dots, u.bbox, ratio);
     this.drawNonFinite(u);
-    // The y axis drawn, for tests (the canvas is pixels): its range, and a log axis's ticks.
+    // The y axis drawn, for tests (the canvas is pixels): its range (a log axis's ticks are
+    // noted as the axis makes them).
     const scale = u.scales.y;
     this.root.dataset.yRange = `${scale.min},${scale.max}`;
-    if (scale.distr === 3 && scale.min != null && scale.max != null) {
-      this.root.dataset.yTicks = JSON.stringify(logSplits(scale.min, scale.max, u.bbox.height / uPlot.pxRatio));
-    }
   }
 
   /** Marks each run's points that are not numbers (the line has a gap there), in the run's
@@ -355,7 +353,7 @@ export class ScalarCard {
       },
       axes: [
         options.x === "wall" ? {} : options.x === "relative" ? numericX("relative (s)") : numericX(undefined, true),
-        numericY(logY),
+        logY ? numericY(true, (ticks) => (this.root.dataset.yTicks = JSON.stringify(ticks))) : numericY(),
       ],
       series: [{}],
       cursor: {
