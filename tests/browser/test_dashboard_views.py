@@ -28,7 +28,7 @@ from tensorboardX import SummaryWriter
 
 from tests.browser.conftest import Watched
 from tests.daemon.conftest import Daemon, ServeFactory
-from tests.hparams_logdirs import OFFICIAL_GROUPS, curve, write_official
+from tests.hparams_logdirs import FAILURE, OFFICIAL_GROUPS, curve, write_official
 from tests.hparams_logdirs import write_run as write_trial
 
 pytestmark = pytest.mark.slow
@@ -424,6 +424,76 @@ def test_hparams_table_sorts_and_filters(
     row.wait_for(timeout=10_000)
     assert row.get_attribute("data-status") == "running"
     page.page.locator(f'.hp-table[data-rows="{len(shown) + 1}"]').wait_for()
+    page.assert_no_errors()
+
+
+def test_hparams_rows_per_trial_show_the_mean_of_their_sessions(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """Repeated trials (hp.hparams(trial_id=)): the table offers a row per trial, as
+    TensorBoard's has it, each metric the mean of its sessions' values as the session rows
+    show them; the choice is in the URL."""
+    made = write_official(tmp_path)
+    daemon = serve(made.path)
+    last = sorted(s for s in made.statuses if s.startswith("epsilon/"))[-1]
+    steps = [step for step, _ in curve(1.0, every=20)]
+    daemon.wait_for_steps(f"{last}/validation", "accuracy", steps, timeout=30)
+    base = f"http://127.0.0.1:{daemon.port}"
+
+    open_view(page, base, "hparams")
+    page.page.locator(f'.hp-table[data-rows="{len(made.statuses)}"]').wait_for()
+    metrics = ["score", "train/loss", "validation/loss", "validation/accuracy"]
+    by_session = {
+        r["session"]: r["group"]
+        for r in hparams_rows(page)  # the session rows' own values, per trial
+    }
+    values = {
+        m: dict(zip(cell_values(page, "session"), cell_values(page, m), strict=True))
+        for m in metrics
+    }
+    choice = page.page.locator("select[data-rows-of]")
+    assert choice.is_visible()
+    choice.select_option("trials")
+    table = page.page.locator(
+        f'.hp-table[data-rows-of="trials"][data-rows="{len(OFFICIAL_GROUPS)}"]'
+    )
+    table.wait_for()
+    assert "hp_rows=trials" in page.page.url
+    assert page.page.locator(".hp-count").inner_text().endswith(f"of {len(OFFICIAL_GROUPS)} trials")
+    trials = cell_values(page, "session")
+    assert sorted(trials) == sorted(OFFICIAL_GROUPS)
+    counts = dict(zip(trials, cell_values(page, "sessions"), strict=True))
+    assert counts == {g: n for g, (_, n) in OFFICIAL_GROUPS.items()}
+    checked = 0
+    for m in metrics:
+        shown = dict(zip(trials, cell_values(page, m), strict=True))
+        for trial in trials:
+            own = [v for s, v in values[m].items() if by_session[s] == trial and v is not None]
+            if not own:
+                assert shown[trial] is None, (m, trial, shown[trial])
+                continue
+            assert shown[trial] == pytest.approx(sum(own) / len(own)), (m, trial, own)
+            checked += len(own) > 1
+    assert checked > 0  # some trial's mean is of several sessions
+    # A trial whose sessions ended differently lists their statuses.
+    failed = next(
+        g
+        for g, (_, n) in OFFICIAL_GROUPS.items()
+        if any(s.startswith(f"{g}/") and st == FAILURE for s, st in made.statuses.items()) and n > 1
+    )
+    row = page.page.locator(f'.hp-table tbody tr[data-session="{failed}"]')
+    assert row.get_attribute("data-status") == "mixed"
+    assert "failure" in row.locator('td[data-key="status"]').inner_text()
+    # A line per trial in the parallel coordinates; the choice survives a reload.
+    assert page.page.locator(".pc .lines path").count() == len(OFFICIAL_GROUPS)
+    page.screenshot("hparams-trials")
+    page.page.reload()
+    table.wait_for()
+    choice.select_option("sessions")
+    page.page.locator(
+        f'.hp-table[data-rows-of="sessions"][data-rows="{len(made.statuses)}"]'
+    ).wait_for()
+    assert "hp_rows" not in page.page.url
     page.assert_no_errors()
 
 

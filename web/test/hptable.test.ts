@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { axisOf, compareCells, filterRows, metricKey, parseFilter, type Row, sortRows, tableOf } from "../src/views/hptable";
+import { axisOf, compareCells, filterRows, hasRepeatedTrials, metricKey, parseFilter, type Row, sortRows, tableOf, trialStatus } from "../src/views/hptable";
 
 // The shapes /api/v1/hparams/experiment and /session_groups answer (proto3 JSON).
 const experiment = {
@@ -85,6 +85,53 @@ describe("tableOf", () => {
     ]);
     expect(rows[0].values).toMatchObject({ trial: 7, "trial id": "t-1" });
   });
+  it("makes a row per trial with the group's metrics (the API's mean), its count and statuses", () => {
+    const withMeans = {
+      sessionGroups: [
+        { ...groups.sessionGroups[0], metricValues: [{ name: { group: "validation", tag: "loss" }, value: 0.75 }] },
+        { ...groups.sessionGroups[1], metricValues: [{ name: { group: "", tag: "score" }, value: 3 }] },
+        { name: "empty", hparams: { lr: 1 }, sessions: [] },
+      ],
+    };
+    const { columns, rows } = tableOf(experiment, withMeans, "trials");
+    expect(columns.map((c) => [c.key, c.kind, c.numeric])).toEqual([
+      ["sessions", "sessions", true],
+      ["lr", "hparam", true],
+      ["optimizer", "hparam", false],
+      ["validation/loss", "metric", true],
+      ["score", "metric", true],
+      ["status", "status", false],
+    ]);
+    // A group without sessions has no row; a row's runs are its sessions'.
+    expect(rows.map((r) => [r.session, r.group, r.status, r.runs])).toEqual([
+      ["a", "a", "mixed", ["a/0", "a/1"]],
+      ["b", "b", "running", ["b/0"]],
+    ]);
+    expect(rows[0].values).toEqual({ lr: 0.1, optimizer: "sgd", "validation/loss": 0.75, status: "1 failure, 1 success", sessions: 2 });
+    expect(rows[1].values).toEqual({ lr: 0.001, optimizer: "adam", score: 3, status: "running", sessions: 1 });
+    expect(sortRows(rows, "sessions", true).map((r) => r.session)).toEqual(["a", "b"]);
+  });
+  it("keys the sessions column apart from a metric named sessions", () => {
+    const named = { hparamInfos: [], metricInfos: [{ name: { tag: "sessions" } }] };
+    const one = { sessionGroups: [{ name: "g", metricValues: [{ name: { tag: "sessions" }, value: 9 }], sessions: [{ name: "r" }] }] };
+    const { columns, rows } = tableOf(named, one, "trials");
+    expect(columns.map((c) => [c.key, c.kind])).toEqual([
+      ["session count", "sessions"],
+      ["sessions", "metric"],
+      ["status", "status"],
+    ]);
+    expect(rows[0].values).toMatchObject({ sessions: 9, "session count": 1 });
+  });
+  it("offers trial rows only when a trial repeats", () => {
+    expect(hasRepeatedTrials(groups)).toBe(true);
+    expect(hasRepeatedTrials({ sessionGroups: [{ name: "x", sessions: [{ name: "x" }] }] })).toBe(false);
+    expect(hasRepeatedTrials({})).toBe(false);
+  });
+  it("names a trial's status by its sessions'", () => {
+    expect(trialStatus(["success", "success"])).toBe("success");
+    expect(trialStatus(["running", "success", "success"])).toBe("2 success, 1 running");
+    expect(trialStatus([])).toBe("unknown");
+  });
   it("names a metric by group/tag, or its tag alone", () => {
     expect(metricKey({ group: "train", tag: "loss" })).toBe("train/loss");
     expect(metricKey({ tag: "score" })).toBe("score");
@@ -92,7 +139,7 @@ describe("tableOf", () => {
 });
 
 function rowsOf(values: Record<string, number | string | null>[]): Row[] {
-  return values.map((v, i) => ({ session: `s${i}`, group: `g${i}`, status: "success", values: v }));
+  return values.map((v, i) => ({ session: `s${i}`, group: `g${i}`, status: "success", values: v, runs: [`s${i}`] }));
 }
 
 describe("sortRows", () => {

@@ -1,19 +1,34 @@
 // Hyperparameters: a row per session (a session is a run, shown in its colour) with its
 // trial (its group, when trials are named apart from runs), its group's hparams, its metrics
-// and its status; sortable (click a header) and filterable (a
-// box per column: a regex, or MIN..MAX for numbers); above it the parallel coordinates of
-// the rows shown, a line per session in the same colour. Hovering a row or a line highlights
-// both. Data from /api/v1/hparams (TensorBoard's hparams API), fetched again when a commit
-// touches hparams or a session's scalars.
+// and its status; or, when some trial has several sessions (repeats of one configuration),
+// a row per trial as TensorBoard's table has it: its sessions' count and the mean of their
+// metrics (the "rows" choice, kept in the URL as hp_rows=trials). Sortable (click a header)
+// and filterable (a box per column: a regex, or MIN..MAX for numbers); above it the parallel
+// coordinates of the rows shown, a line per row in its (first) run's colour. Hovering a row
+// or a line highlights both. Data from /api/v1/hparams (TensorBoard's hparams API), fetched
+// again when a commit touches hparams or a session's scalars.
 //
-// Contract for tests: the table carries data-rows (rows shown), data-sort ("KEY asc|desc");
-// each row data-session, data-group, data-status, and a cell per column with data-key and
-// data-value (JSON); each header th data-key; each filter input data-filter="KEY"; each line
-// of the plot data-session.
+// Contract for tests: the table carries data-rows (rows shown), data-sort ("KEY asc|desc") and
+// data-rows-of ("sessions" or "trials"); each row data-session (the row's name: a run, or a
+// trial), data-group, data-status, and a cell per column with data-key and data-value (JSON);
+// each header th data-key; each filter input data-filter="KEY"; each line of the plot
+// data-session; the choice of rows is the select[data-rows-of].
 
 import { colorsReady, runColor, runColors } from "../colors";
 import { api, Debouncer, el, notice, retrying, type ViewContext, type ViewDef } from "./common";
-import { axisOf, type Cell, type Column, filterRows, type HparamsExperiment, type Row, type SessionGroups, sortRows, tableOf } from "./hptable";
+import {
+  axisOf,
+  type Cell,
+  type Column,
+  filterRows,
+  hasRepeatedTrials,
+  type HparamsExperiment,
+  type Row,
+  type RowsOf,
+  type SessionGroups,
+  sortRows,
+  tableOf,
+} from "./hptable";
 
 const SVG = "http://www.w3.org/2000/svg";
 /** Sessions fetched (one page; the table shows them all). */
@@ -57,6 +72,17 @@ class HparamsView {
   private sessions = new Set<string>();
   /** Sessions per trial (group). */
   private trialSizes = new Map<string, number>();
+  /** A row per session or per trial (offered when some trial has several sessions). */
+  private rowsOf: RowsOf;
+  /** The last answers, to lay the table out again when the choice of rows changes. */
+  private answers: [HparamsExperiment, SessionGroups] | null = null;
+  private readonly rowsChoice = el(
+    "select",
+    { "data-rows-of": "", title: "a row per session (run), or per trial (TensorBoard's session group) with the mean of its sessions' metrics" },
+    el("option", { value: "sessions" }, "a row per session"),
+    el("option", { value: "trials" }, "a row per trial (mean of its sessions)"),
+  );
+  private readonly rowsLabel = el("label", { class: "hp-rows", hidden: "" }, "rows ", this.rowsChoice);
 
   constructor(
     private readonly host: HTMLElement,
@@ -65,6 +91,13 @@ class HparamsView {
     const sort = (ctx.param("hp_sort") ?? "").split(":");
     this.sortKey = sort[0] || "session";
     this.descending = sort[1] === "desc";
+    this.rowsOf = ctx.param("hp_rows") === "trials" ? "trials" : "sessions";
+    this.rowsChoice.value = this.rowsOf;
+    this.rowsChoice.addEventListener("change", () => {
+      this.rowsOf = this.rowsChoice.value === "trials" ? "trials" : "sessions";
+      this.saveState();
+      if (this.answers) this.layOut(...this.answers);
+    });
     try {
       const saved = JSON.parse(ctx.param("hp_filter") ?? "{}") as unknown;
       if (saved && typeof saved === "object") this.filters = saved as Record<string, string>;
@@ -84,13 +117,24 @@ class HparamsView {
       colorsReady(),
     ]);
     if (!this.alive) return;
-    const { columns, rows } = tableOf(experiment, groups);
+    this.answers = [experiment, groups];
+    this.layOut(experiment, groups);
+  }
+
+  /** The table and the plot from the hparams API's answers, with rows as chosen. */
+  private layOut(experiment: HparamsExperiment, groups: SessionGroups): void {
+    const repeated = hasRepeatedTrials(groups);
+    this.rowsLabel.hidden = !repeated;
+    // A row per trial only means something when a trial has several sessions.
+    const rowsOf = repeated ? this.rowsOf : "sessions";
+    const { columns, rows } = tableOf(experiment, groups, rowsOf);
     this.columns = columns;
     this.rows = rows;
-    this.sessions = new Set(rows.map((r) => r.session));
+    this.sessions = new Set(rows.flatMap((r) => r.runs));
     this.trialSizes = new Map();
-    for (const r of rows) this.trialSizes.set(r.group, (this.trialSizes.get(r.group) ?? 0) + 1);
+    for (const g of groups.sessionGroups ?? []) this.trialSizes.set(g.name, (g.sessions ?? []).length);
     runColors.assign(this.sessions);
+    this.table.dataset.rowsOf = rowsOf;
     if (rows.length === 0) {
       this.main.replaceChildren(
         notice("No hparams in this experiment (TensorBoard's hparams API: hp.hparams, hp.hparams_config; tensorboardX add_hparams)."),
@@ -99,7 +143,7 @@ class HparamsView {
     }
     if (!this.table.isConnected) {
       this.main.replaceChildren(
-        el("div", { class: "hp-bar" }, this.count, el("span", { class: "hint" }, "click a header (or Tab to it, then Enter) to sort; filters: a regex, or MIN..MAX for numbers")),
+        el("div", { class: "hp-bar" }, this.count, this.rowsLabel, el("span", { class: "hint" }, "click a header (or Tab to it, then Enter) to sort; filters: a regex, or MIN..MAX for numbers")),
         this.plot,
         el("div", { class: "hp-scroll" }, this.table),
       );
@@ -116,6 +160,7 @@ class HparamsView {
     this.ctx.setParams({
       hp_sort: this.sortKey === "session" && !this.descending ? null : `${this.sortKey}:${this.descending ? "desc" : "asc"}`,
       hp_filter: Object.keys(filters).length ? JSON.stringify(filters) : null,
+      hp_rows: this.rowsOf === "trials" ? "trials" : null,
     });
   }
 
@@ -125,12 +170,14 @@ class HparamsView {
   }
 
   private renderHead(): void {
-    const keys = [{ key: "session", label: "session (run)", numeric: false }, ...this.columns];
+    const trials = this.table.dataset.rowsOf === "trials";
+    const keys = [{ key: "session", label: trials ? "trial" : "session (run)", numeric: false }, ...this.columns];
     const head = el("tr");
     const filterRow = el("tr", { class: "filters" });
     for (const c of keys) {
       // A header sorts by its column on a click, or on Enter or Space once focused (Tab).
-      const th = el("th", { "data-key": c.key, title: `sort by ${c.label}`, tabindex: "0" }, c.label);
+      const mean = trials && "kind" in c && c.kind === "metric" ? " (the mean of each trial's sessions)" : "";
+      const th = el("th", { "data-key": c.key, title: `sort by ${c.label}${mean}`, tabindex: "0" }, c.label);
       if ("kind" in c) th.classList.add(c.kind);
       if (c.numeric) th.classList.add("num");
       if (c.key === this.sortKey) {
@@ -176,14 +223,17 @@ class HparamsView {
 
   private renderBody(): void {
     const rows = this.shown();
+    const trials = this.table.dataset.rowsOf === "trials";
     const tbody = el("tbody");
     for (const r of rows) {
       const swatch = el("span", { class: "swatch" });
-      swatch.style.background = runColor(r.session);
+      swatch.style.background = runColor(r.runs[0] ?? r.session);
+      // A trial row's title lists its sessions (runs); a session row's names its trial.
+      const title = trials ? `${r.runs.length} session${r.runs.length === 1 ? "" : "s"}: ${r.runs.join(", ")}` : `trial ${r.group}`;
       const tr = el(
         "tr",
         { "data-session": r.session, "data-group": r.group, "data-status": r.status },
-        el("td", { class: "session", "data-key": "session", "data-value": JSON.stringify(r.session), title: `trial ${r.group}` }, swatch, r.session),
+        el("td", { class: "session", "data-key": "session", "data-value": JSON.stringify(r.session), title }, swatch, el("span", { class: "name" }, r.session)),
       );
       for (const c of this.columns) {
         const v = r.values[c.key];
@@ -206,7 +256,7 @@ class HparamsView {
     if (old) old.replaceWith(tbody);
     else this.table.append(tbody);
     this.table.dataset.rows = String(rows.length);
-    this.count.textContent = `${rows.length} of ${this.rows.length} sessions`;
+    this.count.textContent = `${rows.length} of ${this.rows.length} ${trials ? "trials" : "sessions"}`;
     this.drawParallel(rows);
   }
 
@@ -218,7 +268,7 @@ class HparamsView {
   /** The parallel coordinates: an axis per column with values among the rows shown (hparams,
    * then metrics), a polyline per session; a missing value breaks its line. */
   private drawParallel(rows: Row[]): void {
-    const columns = this.columns.filter((c) => c.kind !== "status" && c.kind !== "trial" && rows.some((r) => r.values[c.key] !== null && r.values[c.key] !== undefined));
+    const columns = this.columns.filter((c) => c.kind !== "status" && c.kind !== "trial" && c.kind !== "sessions" && rows.some((r) => r.values[c.key] !== null && r.values[c.key] !== undefined));
     const width = Math.max(600, this.main.clientWidth - 24);
     const height = 260;
     const top = 34;
@@ -242,7 +292,7 @@ class HparamsView {
         d += `${pen ? "L" : "M"}${x(i).toFixed(1)},${y(f).toFixed(1)}`;
         pen = true;
       });
-      const path = svg("path", { d, stroke: runColor(r.session), "data-session": r.session });
+      const path = svg("path", { d, stroke: runColor(r.runs[0] ?? r.session), "data-session": r.session });
       const title = svg("title");
       title.textContent = r.session;
       path.append(title);

@@ -5,21 +5,28 @@ export type Cell = number | string | boolean | null;
 
 export interface Column {
   /** hparam name, or metric "group/tag" ("tag" when its group is empty), or "status", or
-   * "trial" (the session's group). */
+   * "trial" (the session's group), or "sessions" (a trial row's count of sessions). */
   key: string;
   label: string;
-  kind: "trial" | "hparam" | "metric" | "status";
+  kind: "trial" | "sessions" | "hparam" | "metric" | "status";
   /** Every value is a number (or missing). */
   numeric: boolean;
 }
 
 export interface Row {
-  /** The session's name: its run. */
+  /** The row's name: a session's run, or a trial row's trial. */
   session: string;
   group: string;
   status: string;
   values: Record<string, Cell>;
+  /** The runs of the sessions the row stands for (a session row: its own; a trial row: its
+   * trial's, in the API's order). */
+  runs: string[];
 }
+
+/** What a row of the table is: a session, or a trial (TensorBoard's session group) with the
+ * mean of its sessions' metrics, as TensorBoard's table shows it. */
+export type RowsOf = "sessions" | "trials";
 
 interface MetricName {
   group?: string;
@@ -38,6 +45,9 @@ export interface SessionGroups {
   sessionGroups?: {
     name: string;
     hparams?: Record<string, Cell>;
+    /** The group's metrics: each the mean of its sessions' values (the API's default
+     * aggregation, as TensorBoard's UI asks for it). */
+    metricValues?: { name: MetricName; value?: number | string }[];
     sessions?: {
       name: string;
       status?: string;
@@ -66,30 +76,67 @@ function asCell(v: unknown): Cell {
   return null;
 }
 
-/** A row per session (a session is a run), with its group's hparams and its own metrics.
- * The group is TensorBoard's trial (`hp.hparams(..., trial_id=)`, Keras's
- * `hp.KerasCallback(trial_id=)`; a hash of the hparams when none was given): a "trial" column
- * comes first when some session's group is not named as the session is, so that the sessions
- * of a trial (repeats of one configuration) can be told, sorted and filtered together.
- * Each session keeps its own metrics (TensorBoard's table shows a trial's mean instead). */
-export function tableOf(experiment: HparamsExperiment, groups: SessionGroups): { columns: Column[]; rows: Row[] } {
-  // The trial column's key: "trial", unless an hparam or a metric has that name.
+/** The first of `candidates` that is not `taken` (a column key of our own must not overwrite
+ * an hparam's or a metric's). */
+function freeKey(candidates: string[], taken: Set<string>): string {
+  return candidates.find((k) => !taken.has(k)) ?? `\u0000${candidates[0]}`;
+}
+
+/** A trial's status from its sessions': the one they share, else each with its count, most
+ * frequent first ("2 success, 1 running"). */
+export function trialStatus(statuses: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const s of statuses) counts.set(s, (counts.get(s) ?? 0) + 1);
+  if (counts.size <= 1) return statuses[0] ?? "unknown";
+  return [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([s, n]) => `${n} ${s}`).join(", ");
+}
+
+/** The table's rows and columns.
+ *
+ * `rowsOf` "sessions" (the default): a row per session (a session is a run), with its
+ * group's hparams and its own metrics. The group is TensorBoard's trial
+ * (`hp.hparams(..., trial_id=)`, Keras's `hp.KerasCallback(trial_id=)`; a hash of the hparams
+ * when none was given): a "trial" column comes first when some session's group is not named
+ * as the session is, so that the sessions of a trial (repeats of one configuration) can be
+ * told, sorted and filtered together.
+ *
+ * `rowsOf` "trials": a row per trial, as TensorBoard's table has them: the trial's hparams, a
+ * "sessions" column (how many), each metric the mean of its sessions' values (the hparams
+ * API's own aggregation, so the same numbers as TensorBoard's), and their statuses. */
+export function tableOf(experiment: HparamsExperiment, groups: SessionGroups, rowsOf: RowsOf = "sessions"): { columns: Column[]; rows: Row[] } {
   const taken = new Set([...(experiment.hparamInfos ?? []).map((h) => h.name), ...(experiment.metricInfos ?? []).map((m) => metricKey(m.name))]);
-  const trialKey = ["trial", "trial id", "trial (group)"].find((k) => !taken.has(k)) ?? "\u0000trial";
+  const trialKey = freeKey(["trial", "trial id", "trial (group)"], taken);
+  const sessionsKey = freeKey(["sessions", "session count", "sessions (count)"], taken);
   const rows: Row[] = [];
   for (const group of groups.sessionGroups ?? []) {
-    for (const session of group.sessions ?? []) {
-      const values: Record<string, Cell> = {};
-      for (const [name, v] of Object.entries(group.hparams ?? {})) values[name] = asCell(v);
+    const hparams: Record<string, Cell> = {};
+    for (const [name, v] of Object.entries(group.hparams ?? {})) hparams[name] = asCell(v);
+    const sessions = group.sessions ?? [];
+    const statusOf = (session: { status?: string }): string => STATUS_WORDS[session.status ?? ""] ?? "unknown";
+    if (rowsOf === "trials") {
+      if (sessions.length === 0) continue;
+      const values: Record<string, Cell> = { ...hparams };
+      for (const m of group.metricValues ?? []) values[metricKey(m.name)] = asCell(m.value);
+      const statuses = sessions.map(statusOf);
+      values.status = trialStatus(statuses);
+      values[sessionsKey] = sessions.length;
+      // The row's status word: the one its sessions share, else "mixed" (the cell lists them).
+      const status = new Set(statuses).size === 1 ? statuses[0] : "mixed";
+      rows.push({ session: group.name, group: group.name, status, values, runs: sessions.map((x) => x.name) });
+      continue;
+    }
+    for (const session of sessions) {
+      const values: Record<string, Cell> = { ...hparams };
       for (const m of session.metricValues ?? []) values[metricKey(m.name)] = asCell(m.value);
-      const status = STATUS_WORDS[session.status ?? ""] ?? "unknown";
+      const status = statusOf(session);
       values.status = status;
       values[trialKey] = group.name;
-      rows.push({ session: session.name, group: group.name, status, values });
+      rows.push({ session: session.name, group: group.name, status, values, runs: [session.name] });
     }
   }
   const columns: Column[] = [];
-  if (rows.some((r) => r.group !== r.session)) columns.push({ key: trialKey, label: "trial", kind: "trial", numeric: false });
+  if (rowsOf === "trials") columns.push({ key: sessionsKey, label: "sessions", kind: "sessions", numeric: true });
+  else if (rows.some((r) => r.group !== r.session)) columns.push({ key: trialKey, label: "trial", kind: "trial", numeric: false });
   const numeric = (key: string): boolean =>
     rows.every((r) => r.values[key] === null || r.values[key] === undefined || typeof r.values[key] === "number");
   for (const h of experiment.hparamInfos ?? []) {
@@ -101,6 +148,12 @@ export function tableOf(experiment: HparamsExperiment, groups: SessionGroups): {
   }
   columns.push({ key: "status", label: "status", kind: "status", numeric: false });
   return { columns, rows };
+}
+
+/** Whether some trial has more than one session (then a row per trial differs from a row per
+ * session). */
+export function hasRepeatedTrials(groups: SessionGroups): boolean {
+  return (groups.sessionGroups ?? []).some((g) => (g.sessions ?? []).length > 1);
 }
 
 /** Orders two cells: missing last, numbers (NaN after the others) before booleans before
