@@ -359,6 +359,37 @@ def test_a_tag_description_is_shown_under_its_title(
     assert heading.inner_text() == "weights of layer 1"
     page.page.locator('.hist-card[data-tag="weights"][data-last-step="4"]').wait_for()
     page.screenshot("described-histograms")
+
+    # Tags first written while the page is open show their descriptions too (the stream's
+    # events do not carry them): a histogram here, then a scalar in the scalars view.
+    later = EventFileWriter(str(root / "run"), filename_suffix=".later")
+    event = event_pb2.Event(wall_time=WALL + 10, step=10)
+    metadata = summary_pb2.SummaryMetadata(summary_description="biases of layer 2")
+    metadata.plugin_data.plugin_name = "histograms"
+    buckets = np.array([[0.0, 1.0, 2.0]], dtype=np.float64)
+    event.summary.value.add(
+        tag="biases", tensor=tensor_util.make_tensor_proto(buckets), metadata=metadata
+    )
+    later.add_event(event)
+    later.flush()
+    heading = page.page.locator('.group[data-group="biases"] > .description')
+    heading.wait_for(timeout=15_000)
+    assert heading.inner_text() == "biases of layer 2"
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/")
+    wait_drawn(page, ("loss", "plain"), 4)
+    event = event_pb2.Event(wall_time=WALL + 11, step=11)
+    metadata = summary_pb2.SummaryMetadata(summary_description="accuracy on held-out data")
+    metadata.plugin_data.plugin_name = "scalars"
+    event.summary.value.add(
+        tag="accuracy",
+        tensor=tensor_util.make_tensor_proto(0.5, dtype="float32"),
+        metadata=metadata,
+    )
+    later.add_event(event)
+    later.close()
+    late = page.page.locator('[data-tag="accuracy"] .description')
+    late.wait_for(timeout=15_000)
+    assert late.inner_text() == "accuracy on held-out data"
     page.assert_no_errors()
 
 

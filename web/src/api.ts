@@ -84,6 +84,14 @@ export function initialRuns(): Promise<Run[]> {
 export const listScalars = (): Promise<ListAnswer> =>
   getJson<ListAnswer>("scalars/list", [["plugin", "scalars"]]);
 
+/** The listing of one scalar tag (every run's), e.g. for the description of a tag first seen on
+ * the stream. */
+export const listScalarTag = (tag: string): Promise<ListAnswer> =>
+  getJson<ListAnswer>("scalars/list", [
+    ["plugin", "scalars"],
+    ["tag", tag],
+  ]);
+
 export interface ScalarsQuery {
   runs?: string[];
   stepMin?: number;

@@ -271,8 +271,9 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
     private readonly options: CardsViewOptions,
   ) {}
 
-  /** The series listing ({run: {tag: metadata}}). */
-  protected abstract list(): Promise<Listing>;
+  /** The series listing ({run: {tag: metadata}}), of every series or of those `filter`
+   * (the list route's parameters, e.g. [["tag", TAG]]) selects. */
+  protected abstract list(filter?: [string, string][]): Promise<Listing>;
   protected abstract make(tag: string, run: string): C;
   /** Fetches what the card lacks and touches it. */
   protected abstract load(card: C): Promise<void>;
@@ -299,17 +300,35 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
     const [listing, runs] = await Promise.all([this.list(), initialRuns().catch((): Run[] => []), colorsReady()]);
     if (!this.alive) return;
     this.runOrder = new Map(runs.map((r, i) => [r.name, i]));
-    // A tag's description: the first run's (in run order) that has one.
-    const described = Object.keys(listing).sort((a, b) => this.byRunOrder(a, b));
-    for (const run of described) {
-      for (const [tag, info] of Object.entries(listing[run])) {
-        if (info.description && !this.descriptions.has(tag)) this.descriptions.set(tag, info.description);
-      }
-    }
+    this.noteDescriptions(listing);
     // Runs the page's assignment did not have, in name order as they are first seen together.
     runColors.assign(Object.keys(listing));
     for (const { tag, run } of pairs(listing)) this.card(tag, run);
     this.layout();
+  }
+
+  /** Keeps each tag's description: the first run's (in run order) that has one. */
+  private noteDescriptions(listing: Listing): boolean {
+    let noted = false;
+    for (const run of Object.keys(listing).sort((a, b) => this.byRunOrder(a, b))) {
+      for (const [tag, info] of Object.entries(listing[run])) {
+        if (info.description && !this.descriptions.has(tag)) {
+          this.descriptions.set(tag, info.description);
+          noted = true;
+        }
+      }
+    }
+    return noted;
+  }
+
+  /** A tag first seen on the stream: its description, from the listing of that tag alone
+   * (the stream's events do not carry it). */
+  private describeNew(tag: string): void {
+    this.list([["tag", tag]])
+      .then((listing) => {
+        if (this.alive && this.noteDescriptions(listing)) this.layout();
+      })
+      .catch((err: unknown) => console.warn(`listing ${this.options.what} ${tag} failed (its description is not shown)`, err));
   }
 
   /** Orders runs as the experiment's run list does (runs it lacks last, by name). */
@@ -390,8 +409,10 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   series(e: SeriesEvent): void {
     if (e.plugin !== this.options.plugin) return;
     const isNew = !this.cards.has(this.key(e.tag, e.run));
+    const newTag = isNew && ![...this.cards.values()].some((c) => c.tag === e.tag);
     const card = this.card(e.tag, e.run);
     if (isNew) this.layout();
+    if (newTag) this.describeNew(e.tag);
     card.stale = true;
     if (card.visible) this.debounce.call(this.key(e.tag, e.run), () => this.refresh(card));
   }

@@ -104,8 +104,8 @@ export const distributionsView: ViewDef = {
 };
 
 class DistributionsView extends CardsView<DistributionCard> {
-  protected list(): Promise<Listing> {
-    return api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"]]);
+  protected list(filter: [string, string][] = []): Promise<Listing> {
+    return api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"], ...filter]);
   }
 
   protected make(tag: string, run: string): DistributionCard {

@@ -192,8 +192,8 @@ export const histogramsView: ViewDef = {
 };
 
 class HistogramsView extends CardsView<HistogramCard> {
-  protected list(): Promise<Listing> {
-    return api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"]]);
+  protected list(filter: [string, string][] = []): Promise<Listing> {
+    return api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"], ...filter]);
   }
 
   protected make(tag: string, run: string): HistogramCard {

@@ -123,8 +123,8 @@ export const imagesView: ViewDef = {
 };
 
 class ImagesView extends CardsView<ImageCard> {
-  protected list(): Promise<Listing> {
-    return api<Listing>(this.ctx, "blob_sequences/list", [["plugin", "images"]]);
+  protected list(filter: [string, string][] = []): Promise<Listing> {
+    return api<Listing>(this.ctx, "blob_sequences/list", [["plugin", "images"], ...filter]);
   }
 
   protected make(tag: string, run: string): ImageCard {

@@ -13,7 +13,7 @@
 import "uplot/dist/uPlot.min.css";
 import "./scalars.css";
 
-import { initialRuns, listScalars, readScalars, Stream, type SeriesEvent } from "../api";
+import { initialRuns, listScalars, listScalarTag, readScalars, Stream, type SeriesEvent } from "../api";
 import { colorsReady, runColor, runColors, tagGroup } from "../colors";
 import { breakable, el } from "../dom";
 import { FIRST_DRAW_EVENT, notice } from "./common";
@@ -453,6 +453,20 @@ export class ScalarsView {
     for (const tag of [...failed, ...[...tags].filter((t) => !first.includes(t))]) this.loadRetrying(tag);
   }
 
+  /** A tag first seen on the stream: its description (the stream's events do not carry it),
+   * the first run's in the run list's order that has one. */
+  private describeNew(tag: string): void {
+    listScalarTag(tag)
+      .then((listing) => {
+        if (!this.mounted) return;
+        const place = (run: string): number => (this.runs.includes(run) ? this.runs.indexOf(run) : this.runs.length);
+        const runs = Object.keys(listing).sort((a, b) => place(a) - place(b));
+        const described = runs.map((run) => listing[run][tag]?.description).find((d) => d);
+        if (described) this.cards.get(tag)?.describe(described);
+      })
+      .catch((err: unknown) => console.warn(`listing ${tag} failed (its description is not shown)`, err));
+  }
+
   /** Loads a tag's points, again every 2 s while the daemon does not answer. */
   private loadRetrying(tag: string): void {
     this.load(tag).catch((err) => {
@@ -485,6 +499,7 @@ export class ScalarsView {
     const card = this.card(e.tag);
     if (isNew) {
       this.loadRetrying(e.tag);
+      this.describeNew(e.tag);
       return;
     }
     const byRun = this.data.get(e.tag)!;

@@ -65,8 +65,8 @@ export const textView: ViewDef = {
 };
 
 class TextView extends CardsView<TextCard> {
-  protected list(): Promise<Listing> {
-    return api<Listing>(this.ctx, "tensors/list", [["plugin", "text"]]);
+  protected list(filter: [string, string][] = []): Promise<Listing> {
+    return api<Listing>(this.ctx, "tensors/list", [["plugin", "text"], ...filter]);
   }
 
   protected make(tag: string, run: string): TextCard {
