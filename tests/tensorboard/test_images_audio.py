@@ -149,6 +149,18 @@ def test_unknown_series_and_bad_parameters(keep_all: Pair, plugin: str) -> None:
         "GET", f"/data/plugin/{plugin}/{route}", params={"run": "train", "tag": tag, "sample": "-1"}
     )
     assert ours.status_code == 400
+    # A sample past the clips or images a step has: no entry. TensorBoard answers the same on
+    # images, and on audio past the count; at the count itself its audio route fails (500:
+    # it skips a step only when its clips are fewer than the index, not when as many).
+    count = get(keep_all, f"/data/plugin/{plugin}/tags").json()["train"][tag]["samples"]
+    for sample in (count, count + 1):
+        params = {"run": "train", "tag": tag, "sample": str(sample)}
+        tb, ours = keep_all.both("GET", f"/data/plugin/{plugin}/{route}", params=params)
+        assert (ours.status_code, ours.json()) == (200, [])
+        fails = plugin == "audio" and sample == count
+        assert (tb.status_code, None if fails else tb.json()) == (
+            (500, None) if fails else (200, [])
+        )
     # Blobs: a missing key is a 400 as in TensorBoard; a key boardd never gave out a 404
     # (TensorBoard fails on it with a 500).
     extra = {"content_type": "audio/wav"} if plugin == "audio" else {}
