@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -27,6 +28,23 @@ from boardd.store.bus import ChangeHub
 from boardd.store.session import WriteSession
 
 pytest_plugins = ["pytester", "tests.leakcheck"]
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_restored() -> Iterator[None]:
+    """No stderr handler left on the root logger by a test, and its level as the test found
+    it. A test that runs a command in this process (``boardd.cli.main``) gets that command's
+    stderr handler, bound to the stream pytest captures for that test: left in place, a later
+    test's server thread logging through it writes to a closed file ("--- Logging error ---"
+    in the CI log). pytest's own handlers (subclasses) come and go with each test phase."""
+    root = logging.getLogger()
+    before, level = set(root.handlers), root.level
+    yield
+    for handler in root.handlers[:]:
+        if type(handler) is logging.StreamHandler and handler not in before:
+            root.removeHandler(handler)
+    root.setLevel(level)
+
 
 # -- logdirs written here ---------------------------------------------------------------------
 
