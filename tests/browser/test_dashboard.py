@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import shutil
 import socket
 import time
@@ -286,6 +287,47 @@ def test_log_y(serve: ServeFactory, logdir: Path, page: Watched) -> None:
     page.assert_no_errors()
 
 
+def test_ignore_outliers(serve: ServeFactory, tmp_path: Path, page: Watched) -> None:
+    """By default, as in TensorBoard, the y axis spans the 5th to the 95th percentile of the
+    values drawn: a loss whose first steps are a hundred times the rest no longer flattens
+    the curve along the bottom. Unticking "ignore outliers" spans every value; the URL keeps
+    the choice."""
+    root = tmp_path / "spiky"
+    values = [100.0 if step < 3 else 1.0 + 0.01 * step for step in range(100)]
+    with SummaryWriter(str(root / "run"), filename_suffix=".spiky") as w:
+        for step, value in enumerate(values):
+            w.add_scalar("loss", value, step, walltime=WALL + step)
+    daemon = serve(root)
+    daemon.wait_for_steps("run", "loss", list(range(100)), timeout=30)
+    # Smoothing off: the values drawn are the values written.
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/?smoothing=0")
+    wait_drawn(page, ("loss",), 99)
+    assert page.page.is_checked("#ignore-outliers")
+
+    def y_range() -> tuple[float, float]:
+        bottom, top = (float(v) for v in cards(page)["loss"]["yRange"].split(","))
+        return bottom, top
+
+    ordered = sorted(values)
+    lo, hi = ordered[math.ceil(0.05 * 99)], ordered[math.floor(0.95 * 99)]
+    bottom, top = y_range()
+    assert bottom <= lo and hi <= top < 10, (bottom, top)  # the first steps' 100 left out
+    page.screenshot("outliers-ignored")
+    page.page.uncheck("#ignore-outliers")
+    page.page.wait_for_function(
+        """() => document.querySelector('[data-tag="loss"]').dataset.ignoreOutliers === 'false'"""
+    )
+    bottom, top = y_range()
+    assert bottom <= min(values) and top >= 100, (bottom, top)
+    assert "outliers=show" in page.page.url
+    page.screenshot("outliers-shown")
+    page.page.reload()
+    wait_drawn(page, ("loss",), 99)
+    assert not page.page.is_checked("#ignore-outliers")
+    assert y_range()[1] >= 100
+    page.assert_no_errors()
+
+
 def test_log_y_fits_the_lines_range(serve: ServeFactory, tmp_path: Path, page: Watched) -> None:
     """A log y axis spans the lines' own range, with ticks inside it: a loss between 1.05 and
     1.15 used to be drawn flat along the bottom of a 1–10 axis (uPlot snaps a log range to whole
@@ -297,7 +339,8 @@ def test_log_y_fits_the_lines_range(serve: ServeFactory, tmp_path: Path, page: W
             w.add_scalar("wide", 10.0 ** (-3 + 4 * step / 49), step, walltime=WALL + step)
     daemon = serve(root)
     daemon.wait_for_steps("run", "wide", list(range(50)), timeout=30)
-    page.page.goto(f"http://127.0.0.1:{daemon.port}/?y=log")
+    # Every value counts here (outliers are ignored by default: test_ignore_outliers).
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/?y=log&outliers=show")
     wait_drawn(page, ("narrow", "wide"), 49)
     page.page.wait_for_function(
         """() => ['narrow', 'wide'].every((t) => {

@@ -1,6 +1,6 @@
 // The view's state in the page's URL (query string), so a view can be bookmarked and shared:
 // runs (a regex filter and the runs deselected), tags (a regex filter), smoothing, x axis,
-// y scale (linear or log).
+// y scale (linear or log), whether outliers are ignored in the y range.
 // Defaults are left out of the URL; the other views' keys are left as they are.
 
 export type XAxis = "step" | "relative" | "wall";
@@ -13,12 +13,15 @@ export interface ViewState {
   smoothing: number;
   x: XAxis;
   logY: boolean;
+  /** The y range leaves out the lowest and highest 5 % of the values drawn (TensorBoard's
+   * "Ignore outliers in chart scaling", on by default there too). */
+  ignoreOutliers: boolean;
 }
 
 export const DEFAULT_SMOOTHING = 0.6;
 
 export function defaults(): ViewState {
-  return { runFilter: "", hidden: [], tagFilter: "", smoothing: DEFAULT_SMOOTHING, x: "step", logY: false };
+  return { runFilter: "", hidden: [], tagFilter: "", smoothing: DEFAULT_SMOOTHING, x: "step", logY: false, ignoreOutliers: true };
 }
 
 /** The state a query string (`location.search`) describes; what it lacks or garbles is the
@@ -37,11 +40,12 @@ export function parseState(search: string): ViewState {
   const x = q.get("x");
   if (x !== null && (X_AXES as readonly string[]).includes(x)) state.x = x as XAxis;
   state.logY = q.get("y") === "log";
+  state.ignoreOutliers = q.get("outliers") !== "show";
   return state;
 }
 
 /** The query keys the scalars view owns. */
-export const SCALARS_KEYS: readonly string[] = ["runs", "hide", "tags", "smoothing", "x", "y"];
+export const SCALARS_KEYS: readonly string[] = ["runs", "hide", "tags", "smoothing", "x", "y", "outliers"];
 
 /** The query string (with its "?", or "" when empty) of a state, keeping the keys of `search`
  * (the page's current query) that are not the scalars view's. */
@@ -54,6 +58,7 @@ export function formatState(state: ViewState, search = ""): string {
   if (state.smoothing !== DEFAULT_SMOOTHING) q.set("smoothing", String(state.smoothing));
   if (state.x !== "step") q.set("x", state.x);
   if (state.logY) q.set("y", "log");
+  if (!state.ignoreOutliers) q.set("outliers", "show");
   const text = q.toString();
   return text ? `?${text}` : "";
 }

@@ -7,7 +7,7 @@ function series(steps: number[], values: number[], wall0 = 1000): Series {
   return Series.from({ step: steps, wall_time: steps.map((s) => wall0 + s), value: values });
 }
 
-const base = { smoothing: 0, x: "step" as const, logY: false, width: 100, range: null };
+const base = { smoothing: 0, x: "step" as const, logY: false, ignoreOutliers: false, width: 100, range: null };
 
 describe("a card's model", () => {
   const data = new Map([
@@ -155,6 +155,31 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
     const logs = new Map([["a", series([0, 10], [1, 100])]]);
     const l = yExtent(prepareCard(logs, ["a"], { ...base, logY: true, range: [5, 5.000001] }), [5, 5.000001], true)!;
     expect(l[0]).toBeCloseTo(10, 4);
+  });
+
+  it("ignores outliers: the 5th to the 95th percentile of the main lines' values", () => {
+    // 0..99 and a spike of 10,000 at step 50: the spike and the lowest values are left out.
+    const values = Array.from({ length: 100 }, (_, i) => (i === 50 ? 10000 : i));
+    const steps = values.map((_, i) => i);
+    const spiky = new Map([["a", series(steps, values)]]);
+    const m = prepareCard(spiky, ["a"], base);
+    expect(yExtent(m, null)).toEqual([0, 10000]);
+    // Sorted: 0..49, 51..99, 10000; indices ceil(0.05 * 99) = 5 and floor(0.95 * 99) = 94.
+    expect(yExtent(m, null, false, true)).toEqual([5, 95]);
+    // In a zoom window, of the values in it (and where the line crosses its edges).
+    // 40..49, 51..60, 10000: indices 1 and 19.
+    expect(yExtent(prepareCard(spiky, ["a"], { ...base, range: [40, 60] }), [40, 60], false, true)).toEqual([41, 60]);
+    // Two values or fewer: both kept.
+    const two = prepareCard(new Map([["a", series([0, 1], [1, 1000])]]), ["a"], base);
+    expect(yExtent(two, null, false, true)).toEqual([1, 1000]);
+    // Smoothing: the smoothed lines' values only (the faint raw ones may leave the chart).
+    const smoothed = prepareCard(spiky, ["a"], { ...base, smoothing: 0.9 });
+    const [lo, hi] = yExtent(smoothed, null, false, true)!;
+    const main = [...smoothed.traces[0].smoothed!].filter((y): y is number => y !== null).sort((a, b) => a - b);
+    expect([lo, hi]).toEqual([main[Math.ceil(0.05 * (main.length - 1))], main[Math.floor(0.95 * (main.length - 1))]]);
+    expect(hi).toBeLessThan(10000);
+    // Nothing drawn: null.
+    expect(yExtent(prepareCard(new Map(), [], base), null, false, true)).toBeNull();
   });
 
   it("skips gaps: a log scale's non-positive values", () => {

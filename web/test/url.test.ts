@@ -3,13 +3,16 @@ import { DEFAULT_SMOOTHING, defaults, formatState, isTensorBoardLink, matcher, p
 
 describe("view state in the URL", () => {
   it("round-trips", () => {
-    const state = { runFilter: "lr=0\\.1", hidden: ["b", "a/x"], tagFilter: "loss", smoothing: 0.25, x: "wall" as const, logY: true };
+    const state = { runFilter: "lr=0\\.1", hidden: ["b", "a/x"], tagFilter: "loss", smoothing: 0.25, x: "wall" as const, logY: true, ignoreOutliers: false };
     const text = formatState(state);
     expect(parseState(text)).toEqual({ ...state, hidden: ["a/x", "b"] });
   });
 
   it("leaves defaults out and reads an empty query as the defaults", () => {
     expect(formatState(defaults())).toBe("");
+    // Outliers are ignored by default, as in TensorBoard: the URL says when they are not.
+    expect(defaults().ignoreOutliers).toBe(true);
+    expect(formatState({ ...defaults(), ignoreOutliers: false })).toBe("?outliers=show");
     expect(parseState("")).toEqual(defaults());
     expect(defaults().smoothing).toBe(DEFAULT_SMOOTHING);
   });

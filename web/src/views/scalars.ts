@@ -149,6 +149,9 @@ export class ScalarsView {
     const logY = el("input", { id: "log-y", type: "checkbox" });
     logY.checked = this.view.logY;
     logY.addEventListener("change", () => this.update({ logY: logY.checked }));
+    const outliers = el("input", { id: "ignore-outliers", type: "checkbox" });
+    outliers.checked = this.view.ignoreOutliers;
+    outliers.addEventListener("change", () => this.update({ ignoreOutliers: outliers.checked }));
     return el(
       "header",
       {},
@@ -156,6 +159,12 @@ export class ScalarsView {
       el("label", {}, "smoothing ", slider, number),
       el("label", {}, "x axis ", axis),
       el("label", { title: "logarithmic y axis (values ≤ 0 are not drawn)" }, logY, "log y"),
+      el(
+        "label",
+        { title: "the y axis spans the middle 90 % of the values drawn (the smoothed lines' when smoothing), as TensorBoard's \"Ignore outliers in chart scaling\": a spike runs off the chart instead of flattening the rest" },
+        outliers,
+        "ignore outliers",
+      ),
       this.status,
       el("a", { href: "tensorboard/" }, "TensorBoard's UI"),
     );
@@ -310,7 +319,7 @@ export class ScalarsView {
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
       const runs = this.shownRuns();
-      const view = { smoothing: this.view.smoothing, x: this.view.x, logY: this.view.logY };
+      const view = this.drawOptions();
       const cards = [...this.cards.values()].filter((c) => c.root.isConnected);
       // Widths read before any chart changes the page (no layout per card), then the cards
       // in view prepared and drawn, then the others' models (their attributes) brought up
@@ -327,7 +336,7 @@ export class ScalarsView {
       if (cards.some((c) => !c.visible && c.dirty) && this.background === null) {
         this.background = setTimeout(() => {
           this.background = null;
-          const now = { smoothing: this.view.smoothing, x: this.view.x, logY: this.view.logY };
+          const now = this.drawOptions();
           const shown = this.shownRuns();
           for (const card of this.cards.values()) {
             if (card.root.isConnected && !card.visible && card.dirty) card.prepare(this.data.get(card.tag)!, shown, now);
@@ -335,6 +344,11 @@ export class ScalarsView {
         }, 0);
       }
     });
+  }
+
+  /** What the bar sets for every card's drawing. */
+  private drawOptions(): { smoothing: number; x: XAxis; logY: boolean; ignoreOutliers: boolean } {
+    return { smoothing: this.view.smoothing, x: this.view.x, logY: this.view.logY, ignoreOutliers: this.view.ignoreOutliers };
   }
 
   private touch(tag: string): void {

@@ -146,6 +146,7 @@ export class ScalarCard {
       model.traces.reduce((n, t) => n + t.nonFinite.nan.length + t.nonFinite.inf.length + t.nonFinite.negInf.length, 0),
     );
     d.yScale = view.logY ? "log" : "linear";
+    d.ignoreOutliers = String(view.ignoreOutliers);
     d.zoom = this.range ? `${this.range[0]},${this.range[1]}` : "";
     this.csv.href = scalarsUrl(this.tag, model.drawn, "csv");
     this.json.href = scalarsUrl(this.tag, model.drawn, "json");
@@ -200,7 +201,7 @@ export class ScalarCard {
    * Without any (a series of NaN and ±inf only, a window holding no line): 0..1 (1..10 on a
    * log scale), so the axis is drawn and so are the marks of the points that are not numbers. */
   private yRange(logY: boolean): uPlot.Range.MinMax {
-    const extent = this.model ? yExtent(this.model, this.range, logY) : null;
+    const extent = this.model ? yExtent(this.model, this.range, logY, this.options?.ignoreOutliers ?? false) : null;
     if (extent === null) return logY ? [1, 10] : [0, 1];
     return logY ? logLimits(extent[0], extent[1]) : uPlot.rangeNum(extent[0], extent[1], 0.1, true);
   }

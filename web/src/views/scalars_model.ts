@@ -15,6 +15,8 @@ export interface DrawOptions {
   smoothing: number;
   x: XAxis;
   logY: boolean;
+  /** The y range leaves out the lowest and highest 5 % of the values drawn (yExtent). */
+  ignoreOutliers: boolean;
   /** Pixel columns of the plot: about 4 points are kept per column. */
   width: number;
   range: XRange;
@@ -226,8 +228,15 @@ export function xExtent(model: CardModel): [number, number] | null {
  * a window between two points (a zoom into a sparse series' stretch) holds no point, but the
  * line through it is drawn, and is in range. Gaps and non-finite values are skipped (and
  * spanned, as the lines are drawn); on a log scale a crossing is interpolated in log space
- * (the line is straight there). null without any. */
-export function yExtent(model: CardModel, range: XRange, logY = false): [number, number] | null {
+ * (the line is straight there). null without any.
+ *
+ * `ignoreOutliers` (TensorBoard's "Ignore outliers in chart scaling"): of those values, only
+ * the main lines' (the smoothed ones when smoothing, not the faint raw ones; on a log scale the
+ * positive ones), and between the 5th and the 95th percentile of them when there are more than
+ * two, as TensorBoard's Time Series takes them: a loss's first steps, ten times what it comes
+ * down to, no longer flatten the rest of the curve along the bottom. */
+export function yExtent(model: CardModel, range: XRange, logY = false, ignoreOutliers = false): [number, number] | null {
+  if (ignoreOutliers) return percentileExtent(model, range, logY);
   let lo = Infinity;
   let hi = -Infinity;
   const take = (y: number): void => {
@@ -235,21 +244,39 @@ export function yExtent(model: CardModel, range: XRange, logY = false): [number,
     if (y > hi) hi = y;
   };
   for (const t of model.traces) {
-    const from = range === null ? 0 : lowerBound(t.xs, range[0]);
-    const to = range === null ? t.xs.length : upperBound(t.xs, range[1]);
-    for (const ys of t.smoothed ? [t.raw, t.smoothed] : [t.raw]) {
-      for (let i = from; i < to; i++) {
-        const y = ys[i];
-        if (y !== null && Number.isFinite(y)) take(y);
-      }
-      if (range === null) continue;
-      for (const edge of range) {
-        const y = crossing(t.xs, ys, edge, logY);
-        if (y !== null) take(y);
-      }
-    }
+    for (const ys of t.smoothed ? [t.raw, t.smoothed] : [t.raw]) windowValues(t.xs, ys, range, logY, take);
   }
   return lo <= hi ? [lo, hi] : null;
+}
+
+/** yExtent without outliers: the 5th to the 95th percentile of the main lines' values. */
+function percentileExtent(model: CardModel, range: XRange, logY: boolean): [number, number] | null {
+  const values: number[] = [];
+  const take = (y: number): void => {
+    if (!logY || y > 0) values.push(y);
+  };
+  for (const t of model.traces) windowValues(t.xs, t.smoothed ?? t.raw, range, logY, take);
+  if (values.length === 0) return null;
+  values.sort((a, b) => a - b);
+  const last = values.length - 1;
+  if (values.length <= 2) return [values[0], values[last]];
+  return [values[Math.ceil(0.05 * last)], values[Math.floor(0.95 * last)]];
+}
+
+/** Hands `take` each finite y of a line inside the x window, and the line's y where it
+ * crosses the window's edges. */
+function windowValues(xs: number[], ys: (number | null)[], range: XRange, logY: boolean, take: (y: number) => void): void {
+  const from = range === null ? 0 : lowerBound(xs, range[0]);
+  const to = range === null ? xs.length : upperBound(xs, range[1]);
+  for (let i = from; i < to; i++) {
+    const y = ys[i];
+    if (y !== null && Number.isFinite(y)) take(y);
+  }
+  if (range === null) return;
+  for (const edge of range) {
+    const y = crossing(xs, ys, edge, logY);
+    if (y !== null) take(y);
+  }
 }
 
 /** The line's y at `x` strictly between two of its drawn points (the nearest finite ones each
