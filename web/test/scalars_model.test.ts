@@ -180,6 +180,16 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
     expect(hi).toBeLessThan(10000);
     // Nothing drawn: null.
     expect(yExtent(prepareCard(new Map(), [], base), null, false, true)).toBeNull();
+    // The same percentiles as a sort, at any size (selection, not a sort, finds them).
+    let seed = 7;
+    const random = (): number => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 200 - 100;
+    for (const n of [3, 4, 5, 21, 99, 600, 601, 2500]) {
+      const ys = Array.from({ length: n }, () => Math.round(random() * 1000) / 1000);
+      const card = prepareCard(new Map([["a", series(ys.map((_, i) => i), ys)]]), ["a"], { ...base, width: 10000 });
+      const sorted = [...ys].sort((a, b) => a - b);
+      const last = n - 1;
+      expect(yExtent(card, null, false, true), `n=${n}`).toEqual([sorted[Math.ceil(0.05 * last)], sorted[Math.floor(0.95 * last)]]);
+    }
   });
 
   it("skips gaps: a log scale's non-positive values", () => {

@@ -3,6 +3,8 @@
 // its x window (min/max-preserving, see downsample.ts), raw and smoothed; the figures the card
 // publishes as data attributes; each run's point nearest a hovered x (the tooltip).
 
+import quickselect from "quickselect";
+
 import { minMaxIndices } from "../downsample";
 import type { Series } from "../series";
 import { smooth } from "../smoothing";
@@ -257,10 +259,17 @@ function percentileExtent(model: CardModel, range: XRange, logY: boolean): [numb
   };
   for (const t of model.traces) windowValues(t.xs, t.smoothed ?? t.raw, range, logY, take);
   if (values.length === 0) return null;
-  values.sort((a, b) => a - b);
   const last = values.length - 1;
-  if (values.length <= 2) return [values[0], values[last]];
-  return [values[Math.ceil(0.05 * last)], values[Math.floor(0.95 * last)]];
+  if (values.length <= 2) return [Math.min(...values), Math.max(...values)];
+  // Two order statistics, not a sort: a chart of 16 runs holds ~30,000 values, and a sort of
+  // them took ~10 ms a card (this runs at every draw, and at every step of a pan).
+  const low = Math.ceil(0.05 * last);
+  const high = Math.floor(0.95 * last);
+  quickselect(values, low);
+  const bottom = values[low];
+  // Everything after `low` is at least values[low]: the high one is among them.
+  if (high > low) quickselect(values, high, low + 1, last);
+  return [bottom, values[high]];
 }
 
 /** Hands `take` each finite y of a line inside the x window, and the line's y where it
