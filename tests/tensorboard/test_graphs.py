@@ -225,6 +225,24 @@ OPERANDS = {
         "output_layers": [["get_item", 0, 0]],
     },
 }
+#: A model called with dicts of inputs and outputs, as Keras 3 writes
+#: ``keras.Model({"feat_a": a, "feat_b": b}, {"out_a": ...})`` (TensorBoard fails).
+DICT_IO = {
+    "module": "keras",
+    "class_name": "Functional",
+    "config": {
+        "name": "dict_io",
+        "layers": [
+            # As Keras 3 writes an input layer: no inbound node.
+            {**_layer("InputLayer", "feat_a"), "inbound_nodes": []},
+            {**_layer("InputLayer", "feat_b"), "inbound_nodes": []},
+            _layer("Concatenate", "merge", [_tensor("feat_a", 0, 0), _tensor("feat_b", 0, 0)]),
+            _layer("Dense", "out_a", _tensor("merge", 0, 0)),
+        ],
+        "input_layers": {"feat_a": ["feat_a", 0, 0], "feat_b": ["feat_b", 0, 0]},
+        "output_layers": {"out_a": ["out_a", 0, 0]},
+    },
+}
 #: A layer given its tensors by keyword (``MultiHeadAttention(...)(query=q, value=v)``).
 KEYWORDS = {
     "module": "keras",
@@ -296,6 +314,33 @@ def write_graphs_logdir(root: Path) -> Path:
     keras.add_event(keras_model(0, "pair", PAIR))
     keras.add_event(keras_model(0, "operands", OPERANDS))
     keras.add_event(keras_model(0, "keywords", KEYWORDS))
+    keras.add_event(keras_model(0, "dict_io", DICT_IO))
+    # The dict model inside another: its inputs fed by the outer model's layers.
+    outer = {
+        "module": "keras",
+        "class_name": "Functional",
+        "config": {
+            "name": "outer",
+            "layers": [
+                {**_layer("InputLayer", "a"), "inbound_nodes": []},
+                {**_layer("InputLayer", "b"), "inbound_nodes": []},
+                {
+                    **DICT_IO,
+                    "name": "dict_io",
+                    "inbound_nodes": [
+                        {
+                            "args": [{"feat_a": _tensor("a", 0, 0), "feat_b": _tensor("b", 0, 0)}],
+                            "kwargs": {},
+                        }
+                    ],
+                },
+                _layer("Dense", "head", _tensor("dict_io", 0, 0)),
+            ],
+            "input_layers": [["a", 0, 0], ["b", 0, 0]],
+            "output_layers": [["head", 0, 0]],
+        },
+    }
+    keras.add_event(keras_model(0, "dict_io_nested", outer))
     keras.close()
     # A run without graphs.
     plain = EventFileWriter(str(logdir / "plain"))
@@ -532,3 +577,23 @@ def test_tensors_given_by_keyword_are_connected(graphs: Pair) -> None:
     assert _conceptual(theirs)["attend/mha"] == []
     assert _conceptual(ours)["attend/mha"] == ["attend/q", "attend/v"]
     assert set(_conceptual(ours)) == set(_conceptual(theirs))
+
+
+def test_a_model_of_dict_inputs_and_outputs(graphs: Pair) -> None:
+    """Keras 3 writes a model called with dicts (``keras.Model({"feat_a": a, ...}, {...})``)
+    with dicts of layer references: TensorBoard fails with a 500 (it indexes them as lists);
+    boardd draws the graph, also of such a model inside another (README)."""
+    params = {"run": "keras", "tag": "dict_io", "conceptual": "true"}
+    theirs, ours = graphs.both("GET", "/data/plugin/graphs/graph", params=params)
+    assert theirs.status_code == 500
+    assert ours.status_code == 200, ours.text
+    inputs = _conceptual(ours)
+    assert inputs["dict_io/merge"] == ["dict_io/feat_a", "dict_io/feat_b"]
+    assert inputs["dict_io/out_a"] == ["dict_io/merge"]
+    params = {"run": "keras", "tag": "dict_io_nested", "conceptual": "true"}
+    ours = httpx.get(f"{graphs.boardd.url}/data/plugin/graphs/graph", params=params, timeout=30)
+    assert ours.status_code == 200, ours.text
+    inputs = _conceptual(ours)
+    assert inputs["outer/dict_io/feat_a"] == ["outer/a"]
+    assert inputs["outer/dict_io/feat_b"] == ["outer/b"]
+    assert inputs["outer/head"] == ["outer/dict_io/out_a"]

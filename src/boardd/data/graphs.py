@@ -269,5 +269,23 @@ def _enter_model(
 
 
 def _layer_refs(refs: Any) -> list[list[Any]]:
-    """``input_layers`` / ``output_layers``: one [name, node, tensor] or a list of them."""
-    return refs if isinstance(refs[0], list) else [refs]
+    """``input_layers`` / ``output_layers``: the [name, node, tensor] references they hold, in
+    order. Keras writes one reference, a list of them, or for a model called with a dict a dict
+    of them (``keras.Model({"a": a, "b": b}, ...)``; TensorBoard fails on it with a 500), and
+    nested structures of these."""
+    found: list[list[Any]] = []
+
+    def visit(value: Any) -> None:
+        if isinstance(value, list) and len(value) >= 3 and isinstance(value[0], str):
+            found.append(value)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                visit(item)
+        else:
+            raise ValueError(f"not a layer reference: {value!r}")
+
+    visit(refs)
+    return found
