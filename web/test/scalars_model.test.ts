@@ -164,11 +164,17 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
     const spiky = new Map([["a", series(steps, values)]]);
     const m = prepareCard(spiky, ["a"], base);
     expect(yExtent(m, null)).toEqual([0, 10000]);
-    // Sorted: 0..49, 51..99, 10000; indices ceil(0.05 * 99) = 5 and floor(0.95 * 99) = 94.
-    expect(yExtent(m, null, false, true)).toEqual([5, 95]);
-    // In a zoom window, of the values in it (and where the line crosses its edges).
+    // Sorted: 0..49, 51..99, 10000; indices ceil(0.05 * 99) = 5 and floor(0.95 * 99) = 94 (95),
+    // and the line's latest value, 99, always in range.
+    expect(yExtent(m, null, false, true)).toEqual([5, 99]);
+    const falling = prepareCard(new Map([["a", series(steps, values.map((v) => -v))]]), ["a"], base);
+    expect(yExtent(falling, null, false, true)).toEqual([-99, -5]);
+    // In a zoom window, of the values in it (and where the line crosses its edges); the latest
+    // value is the line's at the window's right end.
     // 40..49, 51..60, 10000: indices 1 and 19.
     expect(yExtent(prepareCard(spiky, ["a"], { ...base, range: [40, 60] }), [40, 60], false, true)).toEqual([41, 60]);
+    // Between points: the crossings at 40.5 and 59.5 count, the right one as the latest.
+    expect(yExtent(prepareCard(spiky, ["a"], { ...base, range: [40.5, 59.5] }), [40.5, 59.5], false, true)).toEqual([41, 59.5]);
     // Two values or fewer: both kept.
     const two = prepareCard(new Map([["a", series([0, 1], [1, 1000])]]), ["a"], base);
     expect(yExtent(two, null, false, true)).toEqual([1, 1000]);
@@ -176,7 +182,11 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
     const smoothed = prepareCard(spiky, ["a"], { ...base, smoothing: 0.9 });
     const [lo, hi] = yExtent(smoothed, null, false, true)!;
     const main = [...smoothed.traces[0].smoothed!].filter((y): y is number => y !== null).sort((a, b) => a - b);
-    expect([lo, hi]).toEqual([main[Math.ceil(0.05 * (main.length - 1))], main[Math.floor(0.95 * (main.length - 1))]]);
+    const newest = smoothed.traces[0].smoothed![smoothed.traces[0].smoothed!.length - 1]!;
+    expect([lo, hi]).toEqual([
+      Math.min(main[Math.ceil(0.05 * (main.length - 1))], newest),
+      Math.max(main[Math.floor(0.95 * (main.length - 1))], newest),
+    ]);
     expect(hi).toBeLessThan(10000);
     // Nothing drawn: null.
     expect(yExtent(prepareCard(new Map(), [], base), null, false, true)).toBeNull();
@@ -188,7 +198,11 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
       const card = prepareCard(new Map([["a", series(ys.map((_, i) => i), ys)]]), ["a"], { ...base, width: 10000 });
       const sorted = [...ys].sort((a, b) => a - b);
       const last = n - 1;
-      expect(yExtent(card, null, false, true), `n=${n}`).toEqual([sorted[Math.ceil(0.05 * last)], sorted[Math.floor(0.95 * last)]]);
+      const newest = ys[last];
+      expect(yExtent(card, null, false, true), `n=${n}`).toEqual([
+        Math.min(sorted[Math.ceil(0.05 * last)], newest),
+        Math.max(sorted[Math.floor(0.95 * last)], newest),
+      ]);
     }
   });
 

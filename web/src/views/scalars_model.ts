@@ -254,10 +254,17 @@ export function yExtent(model: CardModel, range: XRange, logY = false, ignoreOut
 /** yExtent without outliers: the 5th to the 95th percentile of the main lines' values. */
 function percentileExtent(model: CardModel, range: XRange, logY: boolean): [number, number] | null {
   const values: number[] = [];
-  const take = (y: number): void => {
-    if (!logY || y > 0) values.push(y);
-  };
-  for (const t of model.traces) windowValues(t.xs, t.smoothed ?? t.raw, range, logY, take);
+  // Each line's latest value in the window: always in range (a live chart's current value is
+  // the one to read; TensorBoard may cut it off).
+  const latest: number[] = [];
+  for (const t of model.traces) {
+    const ys = t.smoothed ?? t.raw;
+    windowValues(t.xs, ys, range, logY, (y) => {
+      if (!logY || y > 0) values.push(y);
+    });
+    const newest = rightmost(t.xs, ys, range, logY);
+    if (newest !== null && (!logY || newest > 0)) latest.push(newest);
+  }
   if (values.length === 0) return null;
   const last = values.length - 1;
   if (values.length <= 2) return [Math.min(...values), Math.max(...values)];
@@ -269,7 +276,7 @@ function percentileExtent(model: CardModel, range: XRange, logY: boolean): [numb
   const bottom = values[low];
   // Everything after `low` is at least values[low]: the high one is among them.
   if (high > low) quickselect(values, high, low + 1, last);
-  return [bottom, values[high]];
+  return [Math.min(bottom, ...latest), Math.max(values[high], ...latest)];
 }
 
 /** Hands `take` each finite y of a line inside the x window, and the line's y where it
@@ -286,6 +293,21 @@ function windowValues(xs: number[], ys: (number | null)[], range: XRange, logY: 
     const y = crossing(xs, ys, edge, logY);
     if (y !== null) take(y);
   }
+}
+
+/** A line's y at the right end of the x window: where it crosses the window's right edge, else
+ * its last finite point in the window; null when it has none there. */
+function rightmost(xs: number[], ys: (number | null)[], range: XRange, logY: boolean): number | null {
+  if (range !== null) {
+    const y = crossing(xs, ys, range[1], logY);
+    if (y !== null) return y;
+  }
+  const from = range === null ? 0 : lowerBound(xs, range[0]);
+  for (let i = (range === null ? xs.length : upperBound(xs, range[1])) - 1; i >= from; i--) {
+    const y = ys[i];
+    if (y !== null && Number.isFinite(y)) return y;
+  }
+  return null;
 }
 
 /** The line's y at `x` strictly between two of its drawn points (the nearest finite ones each
