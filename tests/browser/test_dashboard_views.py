@@ -681,6 +681,35 @@ def test_every_view_fits_a_narrow_window(serve: ServeFactory, logdir: Path, page
     page.assert_no_errors()
 
 
+def test_charts_follow_the_window_width(serve: ServeFactory, logdir: Path, page: Watched) -> None:
+    """A window made narrower or wider (a card's width follows its grid column): every chart
+    is drawn again at its card's new width. The charts kept the width of the first drawing:
+    wider than their cards after a widening (the grid fits more, narrower columns), or with
+    a blank strip beside them after a narrowing."""
+    base = ready(serve(logdir))
+    page.page.set_viewport_size({"width": 1400, "height": 900})
+    # Per card: its width inside the border less its chart's (null: no chart yet).
+    gaps = """(s) => [...document.querySelectorAll(s)].map((card) => {
+        const canvas = card.querySelector('canvas');
+        return canvas ? card.clientWidth - canvas.getBoundingClientRect().width : null; })"""
+    for view, card in (
+        ("scalars", '[data-tag="loss"]'),
+        ("histograms", ".hist-card"),
+        ("distributions", ".dist-card"),
+    ):
+        open_view(page, base, view)
+        page.page.locator(f"{card}[data-last-step='{STEPS[-1]}'] canvas").first.wait_for()
+        for width in (900, 1900, 1400):
+            page.page.set_viewport_size({"width": width, "height": 900})
+            # Drawn again within a few frames: each chart spans its card, less its padding.
+            page.page.wait_for_function(
+                f"(s) => ({gaps})(s).every((gap) => gap !== null && gap >= 0 && gap <= 30)",
+                arg=card,
+            )
+        page.screenshot(f"resized-{view}")
+    page.assert_no_errors()
+
+
 def test_histogram_step_labels_fit_their_card(
     serve: ServeFactory, tmp_path: Path, page: Watched
 ) -> None:

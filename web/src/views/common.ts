@@ -264,6 +264,9 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   private readonly runFilter = el("input", { id: "run-filter", type: "search", placeholder: "filter runs (regex)" });
   private readonly shown = el("span", { class: "shown" });
   private readonly bar = el("div", { class: "card-filters", hidden: "" }, this.tagFilter, this.runFilter, this.shown);
+  /** A window resize: the cards' widths follow their grid columns, and so do their drawings
+   * (the data is not fetched again). */
+  private readonly onResize = (): void => this.drawer.touchAll();
 
   constructor(
     private readonly host: HTMLElement,
@@ -290,6 +293,7 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
     this.tagFilter.addEventListener("input", changed);
     this.runFilter.addEventListener("input", changed);
     this.host.append(this.bar, this.body);
+    addEventListener("resize", this.onResize);
     this.body.append(notice(`loading ${this.options.what}…`));
     retrying(`listing ${this.options.what}`, () => this.listAll(), () => this.alive);
     return this;
@@ -419,6 +423,7 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
 
   unmount(): void {
     this.alive = false;
+    removeEventListener("resize", this.onResize);
     this.debounce.close();
     this.drawer.close();
     this.host.replaceChildren();

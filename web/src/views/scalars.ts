@@ -70,6 +70,11 @@ export class ScalarsView {
   /** Whether the first listing of the tags has answered (an empty page says why after it). */
   private listed = false;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  /** A window resize (a card's width follows its grid column): every card measured again. */
+  private readonly onResize = (): void => {
+    for (const card of this.cards.values()) card.dirty = true;
+    this.schedule();
+  };
 
   constructor() {
     this.observer = new IntersectionObserver((entries) => {
@@ -94,6 +99,7 @@ export class ScalarsView {
     if (this.mounted) return;
     this.mounted = true;
     root.append(this.element);
+    addEventListener("resize", this.onResize);
     const begin = (): void => {
       this.retryTimer = null;
       this.start().catch((err) => {
@@ -109,6 +115,7 @@ export class ScalarsView {
   unmount(): void {
     if (!this.mounted) return;
     this.mounted = false;
+    removeEventListener("resize", this.onResize);
     this.stream?.close();
     this.stream = null;
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);

@@ -189,6 +189,8 @@ export class ScalarCard {
       this.plot = new uPlot(this.chartOptions(options), data, this.plotBox);
       if (this.range) this.applyRange(this.range);
     } else {
+      // The card's width follows its grid column (a window resize): the chart follows it.
+      if (this.plot.width !== options.width) this.plot.setSize({ width: options.width, height: CHART_HEIGHT });
       this.plot.setData(data, this.range === null);
       if (this.range) this.applyRange(this.range);
       // A tooltip on show reads the new points.
