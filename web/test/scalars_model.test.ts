@@ -182,10 +182,11 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
     const smoothed = prepareCard(spiky, ["a"], { ...base, smoothing: 0.9 });
     const [lo, hi] = yExtent(smoothed, null, false, true)!;
     const main = [...smoothed.traces[0].smoothed!].filter((y): y is number => y !== null).sort((a, b) => a - b);
+    // ... and each run's latest values, smoothed and raw (99).
     const newest = smoothed.traces[0].smoothed![smoothed.traces[0].smoothed!.length - 1]!;
     expect([lo, hi]).toEqual([
-      Math.min(main[Math.ceil(0.05 * (main.length - 1))], newest),
-      Math.max(main[Math.floor(0.95 * (main.length - 1))], newest),
+      Math.min(main[Math.ceil(0.05 * (main.length - 1))], newest, 99),
+      Math.max(main[Math.floor(0.95 * (main.length - 1))], newest, 99),
     ]);
     expect(hi).toBeLessThan(10000);
     // Nothing drawn: null.

@@ -236,7 +236,8 @@ export function xExtent(model: CardModel): [number, number] | null {
  * the main lines' (the smoothed ones when smoothing, not the faint raw ones; on a log scale the
  * positive ones), and between the 5th and the 95th percentile of them when there are more than
  * two, as TensorBoard's Time Series takes them: a loss's first steps, ten times what it comes
- * down to, no longer flatten the rest of the curve along the bottom. */
+ * down to, no longer flatten the rest of the curve along the bottom. Each run's latest values
+ * (smoothed and raw) stay in range. */
 export function yExtent(model: CardModel, range: XRange, logY = false, ignoreOutliers = false): [number, number] | null {
   if (ignoreOutliers) return percentileExtent(model, range, logY);
   let lo = Infinity;
@@ -254,16 +255,19 @@ export function yExtent(model: CardModel, range: XRange, logY = false, ignoreOut
 /** yExtent without outliers: the 5th to the 95th percentile of the main lines' values. */
 function percentileExtent(model: CardModel, range: XRange, logY: boolean): [number, number] | null {
   const values: number[] = [];
-  // Each line's latest value in the window: always in range (a live chart's current value is
-  // the one to read; TensorBoard may cut it off).
+  // Each run's latest values in the window, smoothed and raw: always in range (a live chart's
+  // current value is the one to read; TensorBoard may cut it off).
   const latest: number[] = [];
   for (const t of model.traces) {
     const ys = t.smoothed ?? t.raw;
     windowValues(t.xs, ys, range, logY, (y) => {
       if (!logY || y > 0) values.push(y);
     });
-    const newest = rightmost(t.xs, ys, range, logY);
-    if (newest !== null && (!logY || newest > 0)) latest.push(newest);
+    // The smoothed line's latest value and the raw one (the value last written).
+    for (const line of t.smoothed ? [t.smoothed, t.raw] : [t.raw]) {
+      const newest = rightmost(t.xs, line, range, logY);
+      if (newest !== null && (!logY || newest > 0)) latest.push(newest);
+    }
   }
   if (values.length === 0) return null;
   const last = values.length - 1;
