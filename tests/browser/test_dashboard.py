@@ -328,6 +328,54 @@ def test_ignore_outliers(serve: ServeFactory, tmp_path: Path, page: Watched) -> 
     page.assert_no_errors()
 
 
+def test_a_chart_spans_the_page_width_on_request(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """A card's ⤢ button gives its chart a row of its group to itself, drawn at that width;
+    the URL keeps it (``wide=TAG``); pressed again, the card is back in its column."""
+    root = tmp_path / "wide"
+    with SummaryWriter(str(root / "run"), filename_suffix=".wide") as w:
+        for step in range(20):
+            w.add_scalar("train/a", float(step), step, walltime=WALL + step)
+            w.add_scalar("train/b", float(-step), step, walltime=WALL + step)
+    daemon = serve(root)
+    daemon.wait_for_steps("run", "train/b", list(range(20)), timeout=30)
+    page.page.set_viewport_size({"width": 1400, "height": 900})
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/")
+    wait_drawn(page, ("train/a", "train/b"), 19)
+    widths = """() => Object.fromEntries([...document.querySelectorAll('[data-tag]')].map((c) =>
+        [c.dataset.tag, [c.getBoundingClientRect().width,
+                         c.querySelector('canvas').getBoundingClientRect().width]]))
+        """
+    grid = page.page.locator('.group[data-group="train"] .grid').bounding_box()
+    assert grid is not None
+    before = page.page.evaluate(widths)
+    assert before["train/a"][0] < grid["width"] / 2  # two columns
+    button = page.page.locator('[data-tag="train/a"] .wide-toggle')
+    button.click()
+    page.page.wait_for_function(
+        f"""() => {{ const c = document.querySelector('[data-tag="train/a"]');
+            const canvas = c.querySelector('canvas').getBoundingClientRect().width;
+            return c.getBoundingClientRect().width > {grid["width"]} - 2
+                && canvas > c.clientWidth - 30 && canvas <= c.clientWidth; }}"""
+    )
+    assert button.get_attribute("aria-pressed") == "true"
+    assert "wide=train%2Fa" in page.page.url
+    after = page.page.evaluate(widths)
+    assert after["train/b"][0] == pytest.approx(before["train/b"][0], abs=2)
+    page.screenshot("wide")
+    page.page.reload()
+    wait_drawn(page, ("train/a", "train/b"), 19)
+    assert page.page.evaluate(widths)["train/a"][0] > grid["width"] - 2
+    page.page.locator('[data-tag="train/a"] .wide-toggle').click()
+    page.page.wait_for_function(
+        f"""() => document.querySelector('[data-tag="train/a"]').getBoundingClientRect().width
+            < {grid["width"]} / 2"""
+    )
+    assert "wide=" not in page.page.url
+    page.assert_no_errors()
+
+
 def test_log_y_fits_the_lines_range(serve: ServeFactory, tmp_path: Path, page: Watched) -> None:
     """A log y axis spans the lines' own range, with ticks inside it: a loss between 1.05 and
     1.15 used to be drawn flat along the bottom of a 1–10 axis (uPlot snaps a log range to whole

@@ -1,6 +1,7 @@
 // The view's state in the page's URL (query string), so a view can be bookmarked and shared:
 // runs (a regex filter and the runs deselected), tags (a regex filter), smoothing, x axis,
-// y scale (linear or log), whether outliers are ignored in the y range.
+// y scale (linear or log), whether outliers are ignored in the y range, the charts drawn the
+// full width of the page.
 // Defaults are left out of the URL; the other views' keys are left as they are.
 
 export type XAxis = "step" | "relative" | "wall";
@@ -16,12 +17,14 @@ export interface ViewState {
   /** The y range leaves out the lowest and highest 5 % of the values drawn (TensorBoard's
    * "Ignore outliers in chart scaling", on by default there too). */
   ignoreOutliers: boolean;
+  /** Tags whose chart spans the page's width. */
+  wide: string[];
 }
 
 export const DEFAULT_SMOOTHING = 0.6;
 
 export function defaults(): ViewState {
-  return { runFilter: "", hidden: [], tagFilter: "", smoothing: DEFAULT_SMOOTHING, x: "step", logY: false, ignoreOutliers: true };
+  return { runFilter: "", hidden: [], tagFilter: "", smoothing: DEFAULT_SMOOTHING, x: "step", logY: false, ignoreOutliers: true, wide: [] };
 }
 
 /** The state a query string (`location.search`) describes; what it lacks or garbles is the
@@ -41,11 +44,12 @@ export function parseState(search: string): ViewState {
   if (x !== null && (X_AXES as readonly string[]).includes(x)) state.x = x as XAxis;
   state.logY = q.get("y") === "log";
   state.ignoreOutliers = q.get("outliers") !== "show";
+  state.wide = q.getAll("wide");
   return state;
 }
 
 /** The query keys the scalars view owns. */
-export const SCALARS_KEYS: readonly string[] = ["runs", "hide", "tags", "smoothing", "x", "y", "outliers"];
+export const SCALARS_KEYS: readonly string[] = ["runs", "hide", "tags", "smoothing", "x", "y", "outliers", "wide"];
 
 /** The query string (with its "?", or "" when empty) of a state, keeping the keys of `search`
  * (the page's current query) that are not the scalars view's. */
@@ -59,6 +63,7 @@ export function formatState(state: ViewState, search = ""): string {
   if (state.x !== "step") q.set("x", state.x);
   if (state.logY) q.set("y", "log");
   if (!state.ignoreOutliers) q.set("outliers", "show");
+  for (const tag of [...state.wide].sort()) q.append("wide", tag);
   const text = q.toString();
   return text ? `?${text}` : "";
 }

@@ -3,9 +3,9 @@ import { DEFAULT_SMOOTHING, defaults, formatState, isTensorBoardLink, matcher, p
 
 describe("view state in the URL", () => {
   it("round-trips", () => {
-    const state = { runFilter: "lr=0\\.1", hidden: ["b", "a/x"], tagFilter: "loss", smoothing: 0.25, x: "wall" as const, logY: true, ignoreOutliers: false };
+    const state = { runFilter: "lr=0\\.1", hidden: ["b", "a/x"], tagFilter: "loss", smoothing: 0.25, x: "wall" as const, logY: true, ignoreOutliers: false, wide: ["loss", "acc"] };
     const text = formatState(state);
-    expect(parseState(text)).toEqual({ ...state, hidden: ["a/x", "b"] });
+    expect(parseState(text)).toEqual({ ...state, hidden: ["a/x", "b"], wide: ["acc", "loss"] });
   });
 
   it("leaves defaults out and reads an empty query as the defaults", () => {

@@ -313,6 +313,12 @@ export class ScalarsView {
       card = new ScalarCard(tag);
       const made = card;
       made.onRange = (range) => this.onRange(made, range);
+      made.wide = this.view.wide.includes(tag);
+      made.onWide = (wide) => {
+        made.wide = wide;
+        // The card's width changes: measured again (and the others', whose row it left).
+        this.update({ wide: wide ? [...this.view.wide, tag] : this.view.wide.filter((t) => t !== tag) });
+      };
       this.cards.set(tag, card);
       this.data.set(tag, new Map());
       this.observer.observe(card.root);

@@ -83,6 +83,9 @@ export class ScalarCard {
   loaded = false;
   /** Called when the user moves the x window (null: zoomed out). */
   onRange: (range: XRange) => void = () => {};
+  /** Called when the user makes the chart span the page's width, or not. */
+  onWide: (wide: boolean) => void = () => {};
+  private readonly wideButton = el("button", { type: "button", class: "wide-toggle", "aria-pressed": "false", title: "span the page's width" }, "⤢");
 
   /** The tag's summary description (as written: Markdown shown as text), when it has one. */
   private readonly description = el("p", { class: "description", hidden: "" });
@@ -96,12 +99,13 @@ export class ScalarCard {
     this.root = el(
       "section",
       { class: "card", "data-tag": tag, "data-points": "0", "data-zoom": "" },
-      el("div", { class: "card-head" }, el("h3", { title: tag }, tag), el("span", { class: "downloads" }, this.csv, this.json)),
+      el("div", { class: "card-head" }, el("h3", { title: tag }, tag), el("span", { class: "downloads" }, this.csv, this.json), this.wideButton),
       this.description,
       this.plotBox,
       this.tooltip,
     );
     for (const link of [this.csv, this.json]) link.addEventListener("click", (e) => this.download(e, link));
+    this.wideButton.addEventListener("click", () => this.onWide(!this.wide));
     this.plotBox.title = "drag: zoom · Ctrl/Alt+wheel: zoom · Shift+drag or Shift+wheel: pan · double-click: zoom out";
     this.plotBox.addEventListener("dblclick", () => this.setRange(null));
     this.plotBox.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
@@ -111,6 +115,17 @@ export class ScalarCard {
       this.tooltip.hidden = true;
       for (const marker of this.markers) marker.hidden = true;
     });
+  }
+
+  /** Whether the chart spans the page's width (a row of its group to itself). */
+  get wide(): boolean {
+    return this.root.classList.contains("wide");
+  }
+
+  set wide(on: boolean) {
+    this.root.classList.toggle("wide", on);
+    this.wideButton.setAttribute("aria-pressed", String(on));
+    this.wideButton.title = on ? "back to the grid" : "span the page's width";
   }
 
   /** Shows the tag's description under its title (the first run's that has one). */
