@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import numpy as np
 import pytest
 from tensorboard.compat.proto import event_pb2
@@ -827,13 +828,15 @@ def test_a_histogram_series_without_a_finite_value_says_so(
 def test_the_tensorboard_link_names_what_only_its_ui_shows(
     serve: ServeFactory, tmp_path: Path, page: Watched
 ) -> None:
-    """PR curves and meshes have no view here: the link to TensorBoard's UI names them, so
-    that data is not silently missing (it said "TensorBoard's UI" whatever the logdir held)."""
+    """Custom scalars and meshes have no view here: the link to TensorBoard's UI names them, so
+    that data is not silently missing (it said "TensorBoard's UI" whatever the logdir held). PR
+    curves have their view, and the link does not name them."""
     logdir = tmp_path / "logs"
     with SummaryWriter(str(logdir / "run")) as w:
         w.add_scalar("loss", 1.0, 0, walltime=WALL)
         labels, scores = np.array([0, 1, 1, 0]), np.array([0.1, 0.9, 0.8, 0.3])
         w.add_pr_curve("pr", labels, scores, 0, walltime=WALL)
+        w.add_custom_scalars({"losses": {"loss": ["Multiline", ["loss"]]}})
         w.add_mesh("mesh", vertices=np.random.default_rng(1).random((1, 4, 3)), walltime=WALL)
     daemon = serve(logdir)
     daemon.wait_for_steps("run", "loss", [0], timeout=30)
@@ -842,7 +845,7 @@ def test_the_tensorboard_link_names_what_only_its_ui_shows(
     page.page.wait_for_function(
         "() => document.querySelector('nav#views a.tb-link').textContent.includes(':')"
     )
-    assert link.inner_text() == "TensorBoard's UI: PR curves, mesh"
+    assert link.inner_text() == "TensorBoard's UI: custom scalars, mesh"
     assert link.get_attribute("href") == "tensorboard/"
     page.screenshot("tensorboard-link")
     page.assert_no_errors()
@@ -878,4 +881,59 @@ def test_card_views_order_runs_as_the_run_list_and_pack_single_cards(
     # 440 px); the tag of two runs takes a row of its own, below them.
     assert tops["one/a"] == tops["one/b"] < tops["one/c"] < tops["shared"], tops
     page.screenshot("packed-images")
+    page.assert_no_errors()
+
+
+def test_the_pr_curves_view_draws_each_steps_curve(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """A card per tag and run draws the last step's precision–recall curve, as TensorBoard's
+    PR-curves route gives it (recall ascending); the slider shows an earlier step's; the
+    readout names the threshold under the pointer."""
+    logdir = tmp_path / "pr"
+    rng = np.random.default_rng(3)
+    for run in ("a", "b"):
+        with SummaryWriter(str(logdir / run)) as w:
+            for step in (0, 10, 20):
+                labels = rng.integers(0, 2, 200)
+                scores = np.clip(labels * 0.4 + rng.random(200) * 0.6, 0, 1)
+                w.add_pr_curve("pr/cls", labels, scores, step, num_thresholds=21, walltime=WALL)
+            w.add_scalar("done", 1.0, 20, walltime=WALL)
+    daemon = serve(logdir)
+    for run in ("a", "b"):
+        daemon.wait_for_steps(run, "done", [20], timeout=30)
+    base = f"http://127.0.0.1:{daemon.port}"
+    open_view(page, base, "pr_curves")
+    cards = page.page.locator('.pr-card[data-tag="pr/cls"][data-step="20"]')
+    cards.nth(1).wait_for()
+    route = httpx.get(
+        f"{base}/data/plugin/pr_curves/pr_curves", params={"run": "a", "tag": "pr/cls"}
+    ).json()["a"]
+    assert [s["step"] for s in route] == [0, 10, 20]
+
+    def expected(entry: dict[str, Any]) -> list[list[float]]:
+        # By recall ascending; at equal recall, the higher threshold first.
+        pairs = sorted(
+            zip(entry["recall"], entry["precision"], range(len(entry["recall"])), strict=True),
+            key=lambda p: (p[0], -p[2]),
+        )
+        return [[r, p] for r, p, _ in pairs]
+
+    card = page.page.locator('.pr-card[data-run="a"]')
+    assert json.loads(card.get_attribute("data-points") or "") == expected(route[-1])
+    assert card.get_attribute("data-steps") == "3"
+    slider = card.locator("input.step-slider")
+    slider.fill("0")
+    page.page.locator('.pr-card[data-run="a"][data-step="0"]').wait_for()
+    assert json.loads(card.get_attribute("data-points") or "") == expected(route[0])
+    # The other run's card still shows its last step.
+    assert page.page.locator('.pr-card[data-run="b"]').get_attribute("data-step") == "20"
+    box = card.locator(".plot").bounding_box()
+    assert box is not None
+    page.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 3)
+    page.page.wait_for_function(
+        """() => document.querySelector('.pr-card[data-run="a"] .readout')
+            .textContent.startsWith('threshold ')"""
+    )
+    page.screenshot("pr-curves")
     page.assert_no_errors()

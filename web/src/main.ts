@@ -22,6 +22,7 @@ import { distributionsView } from "./views/distributions";
 import { histogramsView } from "./views/histograms";
 import { hparamsView } from "./views/hparams";
 import { imagesView } from "./views/images";
+import { prCurvesView } from "./views/prcurves";
 import { ScalarsView } from "./views/scalars";
 import { statusView } from "./views/status";
 import { textView } from "./views/text";
@@ -37,7 +38,7 @@ const scalarsView: ViewDef = {
 };
 
 /** The views, in tab order. */
-const VIEWS: readonly ViewDef[] = [scalarsView, imagesView, histogramsView, distributionsView, textView, hparamsView, statusView];
+const VIEWS: readonly ViewDef[] = [scalarsView, imagesView, histogramsView, distributionsView, textView, prCurvesView, hparamsView, statusView];
 const DEFAULT_VIEW = "scalars";
 
 /** The plugin whose data a view shows (a tab without it is marked empty). */
@@ -47,6 +48,7 @@ const VIEW_PLUGIN: Record<string, string> = {
   histograms: "histograms",
   distributions: "histograms",
   text: "text",
+  pr_curves: "pr_curves",
   hparams: "hparams",
 };
 
@@ -54,7 +56,6 @@ const VIEW_PLUGIN: Record<string, string> = {
  * them ("TensorBoard's UI: PR curves, mesh"). */
 const TENSORBOARD_ONLY: Record<string, string> = {
   audio: "audio",
-  pr_curves: "PR curves",
   custom_scalars: "custom scalars",
   mesh: "mesh",
   graphs: "graphs",

@@ -1,0 +1,178 @@
+// PR curves: a card per (tag, run) drawing one step's precision–recall curve (recall across,
+// precision up, both 0 to 1), with a step slider as the images have; hovering reads the
+// threshold nearest the pointer with its precision, recall and counts. The curves are
+// TensorBoard's PR-curves route as boardd answers it, so both UIs draw the same points.
+//
+// Contract for tests: each card carries data-tag, data-run, data-step (the step shown),
+// data-last-step, data-steps (how many steps the slider has) and data-points (JSON: the
+// [recall, precision] pairs drawn, by threshold).
+
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+
+import { runColor } from "../colors";
+import { api, CardsView, el, type Listing, notice, tensorboardData, type ViewDef } from "./common";
+import { nearestIndex } from "./steps";
+
+const HEIGHT = 240;
+
+/** One step of TensorBoard's PR-curves route: a value per threshold. */
+export interface PrStep {
+  step: number;
+  wall_time: number;
+  precision: number[];
+  recall: number[];
+  thresholds: number[];
+  true_positives: number[];
+  false_positives: number[];
+  true_negatives: number[];
+  false_negatives: number[];
+}
+
+/** A step's curve as a chart draws it: by recall, ascending (the route lists the points by
+ * threshold, ascending, so recall falls); each point with its index in the route's lists. */
+export function curvePoints(step: PrStep): { recall: number[]; precision: number[]; index: number[] } {
+  const order = step.recall.map((_, i) => i).sort((a, b) => step.recall[a] - step.recall[b] || b - a);
+  return { recall: order.map((i) => step.recall[i]), precision: order.map((i) => step.precision[i]), index: order };
+}
+
+class PrCurveCard {
+  readonly root: HTMLElement;
+  private readonly box = el("div", { class: "plot" });
+  private readonly readout = el("div", { class: "readout" });
+  private readonly slider = el("input", { type: "range", min: "0", max: "0", step: "1", class: "step-slider" });
+  private readonly label = el("span", { class: "step-label" });
+  private plot: uPlot | null = null;
+  private width = 0;
+  steps: PrStep[] = [];
+  index = -1;
+  follow = true;
+  dirty = true;
+  visible = false;
+  stale = true;
+
+  constructor(
+    readonly tag: string,
+    readonly run: string,
+    private readonly onChange: () => void,
+  ) {
+    const swatch = el("span", { class: "swatch" });
+    swatch.style.background = runColor(run);
+    this.root = el(
+      "section",
+      { class: "card pr-card", "data-tag": tag, "data-run": run, "data-steps": "0" },
+      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run)),
+      this.box,
+      el("div", { class: "slider-row" }, this.slider, this.label),
+      this.readout,
+    );
+    this.slider.addEventListener("input", () => {
+      this.index = Number(this.slider.value);
+      this.follow = this.index === this.steps.length - 1;
+      this.onChange();
+    });
+  }
+
+  /** Takes the route's steps (all of them: the route answers a series' kept steps). */
+  take(steps: PrStep[]): void {
+    const shown = this.index >= 0 ? this.steps[this.index]?.step : undefined;
+    this.steps = [...steps].sort((a, b) => a.step - b.step);
+    if (this.follow || shown === undefined) this.index = this.steps.length - 1;
+    else this.index = nearestIndex(this.steps.map((s) => s.step), shown);
+  }
+
+  draw(): void {
+    const n = this.steps.length;
+    const root = this.root;
+    root.dataset.steps = String(n);
+    this.slider.max = String(Math.max(0, n - 1));
+    this.slider.value = String(Math.max(0, this.index));
+    this.slider.disabled = n < 2;
+    if (n === 0) {
+      this.plot?.destroy();
+      this.plot = null;
+      this.box.replaceChildren(notice("no PR curve yet"));
+      this.label.textContent = "";
+      delete root.dataset.step;
+      return;
+    }
+    const current = this.steps[this.index];
+    const points = curvePoints(current);
+    root.dataset.step = String(current.step);
+    root.dataset.lastStep = String(this.steps[n - 1].step);
+    root.dataset.points = JSON.stringify(points.recall.map((r, i) => [r, points.precision[i]]));
+    this.label.textContent = `step ${current.step}`;
+    this.label.title = `${this.index + 1} of ${n} steps · ${new Date(current.wall_time * 1000).toLocaleString()}`;
+    const data: uPlot.AlignedData = [points.recall, points.precision];
+    const width = Math.max(240, (this.box.clientWidth || 420) - 2);
+    if (this.plot === null || width !== this.width) {
+      this.plot?.destroy();
+      this.box.replaceChildren();
+      this.width = width;
+      const color = runColor(this.run);
+      this.plot = new uPlot(
+        {
+          width,
+          height: HEIGHT,
+          legend: { show: false },
+          scales: { x: { time: false, range: [0, 1] }, y: { range: [0, 1] } },
+          axes: [{ label: "recall" }, { label: "precision" }],
+          series: [{}, { stroke: color, width: 1.5, points: { show: points.recall.length < 30 } }],
+          hooks: { setCursor: [(u: uPlot) => this.hover(u)] },
+        },
+        data,
+        this.box,
+      );
+    } else {
+      this.plot.setData(data, false);
+    }
+  }
+
+  /** The threshold nearest the pointer: its precision, recall and counts. */
+  private hover(u: uPlot): void {
+    const i = u.cursor.idx;
+    const current = this.steps[this.index];
+    if (i === null || i === undefined || !current) {
+      this.readout.textContent = "";
+      return;
+    }
+    const k = curvePoints(current).index[i];
+    const show = (v: number | undefined): string => (v === undefined ? "–" : String(Number(v.toPrecision(4))));
+    this.readout.textContent =
+      `threshold ${show(current.thresholds[k])} · precision ${show(current.precision[k])} · recall ${show(current.recall[k])}` +
+      ` · TP ${show(current.true_positives[k])} FP ${show(current.false_positives[k])} TN ${show(current.true_negatives[k])} FN ${show(current.false_negatives[k])}`;
+  }
+}
+
+export const prCurvesView: ViewDef = {
+  id: "pr_curves",
+  title: "PR curves",
+  mount(host, ctx) {
+    return new PrCurvesView(host, ctx, {
+      what: "PR curves",
+      plugin: "pr_curves",
+      empty: "No PR curves in this experiment (tensorboardX add_pr_curve, TensorBoard's pr_curves summaries).",
+    }).start();
+  },
+};
+
+class PrCurvesView extends CardsView<PrCurveCard> {
+  protected list(filter: [string, string][] = []): Promise<Listing> {
+    return api<Listing>(this.ctx, "tensors/list", [["plugin", "pr_curves"], ...filter]);
+  }
+
+  protected make(tag: string, run: string): PrCurveCard {
+    const card: PrCurveCard = new PrCurveCard(tag, run, () => this.drawer.touch(card));
+    return card;
+  }
+
+  protected async load(card: PrCurveCard): Promise<void> {
+    const answer = await tensorboardData<Record<string, PrStep[]>>(this.ctx, "plugin/pr_curves/pr_curves", [
+      ["run", card.run],
+      ["tag", card.tag],
+    ]);
+    if (!this.alive) return;
+    card.take(answer[card.run] ?? []);
+    this.drawer.touch(card);
+  }
+}
