@@ -18,6 +18,7 @@ import { setPageRuns } from "./colors";
 import { isTensorBoardLink } from "./url";
 import { el } from "./dom";
 import { FIRST_DRAW_EVENT, getJson, type MountedView, type ViewContext, type ViewDef } from "./views/common";
+import { audioView } from "./views/audio";
 import { distributionsView } from "./views/distributions";
 import { histogramsView } from "./views/histograms";
 import { hparamsView } from "./views/hparams";
@@ -38,13 +39,14 @@ const scalarsView: ViewDef = {
 };
 
 /** The views, in tab order. */
-const VIEWS: readonly ViewDef[] = [scalarsView, imagesView, histogramsView, distributionsView, textView, prCurvesView, hparamsView, statusView];
+const VIEWS: readonly ViewDef[] = [scalarsView, imagesView, audioView, histogramsView, distributionsView, textView, prCurvesView, hparamsView, statusView];
 const DEFAULT_VIEW = "scalars";
 
 /** The plugin whose data a view shows (a tab without it is marked empty). */
 const VIEW_PLUGIN: Record<string, string> = {
   scalars: "scalars",
   images: "images",
+  audio: "audio",
   histograms: "histograms",
   distributions: "histograms",
   text: "text",
@@ -55,7 +57,6 @@ const VIEW_PLUGIN: Record<string, string> = {
 /** TensorBoard's tabs for data this dashboard has no view of, by plugin, as the link names
  * them ("TensorBoard's UI: PR curves, mesh"). */
 const TENSORBOARD_ONLY: Record<string, string> = {
-  audio: "audio",
   custom_scalars: "custom scalars",
   mesh: "mesh",
   graphs: "graphs",
