@@ -32,7 +32,7 @@ from tensorboardX import SummaryWriter
 
 from tests.browser.conftest import Watched
 from tests.daemon.conftest import Daemon, ServeFactory
-from tests.hparams_logdirs import FAILURE, OFFICIAL_GROUPS, curve, write_official
+from tests.hparams_logdirs import FAILURE, OFFICIAL_GROUPS, HparamsLogdir, curve, write_official
 from tests.hparams_logdirs import write_run as write_trial
 
 pytestmark = pytest.mark.slow
@@ -321,15 +321,21 @@ def cell_values(page: Watched, key: str) -> list[Any]:
     return [json.loads(v) for v in values]
 
 
-def test_hparams_table_sorts_and_filters(
-    serve: ServeFactory, tmp_path: Path, page: Watched
-) -> None:
+def serve_official(serve: ServeFactory, tmp_path: Path) -> tuple[HparamsLogdir, str]:
+    """TensorBoard's official hparams logdir (tests/hparams_logdirs.py) served, once its last
+    session is in the store: the logdir and the daemon's base URL."""
     made = write_official(tmp_path)
     daemon = serve(made.path)
     last = sorted(s for s in made.statuses if s.startswith("epsilon/"))[-1]
     steps = [step for step, _ in curve(1.0, every=20)]
     daemon.wait_for_steps(f"{last}/validation", "accuracy", steps, timeout=30)
-    base = f"http://127.0.0.1:{daemon.port}"
+    return made, f"http://127.0.0.1:{daemon.port}"
+
+
+def test_hparams_table_sorts_and_filters(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    made, base = serve_official(serve, tmp_path)
 
     open_view(page, base, "hparams")
     table = page.page.locator(f'.hp-table[data-rows="{len(made.statuses)}"]')
@@ -437,12 +443,7 @@ def test_hparams_rows_per_trial_show_the_mean_of_their_sessions(
     """Repeated trials (hp.hparams(trial_id=)): the table offers a row per trial, as
     TensorBoard's has it, each metric the mean of its sessions' values as the session rows
     show them; the choice is in the URL."""
-    made = write_official(tmp_path)
-    daemon = serve(made.path)
-    last = sorted(s for s in made.statuses if s.startswith("epsilon/"))[-1]
-    steps = [step for step, _ in curve(1.0, every=20)]
-    daemon.wait_for_steps(f"{last}/validation", "accuracy", steps, timeout=30)
-    base = f"http://127.0.0.1:{daemon.port}"
+    made, base = serve_official(serve, tmp_path)
 
     open_view(page, base, "hparams")
     page.page.locator(f'.hp-table[data-rows="{len(made.statuses)}"]').wait_for()
@@ -524,12 +525,7 @@ def test_a_run_has_the_same_colour_in_every_view_whichever_opens_first(
     """The page assigns run colours once, from the experiment's whole run list: a session's
     hparams row has its run's colour in scalars, whether the page opened on hparams (which
     lists only the sessions) or on scalars (every run), and on every reload."""
-    made = write_official(tmp_path)
-    daemon = serve(made.path)
-    last = sorted(s for s in made.statuses if s.startswith("epsilon/"))[-1]
-    steps = [step for step, _ in curve(1.0, every=20)]
-    daemon.wait_for_steps(f"{last}/validation", "accuracy", steps, timeout=30)
-    base = f"http://127.0.0.1:{daemon.port}"
+    made, base = serve_official(serve, tmp_path)
     sessions = set(made.statuses)
 
     seen: list[tuple[dict[str, str], dict[str, str]]] = []

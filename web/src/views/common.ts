@@ -2,7 +2,7 @@
 // to the selected experiment, and drawing only the cards in view.
 
 import { initialRuns, type Run, type RunEvent, type SeriesEvent } from "../api";
-import { colorsReady, runColors } from "../colors";
+import { colorsReady, runColor, runColors } from "../colors";
 import { el } from "../dom";
 import { formatState, matcher, parseState } from "../url";
 
@@ -225,6 +225,20 @@ export class Debouncer {
   }
 }
 
+/** The root of a card of one series (tag, run): a section with the card's classes and its
+ * data-tag, data-run and data-steps, headed by the run's swatch and name (and `extra`, e.g. a
+ * readout), then `body`. */
+export function seriesCard(classes: string, tag: string, run: string, extra: Node[], ...body: Node[]): HTMLElement {
+  const swatch = el("span", { class: "swatch" });
+  swatch.style.background = runColor(run);
+  return el(
+    "section",
+    { class: `card ${classes}`, "data-tag": tag, "data-run": run, "data-steps": "0" },
+    el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run), ...extra),
+    ...body,
+  );
+}
+
 /** A card of one series (tag, run) of a plugin. `stale`: it lacks data the store has (not
  * fetched yet, or a commit touched it since). */
 export interface SeriesCard extends Drawable {
@@ -236,8 +250,10 @@ export interface SeriesCard extends Drawable {
 export interface CardsViewOptions {
   /** What the cards show, for messages ("images"). */
   what: string;
-  /** The plugin whose stream events touch the cards. */
+  /** The plugin whose series the cards show (and whose stream events touch them). */
   plugin: string;
+  /** The data class of its series (the list route: /api/v1/KIND/list). */
+  kind: "tensors" | "blob_sequences";
   /** The message when the experiment has none. */
   empty: string;
 }
@@ -271,12 +287,14 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   constructor(
     private readonly host: HTMLElement,
     protected readonly ctx: ViewContext,
-    private readonly options: CardsViewOptions,
+    protected readonly options: CardsViewOptions,
   ) {}
 
   /** The series listing ({run: {tag: metadata}}), of every series or of those `filter`
    * (the list route's parameters, e.g. [["tag", TAG]]) selects. */
-  protected abstract list(filter?: [string, string][]): Promise<Listing>;
+  protected list(filter: [string, string][] = []): Promise<Listing> {
+    return api<Listing>(this.ctx, `${this.options.kind}/list`, [["plugin", this.options.plugin], ...filter]);
+  }
   protected abstract make(tag: string, run: string): C;
   /** Fetches what the card lacks and touches it. */
   protected abstract load(card: C): Promise<void>;

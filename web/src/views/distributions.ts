@@ -10,7 +10,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 
 import { runColor } from "../colors";
-import { api, CardsView, el, type Listing, tensorboardData, type ViewDef } from "./common";
+import { CardsView, el, seriesCard, tensorboardData, type ViewDef } from "./common";
 import { bandPairs, type DistributionAnswer, distributionColumns } from "./histmath";
 import { numericX, numericY } from "./axes";
 
@@ -31,14 +31,7 @@ class DistributionCard {
     readonly tag: string,
     readonly run: string,
   ) {
-    const swatch = el("span", { class: "swatch" });
-    swatch.style.background = runColor(run);
-    this.root = el(
-      "section",
-      { class: "card dist-card", "data-tag": tag, "data-run": run, "data-steps": "0" },
-      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run), this.readout),
-      this.box,
-    );
+    this.root = seriesCard("dist-card", tag, run, [this.readout], this.box);
   }
 
   private hover(u: uPlot, basisPoints: number[]): void {
@@ -98,16 +91,13 @@ export const distributionsView: ViewDef = {
     return new DistributionsView(host, ctx, {
       what: "distributions",
       plugin: "histograms",
+      kind: "tensors",
       empty: "No histograms in this experiment, so no distributions.",
     }).start();
   },
 };
 
 class DistributionsView extends CardsView<DistributionCard> {
-  protected list(filter: [string, string][] = []): Promise<Listing> {
-    return api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"], ...filter]);
-  }
-
   protected make(tag: string, run: string): DistributionCard {
     return new DistributionCard(tag, run);
   }

@@ -6,7 +6,7 @@
 // and data-last-step (the largest step drawn).
 
 import { runColor } from "../colors";
-import { api, CardsView, el, type Listing, type ViewDef } from "./common";
+import { api, CardsView, el, seriesCard, type ViewDef } from "./common";
 import { type Bucket, niceTicks, rebin, valueRange } from "./histmath";
 import { tickLabels } from "./ticks";
 
@@ -41,14 +41,7 @@ class HistogramCard {
     readonly tag: string,
     readonly run: string,
   ) {
-    const swatch = el("span", { class: "swatch" });
-    swatch.style.background = runColor(run);
-    this.root = el(
-      "section",
-      { class: "card hist-card", "data-tag": tag, "data-run": run, "data-steps": "0" },
-      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run), this.readout),
-      this.canvas,
-    );
+    this.root = seriesCard("hist-card", tag, run, [this.readout], this.canvas);
     this.canvas.addEventListener("mousemove", (e) => this.hover(e.offsetX, e.offsetY));
     this.canvas.addEventListener("mouseleave", () => {
       this.readout.textContent = "";
@@ -186,16 +179,13 @@ export const histogramsView: ViewDef = {
     return new HistogramsView(host, ctx, {
       what: "histograms",
       plugin: "histograms",
+      kind: "tensors",
       empty: "No histograms in this experiment (tensorboardX add_histogram, tf.summary.histogram).",
     }).start();
   },
 };
 
 class HistogramsView extends CardsView<HistogramCard> {
-  protected list(filter: [string, string][] = []): Promise<Listing> {
-    return api<Listing>(this.ctx, "tensors/list", [["plugin", "histograms"], ...filter]);
-  }
-
   protected make(tag: string, run: string): HistogramCard {
     return new HistogramCard(tag, run);
   }

@@ -11,8 +11,8 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 
 import { runColor } from "../colors";
-import { api, CardsView, el, type Listing, notice, tensorboardData, type ViewDef } from "./common";
-import { nearestIndex } from "./steps";
+import { CardsView, el, notice, seriesCard, tensorboardData, type ViewDef } from "./common";
+import { Stepper } from "./stepper";
 
 const HEIGHT = 240;
 
@@ -40,13 +40,9 @@ class PrCurveCard {
   readonly root: HTMLElement;
   private readonly box = el("div", { class: "plot" });
   private readonly readout = el("div", { class: "readout" });
-  private readonly slider = el("input", { type: "range", min: "0", max: "0", step: "1", class: "step-slider" });
-  private readonly label = el("span", { class: "step-label" });
+  readonly stepper: Stepper<PrStep>;
   private plot: uPlot | null = null;
   private width = 0;
-  steps: PrStep[] = [];
-  index = -1;
-  follow = true;
   dirty = true;
   visible = false;
   stale = true;
@@ -54,55 +50,22 @@ class PrCurveCard {
   constructor(
     readonly tag: string,
     readonly run: string,
-    private readonly onChange: () => void,
+    onChange: () => void,
   ) {
-    const swatch = el("span", { class: "swatch" });
-    swatch.style.background = runColor(run);
-    this.root = el(
-      "section",
-      { class: "card pr-card", "data-tag": tag, "data-run": run, "data-steps": "0" },
-      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run)),
-      this.box,
-      el("div", { class: "slider-row" }, this.slider, this.label),
-      this.readout,
-    );
-    this.slider.addEventListener("input", () => {
-      this.index = Number(this.slider.value);
-      this.follow = this.index === this.steps.length - 1;
-      this.onChange();
-    });
-  }
-
-  /** Takes the route's steps (all of them: the route answers a series' kept steps). */
-  take(steps: PrStep[]): void {
-    const shown = this.index >= 0 ? this.steps[this.index]?.step : undefined;
-    this.steps = [...steps].sort((a, b) => a.step - b.step);
-    if (this.follow || shown === undefined) this.index = this.steps.length - 1;
-    else this.index = nearestIndex(this.steps.map((s) => s.step), shown);
+    this.stepper = new Stepper(onChange);
+    this.root = seriesCard("pr-card", tag, run, [], this.box, this.stepper.row, this.readout);
   }
 
   draw(): void {
-    const n = this.steps.length;
-    const root = this.root;
-    root.dataset.steps = String(n);
-    this.slider.max = String(Math.max(0, n - 1));
-    this.slider.value = String(Math.max(0, this.index));
-    this.slider.disabled = n < 2;
-    if (n === 0) {
+    const current = this.stepper.update(this.root);
+    if (current === undefined) {
       this.plot?.destroy();
       this.plot = null;
       this.box.replaceChildren(notice("no PR curve yet"));
-      this.label.textContent = "";
-      delete root.dataset.step;
       return;
     }
-    const current = this.steps[this.index];
     const points = curvePoints(current);
-    root.dataset.step = String(current.step);
-    root.dataset.lastStep = String(this.steps[n - 1].step);
-    root.dataset.points = JSON.stringify(points.recall.map((r, i) => [r, points.precision[i]]));
-    this.label.textContent = `step ${current.step}`;
-    this.label.title = `${this.index + 1} of ${n} steps · ${new Date(current.wall_time * 1000).toLocaleString()}`;
+    this.root.dataset.points = JSON.stringify(points.recall.map((r, i) => [r, points.precision[i]]));
     const data: uPlot.AlignedData = [points.recall, points.precision];
     const width = Math.max(240, (this.box.clientWidth || 420) - 2);
     if (this.plot === null || width !== this.width) {
@@ -131,7 +94,7 @@ class PrCurveCard {
   /** The threshold nearest the pointer: its precision, recall and counts. */
   private hover(u: uPlot): void {
     const i = u.cursor.idx;
-    const current = this.steps[this.index];
+    const current = this.stepper.current;
     if (i === null || i === undefined || !current) {
       this.readout.textContent = "";
       return;
@@ -151,16 +114,13 @@ export const prCurvesView: ViewDef = {
     return new PrCurvesView(host, ctx, {
       what: "PR curves",
       plugin: "pr_curves",
+      kind: "tensors",
       empty: "No PR curves in this experiment (tensorboardX add_pr_curve, TensorBoard's pr_curves summaries).",
     }).start();
   },
 };
 
 class PrCurvesView extends CardsView<PrCurveCard> {
-  protected list(filter: [string, string][] = []): Promise<Listing> {
-    return api<Listing>(this.ctx, "tensors/list", [["plugin", "pr_curves"], ...filter]);
-  }
-
   protected make(tag: string, run: string): PrCurveCard {
     const card: PrCurveCard = new PrCurveCard(tag, run, () => this.drawer.touch(card));
     return card;
@@ -172,7 +132,7 @@ class PrCurvesView extends CardsView<PrCurveCard> {
       ["tag", card.tag],
     ]);
     if (!this.alive) return;
-    card.take(answer[card.run] ?? []);
+    card.stepper.replace(answer[card.run] ?? []);
     this.drawer.touch(card);
   }
 }

@@ -5,8 +5,7 @@
 // Contract for tests: each card carries data-tag, data-run, data-steps (steps shown) and
 // data-last-step; each step's block its data-step.
 
-import { runColor } from "../colors";
-import { api, CardsView, el, type Listing, tensorboardData, type ViewDef } from "./common";
+import { CardsView, el, seriesCard, tensorboardData, type ViewDef } from "./common";
 
 type TextAnswer = { wall_time: number; step: number; text: string }[];
 
@@ -22,14 +21,7 @@ class TextCard {
     readonly tag: string,
     readonly run: string,
   ) {
-    const swatch = el("span", { class: "swatch" });
-    swatch.style.background = runColor(run);
-    this.root = el(
-      "section",
-      { class: "card text-card", "data-tag": tag, "data-run": run, "data-steps": "0" },
-      el("h3", { title: `${tag} (${run})` }, swatch, el("span", { class: "run-name" }, run)),
-      this.body,
-    );
+    this.root = seriesCard("text-card", tag, run, [], this.body);
   }
 
   draw(): void {
@@ -59,16 +51,13 @@ export const textView: ViewDef = {
     return new TextView(host, ctx, {
       what: "text",
       plugin: "text",
+      kind: "tensors",
       empty: "No text in this experiment (tensorboardX add_text, tf.summary.text).",
     }).start();
   },
 };
 
 class TextView extends CardsView<TextCard> {
-  protected list(filter: [string, string][] = []): Promise<Listing> {
-    return api<Listing>(this.ctx, "tensors/list", [["plugin", "text"], ...filter]);
-  }
-
   protected make(tag: string, run: string): TextCard {
     return new TextCard(tag, run);
   }
