@@ -499,6 +499,15 @@ def test_hparams_rows_per_trial_show_the_mean_of_their_sessions(
         f'.hp-table[data-rows-of="sessions"][data-rows="{len(made.statuses)}"]'
     ).wait_for()
     assert "hp_rows" not in page.page.url
+    # A filter of the trial column (the session rows' own) is dropped with the column when the
+    # rows become trials: it would hide every trial, with no box left to clear it.
+    page.page.locator('.hp-table input[data-filter="trial"]').fill("^alpha$")
+    page.page.locator('.hp-table[data-rows="3"]').wait_for()
+    choice.select_option("trials")
+    page.page.locator(
+        f'.hp-table[data-rows-of="trials"][data-rows="{len(OFFICIAL_GROUPS)}"]'
+    ).wait_for()
+    assert "hp_filter" not in page.page.url
     page.assert_no_errors()
 
 
@@ -679,6 +688,16 @@ def test_every_view_fits_a_narrow_window(serve: ServeFactory, logdir: Path, page
         )
         assert widths[0] <= widths[1], (view, widths)
     page.screenshot("narrow-status")
+    # Between the one-column layout (under 720 px) and a wide window, the scalars toolbar
+    # wraps rather than widen the page (it was 826 px wide at 760).
+    page.page.set_viewport_size({"width": 760, "height": 900})
+    open_view(page, base, "scalars")
+    page.page.locator(f'[data-tag="loss"][data-last-step="{STEPS[-1]}"]').wait_for()
+    widths = page.page.evaluate(
+        "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert widths[0] <= widths[1], widths
+    page.page.set_viewport_size({"width": 400, "height": 900})
     open_view(page, base, "scalars")
     card = page.page.locator('[data-tag="loss"]')
     card.wait_for()
@@ -1008,4 +1027,54 @@ def test_the_audio_view_plays_each_steps_clips(
     assert len(first) == 2 and not set(first) & set(last)
     assert page.page.locator('.audio-card[data-run="b"]').get_attribute("data-step") == "10"
     page.screenshot("audio")
+    page.assert_no_errors()
+
+
+def test_the_tensorboard_link_names_the_shown_experiments_data(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """With several experiments, the link names what only TensorBoard's UI shows of the
+    experiment on the page (the first when the URL names none), not of all of them."""
+    plain, custom = tmp_path / "plain", tmp_path / "custom"
+    for root, layout in ((plain, False), (custom, True)):
+        with SummaryWriter(str(root / "run")) as w:
+            w.add_scalar("loss", 1.0, 0, walltime=WALL)
+            if layout:
+                w.add_custom_scalars({"losses": {"loss": ["Multiline", ["loss"]]}})
+    daemon = serve(f"a={plain}", f"b={custom}")
+    for experiment in ("a", "b"):
+        daemon.wait_for_steps("run", "loss", [0], timeout=30, experiment=experiment)
+    base = f"http://127.0.0.1:{daemon.port}"
+    link = page.page.locator("nav#views a.tb-link")
+    open_view(page, base, "scalars", "&exp=b")
+    page.page.wait_for_function(
+        "() => document.querySelector('nav#views a.tb-link').textContent.includes(':')"
+    )
+    assert link.inner_text() == "TensorBoard's UI: custom scalars"
+    open_view(page, base, "scalars")  # the first experiment, a
+    page.page.locator("#experiment option").nth(1).wait_for(state="attached")
+    # The link is named as the tabs are marked (a has no images: its tab is greyed), from a
+    # listing asked at the same time: given a second to answer.
+    page.page.locator('nav#views a[data-view="images"][data-empty]').wait_for(state="attached")
+    page.page.wait_for_timeout(1000)
+    assert link.inner_text() == "TensorBoard's UI"
+    page.assert_no_errors()
+
+
+def test_a_pr_curve_without_a_true_positive_says_so(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """Labels all negative: every threshold is at precision 0, recall 0, a single point that a
+    line does not show; it is drawn as a dot, and the card says why."""
+    logdir = tmp_path / "pr"
+    with SummaryWriter(str(logdir / "run")) as w:
+        w.add_pr_curve("allneg", np.zeros(50), np.linspace(0, 1, 50), 0, walltime=WALL)
+        w.add_scalar("done", 1.0, 0, walltime=WALL)
+    daemon = serve(logdir)
+    daemon.wait_for_steps("run", "done", [0], timeout=30)
+    open_view(page, f"http://127.0.0.1:{daemon.port}", "pr_curves")
+    card = page.page.locator('.pr-card[data-tag="allneg"][data-step="0"]')
+    card.wait_for()
+    assert {tuple(p) for p in json.loads(card.get_attribute("data-points") or "")} == {(0, 0)}
+    assert card.locator(".readout").inner_text().startswith("no true positive")
     page.assert_no_errors()

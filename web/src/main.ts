@@ -251,7 +251,10 @@ class Shell {
   /** Names on the TensorBoard link the tabs of data only TensorBoard's UI shows (its plugins
    * listing: audio, PR curves, graphs, …), so that data is not silently missing. */
   private async nameTensorBoardOnly(): Promise<void> {
-    const path = this.experiment ? `experiment/${encodeURIComponent(this.experiment)}/data/plugins_listing` : "data/plugins_listing";
+    // The experiment shown (without exp=, the first: the daemon-wide listing would name every
+    // experiment's data).
+    const shown = this.experiment ?? this.select.options[0]?.value ?? null;
+    const path = shown ? `experiment/${encodeURIComponent(shown)}/data/plugins_listing` : "data/plugins_listing";
     let listing: Record<string, { enabled?: boolean }>;
     try {
       listing = await getJson<Record<string, { enabled?: boolean }>>(path);

@@ -164,17 +164,24 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
     const spiky = new Map([["a", series(steps, values)]]);
     const m = prepareCard(spiky, ["a"], base);
     expect(yExtent(m, null)).toEqual([0, 10000]);
-    // Sorted: 0..49, 51..99, 10000; indices ceil(0.05 * 99) = 5 and floor(0.95 * 99) = 94 (95),
-    // and the line's latest value, 99, always in range.
-    expect(yExtent(m, null, false, true)).toEqual([5, 99]);
+    // Sorted: 0..49, 51..99, 10000; indices floor(0.05 * 99) = 4 and ceil(0.95 * 99) = 95 (4
+    // and 96), and the line's latest value, 99, always in range.
+    expect(yExtent(m, null, false, true)).toEqual([4, 99]);
     const falling = prepareCard(new Map([["a", series(steps, values.map((v) => -v))]]), ["a"], base);
-    expect(yExtent(falling, null, false, true)).toEqual([-99, -5]);
+    expect(yExtent(falling, null, false, true)).toEqual([-99, -4]);
     // In a zoom window, of the values in it (and where the line crosses its edges); the latest
     // value is the line's at the window's right end.
     // 40..49, 51..60, 10000: indices 1 and 19.
     expect(yExtent(prepareCard(spiky, ["a"], { ...base, range: [40, 60] }), [40, 60], false, true)).toEqual([41, 60]);
-    // Between points: the crossings at 40.5 and 59.5 count, the right one as the latest.
+    // Between points: the crossings at 40.5 and 59.5 count, the right one as the latest (21
+    // values: the lowest and the highest left out).
     expect(yExtent(prepareCard(spiky, ["a"], { ...base, range: [40.5, 59.5] }), [40.5, 59.5], false, true)).toEqual([41, 59.5]);
+    // 20 values: none left out, the spike neither.
+    expect(yExtent(prepareCard(spiky, ["a"], { ...base, range: [40.5, 58.5] }), [40.5, 58.5], false, true)).toEqual([40.5, 10000]);
+    // Three runs of two points each (a final metric): every line in range (the lowest point of
+    // six used to be left out, and most of its line with it).
+    const finals = new Map([0, 1, 2].map((r) => [`r${r}`, series([0, 10], [1 + r, 2 + r])]));
+    expect(yExtent(prepareCard(finals, ["r0", "r1", "r2"], base), null, false, true)).toEqual([1, 4]);
     // Two values or fewer: both kept.
     const two = prepareCard(new Map([["a", series([0, 1], [1, 1000])]]), ["a"], base);
     expect(yExtent(two, null, false, true)).toEqual([1, 1000]);
@@ -185,8 +192,8 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
     // ... and each run's latest values, smoothed and raw (99).
     const newest = smoothed.traces[0].smoothed![smoothed.traces[0].smoothed!.length - 1]!;
     expect([lo, hi]).toEqual([
-      Math.min(main[Math.ceil(0.05 * (main.length - 1))], newest, 99),
-      Math.max(main[Math.floor(0.95 * (main.length - 1))], newest, 99),
+      Math.min(main[Math.floor(0.05 * (main.length - 1))], newest, 99),
+      Math.max(main[Math.ceil(0.95 * (main.length - 1))], newest, 99),
     ]);
     expect(hi).toBeLessThan(10000);
     // Nothing drawn: null.
@@ -201,8 +208,8 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
       const last = n - 1;
       const newest = ys[last];
       expect(yExtent(card, null, false, true), `n=${n}`).toEqual([
-        Math.min(sorted[Math.ceil(0.05 * last)], newest),
-        Math.max(sorted[Math.floor(0.95 * last)], newest),
+        Math.min(sorted[Math.floor(0.05 * last)], newest),
+        Math.max(sorted[Math.ceil(0.95 * last)], newest),
       ]);
     }
   });

@@ -95,8 +95,15 @@ class HparamsView {
     this.rowsChoice.value = this.rowsOf;
     this.rowsChoice.addEventListener("change", () => {
       this.rowsOf = this.rowsChoice.value === "trials" ? "trials" : "sessions";
+      if (this.answers) {
+        this.layOut(...this.answers);
+        // A filter of a column the other rows have (trial, sessions) would hide every row,
+        // with no box left to clear it: dropped.
+        const keys = new Set(["session", ...this.columns.map((c) => c.key)]);
+        this.filters = Object.fromEntries(Object.entries(this.filters).filter(([key]) => keys.has(key)));
+        this.render();
+      }
       this.saveState();
-      if (this.answers) this.layOut(...this.answers);
     });
     try {
       const saved = JSON.parse(ctx.param("hp_filter") ?? "{}") as unknown;

@@ -15,6 +15,8 @@ import { CardsView, el, notice, seriesCard, tensorboardData, type ViewDef } from
 import { Stepper } from "./stepper";
 
 const HEIGHT = 240;
+/** Said under a curve whose every threshold is at (0, 0). */
+const NO_POSITIVE = "no true positive at any threshold: precision and recall are 0";
 
 /** One step of TensorBoard's PR-curves route: a value per threshold. */
 export interface PrStep {
@@ -43,6 +45,10 @@ class PrCurveCard {
   readonly stepper: Stepper<PrStep>;
   private plot: uPlot | null = null;
   private width = 0;
+  /** Whether the chart draws its points as dots (few distinct ones). */
+  private dots = false;
+  /** What the readout says while the pointer is off the chart. */
+  private note = "";
   dirty = true;
   visible = false;
   stale = true;
@@ -65,13 +71,20 @@ class PrCurveCard {
       return;
     }
     const points = curvePoints(current);
-    this.root.dataset.points = JSON.stringify(points.recall.map((r, i) => [r, points.precision[i]]));
+    const pairs = points.recall.map((r, i) => [r, points.precision[i]]);
+    this.root.dataset.points = JSON.stringify(pairs);
+    // Points drawn as dots when there are few distinct ones (a curve of one point, e.g. every
+    // threshold at (0, 0) when no label is positive, would be invisible as a line).
+    const distinct = new Set(pairs.map((p) => p.join())).size;
+    this.note = pairs.length && pairs.every(([r, p]) => r === 0 && p === 0) ? NO_POSITIVE : "";
+    this.readout.textContent = this.note;
     const data: uPlot.AlignedData = [points.recall, points.precision];
     const width = Math.max(240, (this.box.clientWidth || 420) - 2);
-    if (this.plot === null || width !== this.width) {
+    if (this.plot === null || width !== this.width || (distinct < 30) !== this.dots) {
       this.plot?.destroy();
       this.box.replaceChildren();
       this.width = width;
+      this.dots = distinct < 30;
       const color = runColor(this.run);
       this.plot = new uPlot(
         {
@@ -80,7 +93,7 @@ class PrCurveCard {
           legend: { show: false },
           scales: { x: { time: false, range: [0, 1] }, y: { range: [0, 1] } },
           axes: [{ label: "recall" }, { label: "precision" }],
-          series: [{}, { stroke: color, width: 1.5, points: { show: points.recall.length < 30 } }],
+          series: [{}, { stroke: color, width: 1.5, points: { show: this.dots, size: 6 } }],
           hooks: { setCursor: [(u: uPlot) => this.hover(u)] },
         },
         data,
@@ -96,7 +109,7 @@ class PrCurveCard {
     const i = u.cursor.idx;
     const current = this.stepper.current;
     if (i === null || i === undefined || !current) {
-      this.readout.textContent = "";
+      this.readout.textContent = this.note;
       return;
     }
     const k = curvePoints(current).index[i];

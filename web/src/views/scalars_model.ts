@@ -234,10 +234,12 @@ export function xExtent(model: CardModel): [number, number] | null {
  *
  * `ignoreOutliers` (TensorBoard's "Ignore outliers in chart scaling"): of those values, only
  * the main lines' (the smoothed ones when smoothing, not the faint raw ones; on a log scale the
- * positive ones), and between the 5th and the 95th percentile of them when there are more than
- * two, as TensorBoard's Time Series takes them: a loss's first steps, ten times what it comes
- * down to, no longer flatten the rest of the curve along the bottom. Each run's latest values
- * (smoothed and raw) stay in range. */
+ * positive ones), and between the 5th and the 95th percentile of them, as TensorBoard's Time
+ * Series takes them: a loss's first steps, ten times what it comes down to, no longer flatten
+ * the rest of the curve along the bottom. A value is left out only when it is among the lowest
+ * or highest 5 % of at least 21 values: TensorBoard leaves out the lowest and the highest of as
+ * few as 3, which cut most of a two-point line off a chart. Each run's latest values (smoothed
+ * and raw) stay in range. */
 export function yExtent(model: CardModel, range: XRange, logY = false, ignoreOutliers = false): [number, number] | null {
   if (ignoreOutliers) return percentileExtent(model, range, logY);
   let lo = Infinity;
@@ -271,11 +273,11 @@ function percentileExtent(model: CardModel, range: XRange, logY: boolean): [numb
   }
   if (values.length === 0) return null;
   const last = values.length - 1;
-  if (values.length <= 2) return [Math.min(...values), Math.max(...values)];
   // Two order statistics, not a sort: a chart of 16 runs holds ~30,000 values, and a sort of
-  // them took ~10 ms a card (this runs at every draw, and at every step of a pan).
-  const low = Math.ceil(0.05 * last);
-  const high = Math.floor(0.95 * last);
+  // them took ~10 ms a card (this runs at every draw, and at every step of a pan). Whole values
+  // only (rounded outwards): nothing is left out of fewer than 21.
+  const low = Math.floor(0.05 * last);
+  const high = Math.ceil(0.95 * last);
   quickselect(values, low);
   const bottom = values[low];
   // Everything after `low` is at least values[low]: the high one is among them.
