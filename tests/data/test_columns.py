@@ -13,7 +13,7 @@ import apsw
 import numpy as np
 import pytest
 
-from boardd.data import columns, experiments, series
+from boardd.data import accel, columns, experiments, series
 from boardd.data.kinds import SCALARS
 from boardd.data.pool import open_store
 from boardd.data.series import Bounds, Selection
@@ -98,6 +98,41 @@ def test_downsampled_reads_are_the_same_with_and_without_the_cache(
             assert _same(a.values.tolist(), b.values.tolist())
 
 
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        Bounds(),
+        Bounds(downsample=0),
+        Bounds(downsample=1),
+        Bounds(downsample=3),
+        Bounds(downsample=10),
+        Bounds(downsample=10**6),
+        Bounds(step_min=5, downsample=7),
+        Bounds(latest=20, downsample=5),
+    ],
+    ids=repr,
+)
+def test_reads_before_numpy_is_imported_answer_the_same(
+    connection: apsw.Connection, exp_id: int, bounds: Bounds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `boardd serve` answers its first requests before its warm-up imports numpy
+    # (boardd.data.accel): the pure-Python kernels choose the same points.
+    found = series.list_series(connection, exp_id, SCALARS, Selection("scalars"))
+    with_numpy = series.read_scalars(connection, found, bounds)
+    columns.cache.clear()
+    monkeypatch.setattr(accel, "_numpy", None)
+    monkeypatch.setattr(accel, "_deferred", True)
+    cold = series.read_scalars(connection, found, bounds)  # from the store (or filling)
+    series.read_scalars(connection, found, Bounds())
+    warm = series.read_scalars(connection, found, bounds)  # from the cache
+    assert accel._numpy is None  # nothing asked for numpy
+    for a, b, c in zip(with_numpy, cold, warm, strict=True):
+        assert a.steps.tolist() == b.steps.tolist() == c.steps.tolist()
+        assert a.wall_times.tolist() == b.wall_times.tolist() == c.wall_times.tolist()
+        assert _same(a.values.tolist(), b.values.tolist())
+        assert _same(a.values.tolist(), c.values.tolist())
+
+
 def test_a_step_range_not_held_reads_only_the_range(
     connection: apsw.Connection, exp_id: int
 ) -> None:
@@ -110,8 +145,10 @@ def test_a_step_range_not_held_reads_only_the_range(
 def test_cached_arrays_are_read_only(connection: apsw.Connection, exp_id: int) -> None:
     found = series.list_series(connection, exp_id, SCALARS, Selection("scalars"))
     (col, *_) = series.read_scalars(connection, found, Bounds())
-    with pytest.raises(ValueError, match="read-only"):
+    with pytest.raises(TypeError, match="read-only"):
         col.values[0] = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        np.asarray(col.values)[0] = 1.0
 
 
 def _store_of(tmp_path: Path, points: dict[int, float]) -> tuple[Path, Path, EventRun]:
@@ -171,7 +208,9 @@ def test_a_copy_of_a_store_file_does_not_share_its_entries(tmp_path: Path) -> No
 
 def _cols(n: int) -> columns.Columns:
     return columns.Columns(
-        np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.float64), np.ones(n, dtype=np.float64)
+        memoryview(np.arange(n, dtype=np.int64)),
+        memoryview(np.zeros(n, dtype=np.float64)),
+        memoryview(np.ones(n, dtype=np.float64)),
     )
 
 

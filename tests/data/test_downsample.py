@@ -3,9 +3,12 @@ function of the set of steps alone."""
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 import pytest
 
+from boardd.data import accel
 from boardd.data.downsample import downsample_indices, extremes_indices
 
 
@@ -85,3 +88,51 @@ def test_extremes_edge_cases() -> None:
     assert extremes_indices(steps([]), np.array([]), 8).tolist() == []
     nan = np.full(10, np.nan)
     assert extremes_indices(s, nan, 4).tolist() == [0, 9]
+
+
+# -- the pure-Python form (boardd serve, before its warm-up imports numpy) ------------------------
+
+
+@pytest.fixture
+def without_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernels as `boardd serve` runs them until its warm-up has imported numpy."""
+    monkeypatch.setattr(accel, "_numpy", None)
+    monkeypatch.setattr(accel, "_deferred", True)
+
+
+_RNG = np.random.default_rng(11)
+STEP_SETS = {
+    "consecutive": steps(range(10_000)),
+    "every 7 from -300": steps(range(-300, 9_000, 7)),
+    "random int64": np.unique(_RNG.integers(-(2**63), 2**63 - 1, size=3_000, dtype=np.int64)),
+    "the int64 ends": steps([-(2**63), -1, 0, 1, 2**62, 2**63 - 1]),
+    "one": steps([5]),
+    "none": steps([]),
+}
+
+
+@pytest.mark.parametrize("name", STEP_SETS)
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 5, 10, 999, 1000, 2_999, 3_000, 20_000])
+def test_without_numpy_the_same_points_are_chosen(
+    name: str, k: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = STEP_SETS[name]
+    with_numpy = downsample_indices(s, k)
+    assert isinstance(with_numpy, np.ndarray)
+    monkeypatch.setattr(accel, "_numpy", None)
+    monkeypatch.setattr(accel, "_deferred", True)
+    # As the column cache holds them: a read-only memoryview of int64.
+    held = memoryview(array("q", s.tolist())).toreadonly()
+    pure = downsample_indices(held, k)
+    assert isinstance(pure, array)  # the pure-Python form ran
+    assert pure.tolist() == with_numpy.tolist()
+    assert accel._numpy is None
+
+
+def test_the_extremes_kernel_loads_numpy_for_the_others_too(without_numpy: None) -> None:
+    s = STEP_SETS["consecutive"]
+    values = np.sin(s / 100.0)
+    held = memoryview(array("q", s.tolist())).toreadonly()
+    assert len(extremes_indices(held, memoryview(values), 40)) <= 40
+    assert accel.numpy_module() is np
+    assert isinstance(downsample_indices(held, 10), np.ndarray)

@@ -39,6 +39,7 @@ from boardd.daemon.memory import tune_malloc
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner, RunnerState, describe
 from boardd.daemon.uvicorn_server import Config
+from boardd.data import accel
 from boardd.lineage import LineageService
 from boardd.store.bus import ChangeHub
 from boardd.store.location import state_directory
@@ -179,6 +180,9 @@ class Service:
         # The response cache's disk tier opens after the first answer too (api/app.py).
         self._disk_after = threading.Event()
         self._warm_up = threading.Thread(target=self._start_warm_up, name="boardd-warm-up")
+        # numpy too (~60-90 ms of import): the scalar kernels run in pure Python until the
+        # warm-up imports it (boardd.data.accel).
+        accel.defer()
         self.runners = [
             ExperimentRunner(
                 spec,
@@ -268,6 +272,7 @@ class Service:
     def _start_warm_up(self) -> None:
         """Starts what the first answer does not need, once it has been sent."""
         self._answered.wait(WARM_UP_AFTER_SECONDS)
+        accel.end_deferral()
         # `boardd serve` started with the cyclic collector off (boardd.cli.main): what the
         # start made stays (frozen: later collections skip it), and the collector runs again.
         if not gc.isenabled():
@@ -281,6 +286,7 @@ class Service:
         # The routes' code that the first answer did not need (TensorBoard's other plugins,
         # the hparams and lineage API): imported now, not by a user's first click on a tab.
         try:
+            accel.load()  # numpy, for the scalar kernels (the first answers ran without it)
             deferred.load_all()
         except Exception:
             log.exception("importing the deferred routes' code failed (their requests will fail)")
@@ -315,6 +321,7 @@ class Service:
         for runner in self.runners:
             runner.stop()
         self.warm.set()  # the preloads still waiting end (their runners are stopped)
+        accel.end_deferral()  # (a service made but never run: its warm-up never ran)
         port_file = self.settings.port_file
         if port_file is not None:
             with contextlib.suppress(OSError):

@@ -35,7 +35,7 @@ def read_arrays(
     :class:`DataError` if a stored tensor cannot be decoded."""
     rows = queries.tensor_rows(connection, series.id)
     if downsample is not None:
-        steps = np.fromiter((r.step for r in rows), dtype=np.int64, count=len(rows))
+        steps = [r.step for r in rows]
         rows = [rows[i] for i in downsample_indices(steps, downsample).tolist()]
     out = []
     for r in rows:

@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from boardd.store import queries
 
@@ -47,12 +45,14 @@ _OVERHEAD = 400
 
 
 class Columns(NamedTuple):
-    """A whole scalar series by step: steps, wall times, values (NaN for a NULL value).
-    The arrays are read-only: entries are shared by every reader."""
+    """A scalar series by step: steps, wall times, values (NaN for a NULL value), as read-only
+    memoryviews of int64 and float64 (entries are shared by every reader; slicing them copies
+    nothing, ``numpy.asarray`` views them without a copy, and no numpy is needed to read them:
+    :mod:`boardd.data.accel`)."""
 
-    steps: npt.NDArray[np.int64]
-    wall_times: npt.NDArray[np.float64]
-    values: npt.NDArray[np.float64]
+    steps: memoryview
+    wall_times: memoryview
+    values: memoryview
 
 
 class ColumnStats(NamedTuple):
@@ -95,9 +95,7 @@ class ColumnCache:
     def put(self, store: str, series_id: int, generation: int, columns: Columns) -> None:
         """Files the series read at ``generation``, replacing an older reading; one larger than
         :attr:`largest` is not kept."""
-        for array in columns:
-            array.setflags(write=False)
-        size = sum(int(a.nbytes) for a in columns) + _OVERHEAD
+        size = sum(column.nbytes for column in columns) + _OVERHEAD
         key = (store, series_id)
         with self._lock:
             old = self._entries.get(key)

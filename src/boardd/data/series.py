@@ -3,17 +3,17 @@ points after the filters (run/tag, step range, latest, downsample, index range, 
 
 from __future__ import annotations
 
+import bisect
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
-from boardd.data import columns
+from boardd.data import accel, columns
 from boardd.data.blobs import blob_key
-from boardd.data.downsample import downsample_indices, extremes_indices
+from boardd.data.downsample import Indices, downsample_indices, extremes_indices
 from boardd.data.errors import BadRequest, TooLarge
 from boardd.data.kinds import Kind
 from boardd.data.values import tensor_value
@@ -180,39 +180,38 @@ def check_size(
         )
 
 
-def _pick(steps: npt.NDArray[np.int64], bounds: Bounds) -> npt.NDArray[np.intp] | None:
-    if bounds.downsample is None:
-        return None
-    return downsample_indices(steps, bounds.downsample)
-
-
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def _within(
-    held: columns.Columns, bounds: Bounds
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """The step range and ``latest`` of a whole series, as the store's query would cut them."""
-    lo, hi = 0, int(held.steps.shape[0])
+def _within(held: columns.Columns, bounds: Bounds) -> columns.Columns:
+    """The step range and ``latest`` of a whole series, as the store's query would cut them
+    (slices of the held columns: no copy)."""
+    lo, hi = 0, len(held.steps)
     if bounds.step_min is not None:
-        step = min(max(bounds.step_min, _INT64[0]), _INT64[1])
-        lo = int(np.searchsorted(held.steps, step, "left"))
+        lo = bisect.bisect_left(held.steps, bounds.step_min)
     if bounds.step_max is not None:
-        step = min(max(bounds.step_max, _INT64[0]), _INT64[1])
-        hi = max(lo, int(np.searchsorted(held.steps, step, "right")))
+        hi = max(lo, bisect.bisect_right(held.steps, bounds.step_max))
     if bounds.latest is not None:
         lo = max(lo, hi - bounds.latest)
-    return held.steps[lo:hi], held.wall_times[lo:hi], held.values[lo:hi]
+    return columns.Columns(held.steps[lo:hi], held.wall_times[lo:hi], held.values[lo:hi])
+
+
+def _take(column: memoryview, chosen: Indices) -> memoryview:
+    """The points of a column at these indices (numpy once loaded: :mod:`boardd.data.accel`)."""
+    np = accel.numpy_module()
+    if np is None:
+        return memoryview(array(column.format, map(column.__getitem__, chosen)))
+    taken: memoryview = memoryview(np.asarray(column)[np.asarray(chosen, dtype=np.intp)])
+    return taken
 
 
 class ScalarColumns(NamedTuple):
-    """The points of one scalar series as columns (NaN and ±Inf kept as floats)."""
+    """The points of one scalar series as columns (NaN and ±Inf kept as floats): read-only
+    memoryviews of int64 steps and float64 wall times and values (``tolist()`` gives their
+    values; ``numpy.asarray`` views them without a copy)."""
 
     run: str
     tag: str
-    steps: npt.NDArray[np.int64]
-    wall_times: npt.NDArray[np.float64]
-    values: npt.NDArray[np.float64]
+    steps: memoryview
+    wall_times: memoryview
+    values: memoryview
 
 
 def read_scalars(
@@ -242,13 +241,13 @@ def read_scalars(
                 step_max=bounds.step_max,
                 latest=bounds.latest,
             )
-        chosen: npt.NDArray[np.intp] | None
+        chosen: Indices | None = None
         if bounds.downsample is not None and bounds.downsample_by == "extremes":
             chosen = extremes_indices(steps, values, bounds.downsample)
-        else:
-            chosen = _pick(steps, bounds)
-        if chosen is not None:
-            steps, walls, values = steps[chosen], walls[chosen], values[chosen]
+        elif bounds.downsample is not None:
+            chosen = downsample_indices(steps, bounds.downsample)
+        if chosen is not None and len(chosen) < len(steps):
+            steps, walls, values = _take(steps, chosen), _take(walls, chosen), _take(values, chosen)
         out.append(ScalarColumns(s.run, s.tag, steps, walls, values))
     return out
 
@@ -275,9 +274,10 @@ _Row = TypeVar("_Row", queries.StoredTensor, queries.StoredBlobStep)
 
 
 def _downsampled(rows: list[_Row], bounds: Bounds) -> list[_Row]:
-    steps = np.fromiter((r.step for r in rows), dtype=np.int64, count=len(rows))
-    chosen = _pick(steps, bounds)
-    return rows if chosen is None else [rows[i] for i in chosen.tolist()]
+    if bounds.downsample is None or bounds.downsample >= len(rows):
+        return rows
+    chosen = downsample_indices([r.step for r in rows], bounds.downsample)
+    return [rows[i] for i in chosen.tolist()]
 
 
 def read_tensors(

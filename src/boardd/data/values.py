@@ -7,9 +7,6 @@ import base64
 import math
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from boardd.reader.tensors import decode_tensor
 
 
@@ -29,10 +26,11 @@ def float_text(value: float) -> str:
     return spelled if isinstance(spelled, str) else repr(spelled)
 
 
-def json_floats(values: npt.NDArray[np.float64]) -> list[Any]:
-    """A float column as a list JSON can carry."""
+def json_floats(values: Any) -> list[Any]:
+    """A float column (anything with ``tolist()``: a memoryview, a numpy array) as a list JSON
+    can carry."""
     listed: list[Any] = values.tolist()
-    if not np.isfinite(values).all():
+    if not all(map(math.isfinite, listed)):
         listed = [finite_or_text(v) for v in listed]
     return listed
 
@@ -55,6 +53,8 @@ def tensor_value(dtype: int, shape: tuple[int, ...], content: bytes) -> Any:
         return {"error": str(exc)}
     if isinstance(values, list):
         return [text_or_base64(v) for v in values]
+    import numpy as np  # decode_tensor has imported it
+
     if values.dtype.kind == "c":
         values = np.stack([values.real, values.imag], axis=-1)
     if values.dtype.kind == "f" and not np.isfinite(values).all():

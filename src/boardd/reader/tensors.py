@@ -7,9 +7,11 @@ the HTTP API imports it, and a scalar route needs neither (``boardd serve`` star
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 @functools.cache
@@ -39,6 +41,8 @@ def decode_tensor(
     """
     numpy_dtype = _numeric_dtypes().get(dtype)
     if numpy_dtype is not None:
+        import numpy as np  # imported by the first tensor read, not with this module
+
         array = np.frombuffer(content, dtype=numpy_dtype)
         return array.reshape(shape)
     from boardd.proto import tensor_pb2, types_pb2

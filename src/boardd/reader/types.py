@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 class DataClass(enum.IntEnum):
@@ -156,6 +157,8 @@ def merge_batches(batches: list[DecodedBatch]) -> DecodedBatch:
     """
     if len(batches) == 1:
         return batches[0]
+    import numpy as np  # the reader's columns are numpy arrays: loaded
+
     out = DecodedBatch()
     columns: dict[str, list[ScalarColumns]] = {}
     for batch in batches:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from boardd.reader.types import DataClass
 from boardd.store.names import unescape
+
+_NAN = float("nan")
 
 
 class StoreSummary(NamedTuple):
@@ -262,23 +263,26 @@ def scalar_columns(
     step_min: int | None = None,
     step_max: int | None = None,
     latest: int | None = None,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """(steps, wall times, values) of a scalar series by step; NULL values come back NaN."""
+) -> tuple[memoryview, memoryview, memoryview]:
+    """(steps, wall times, values) of a scalar series by step, as read-only memoryviews of
+    int64 and float64 (no numpy needed: :mod:`boardd.data.accel`); NULL values come back NaN."""
     where, args = _step_filter(step_min, step_max)
     order = "ORDER BY step DESC LIMIT ?" if latest is not None else "ORDER BY step"
     params = [series_id, *args] + ([latest] if latest is not None else [])
-    rows = connection.execute(
+    rows: list[Any] = connection.execute(
         f"SELECT step, wall_time, value FROM scalar_points WHERE series_id = ? {where} {order}",
         params,
     ).fetchall()
     if latest is not None:
         rows.reverse()
-    steps = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    walls = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
-    values = np.fromiter(
-        (np.nan if r[2] is None else r[2] for r in rows), dtype=np.float64, count=len(rows)
+    steps = array("q", [r[0] for r in rows])
+    walls = array("d", [r[1] for r in rows])
+    values = array("d", [_NAN if r[2] is None else r[2] for r in rows])
+    return (
+        memoryview(steps).toreadonly(),
+        memoryview(walls).toreadonly(),
+        memoryview(values).toreadonly(),
     )
-    return steps, walls, values
 
 
 class StoredTensor(NamedTuple):

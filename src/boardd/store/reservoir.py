@@ -68,13 +68,10 @@ from typing import Any, Final, NamedTuple, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from boardd.store.splitmix import GAMMA, MIX1, MIX2, mix64
+
 Steps = npt.NDArray[np.int64]
 
-_MASK64: Final = (1 << 64) - 1
-# splitmix64 (Steele, Lea and Flood 2014; the constants of Vigna's reference C code).
-_GAMMA: Final = 0x9E3779B97F4A7C15
-_MIX1: Final = 0xBF58476D1CE4E5B9
-_MIX2: Final = 0x94D049BB133111EB
 _INT64_MIN: Final = -(1 << 63)
 _INT64_MAX: Final = (1 << 63) - 1
 
@@ -91,14 +88,6 @@ def _empty_steps() -> Steps:
     return _readonly(np.empty(0, dtype=np.int64))
 
 
-def _mix64(value: int) -> int:
-    """splitmix64's output function on one Python integer (used for the seed)."""
-    z = value & _MASK64
-    z = ((z ^ (z >> 30)) * _MIX1) & _MASK64
-    z = ((z ^ (z >> 27)) * _MIX2) & _MASK64
-    return z ^ (z >> 31)
-
-
 def step_priorities(seed: int, steps: Steps) -> Steps:
     """The sampling priority of each step of a series sampled with ``seed`` (signed 64-bit).
 
@@ -107,12 +96,12 @@ def step_priorities(seed: int, steps: Steps) -> Steps:
     GAMMA`` (mod 2**64), read as a signed integer so that the threshold fits an SQLite INTEGER.
     Changing this formula changes what existing stores would keep: a test pins its values.
     """
-    z = np.ascontiguousarray(steps, dtype=np.int64).view(np.uint64) * np.uint64(_GAMMA)
-    z += np.uint64(_mix64(seed))
+    z = np.ascontiguousarray(steps, dtype=np.int64).view(np.uint64) * np.uint64(GAMMA)
+    z += np.uint64(mix64(seed))
     z ^= z >> np.uint64(30)
-    z *= np.uint64(_MIX1)
+    z *= np.uint64(MIX1)
     z ^= z >> np.uint64(27)
-    z *= np.uint64(_MIX2)
+    z *= np.uint64(MIX2)
     z ^= z >> np.uint64(31)
     return z.view(np.int64)
 

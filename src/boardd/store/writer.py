@@ -14,11 +14,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from boardd.reader.types import (
     BlobSequencePoint,
@@ -35,8 +33,17 @@ from boardd.store.blobs import delete_blobs, put_blobs
 from boardd.store.connection import immediate
 from boardd.store.lease import Lease
 from boardd.store.names import escape, unescape
-from boardd.store.reservoir import ReservoirState, offer, run_seed
 from boardd.store.sampling import capacity_for
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from boardd.store.reservoir import ReservoirState
+
+# numpy and the reservoir (which needs numpy) are imported by the first write, not with this
+# module: `boardd serve` opens its store as the writer beside its first answer, which needs
+# neither (boardd.data.accel).
 
 #: How many series' sampling states the writer keeps in memory at most...
 MAX_CACHED_SERIES = 1024
@@ -489,6 +496,10 @@ class StoreWriter:
         # The capacity follows the current sampling settings (the fingerprint guards changes).
         capacity = capacity_for(str(plugin), dc, self._sampling)
         table = _POINT_TABLE[dc]
+        import numpy as np
+
+        from boardd.store.reservoir import ReservoirState
+
         kept = np.fromiter(
             (
                 s
@@ -529,6 +540,8 @@ class StoreWriter:
         seed = self._run_seeds.get(run_id)
         if seed is None:
             name = self._db.execute("SELECT name FROM runs WHERE id = ?", (run_id,)).get
+            from boardd.store.reservoir import run_seed
+
             seed = self._run_seeds[run_id] = run_seed(self._seed_key, str(name))
         return seed
 
@@ -586,6 +599,8 @@ class StoreWriter:
     def _write_scalars(self, series: _Series, columns: ScalarColumns) -> None:
         if series.data_class is not DataClass.SCALAR or not len(columns):
             return
+        from boardd.store.reservoir import offer
+
         result = offer(series.state, columns.steps)
         self._delete_steps("scalar_points", series.id, result.evicted_steps)
         keep = result.keep
@@ -614,6 +629,10 @@ class StoreWriter:
     def _write_tensors(self, series: _Series, points: Sequence[TensorPoint]) -> None:
         if series.data_class not in (DataClass.TENSOR, DataClass.UNKNOWN) or not points:
             return
+        import numpy as np
+
+        from boardd.store.reservoir import offer
+
         steps = np.fromiter((p.step for p in points), dtype=np.int64, count=len(points))
         result = offer(series.state, steps)
         self._delete_steps("tensor_points", series.id, result.evicted_steps)
@@ -632,6 +651,10 @@ class StoreWriter:
     def _write_blob_sequences(self, series: _Series, points: Sequence[BlobSequencePoint]) -> None:
         if series.data_class is not DataClass.BLOB_SEQUENCE or not points:
             return
+        import numpy as np
+
+        from boardd.store.reservoir import offer
+
         steps = np.fromiter((p.step for p in points), dtype=np.int64, count=len(points))
         result = offer(series.state, steps)
         kept = [p for p, k in zip(points, result.keep.tolist(), strict=True) if k]
@@ -711,6 +734,8 @@ _POINT_TABLE = {
 
 def _sorted_distinct(steps: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """``np.unique`` of a 1-D array, without it importing numpy.ma (~7 ms per process)."""
+    import numpy as np
+
     ordered = np.sort(steps)
     if ordered.shape[0] < 2:
         return ordered
@@ -727,6 +752,8 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 
 def _nan_to_none(values: npt.NDArray[np.float64]) -> list[float | None]:
     # SQLite stores NaN as NULL anyway (https://www.sqlite.org/floatingpoint.html); be explicit.
+    import numpy as np
+
     listed: list[float | None] = list(values.tolist())
     if np.isnan(values).any():
         listed = [None if v != v else v for v in listed]

@@ -5,10 +5,8 @@ floats."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -20,6 +18,9 @@ from boardd.data.blobs import open_blob, parse_blob_key, unknown_key
 from boardd.data.kinds import Kind
 from boardd.data.plugin_metadata import readable
 from boardd.data.values import finite_or_text
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 
 def tag_index(
@@ -72,6 +73,8 @@ def optional_integer(request: Request, name: str, *, minimum: int = 0) -> int | 
 
 def json_array(values: npt.NDArray[Any]) -> Any:
     """A float array as nested lists, non-finite values spelled as TensorBoard spells them."""
+    import numpy as np  # the values are a numpy array: loaded
+
     if values.dtype.kind == "f" and not np.isfinite(values).all():
         return np.vectorize(finite_or_text, otypes=[object])(values).tolist()
     return values.tolist()
