@@ -20,6 +20,12 @@ def test_non_finite_floats_are_spelled_as_tensorboard_does() -> None:
     assert [float_text(v) for v in (0.1, math.nan, -math.inf)] == ["0.1", "NaN", "-Infinity"]
     listed = json_floats(np.array([1.0, math.nan, math.inf]))
     assert json.dumps(listed, allow_nan=False) == '[1.0, "NaN", "Infinity"]'
+    # Any column with tolist(): a memoryview as the column cache holds them, too. Finite values
+    # whose sum overflows stay numbers.
+    held = memoryview(np.array([1e308, 1e308, -math.inf, 2.5])).toreadonly()
+    assert json_floats(held) == [1e308, 1e308, "-Infinity", 2.5]
+    assert json_floats(memoryview(np.array([1e308, 1e308]))) == [1e308, 1e308]
+    assert json_floats(np.array([])) == []
 
 
 def test_tensors() -> None:

@@ -30,7 +30,9 @@ def json_floats(values: Any) -> list[Any]:
     """A float column (anything with ``tolist()``: a memoryview, a numpy array) as a list JSON
     can carry."""
     listed: list[Any] = values.tolist()
-    if not all(map(math.isfinite, listed)):
+    # A float sum is finite only if every term is (±inf and NaN carry through): one pass in
+    # C, without numpy. A sum that overflows only costs the spelling pass below, a no-op.
+    if not math.isfinite(sum(listed)):
         listed = [finite_or_text(v) for v in listed]
     return listed
 
