@@ -272,7 +272,6 @@ class Service:
     def _start_warm_up(self) -> None:
         """Starts what the first answer does not need, once it has been sent."""
         self._answered.wait(WARM_UP_AFTER_SECONDS)
-        accel.end_deferral()
         # `boardd serve` started with the cyclic collector off (boardd.cli.main): what the
         # start made stays (frozen: later collections skip it), and the collector runs again.
         if not gc.isenabled():
@@ -321,7 +320,7 @@ class Service:
         for runner in self.runners:
             runner.stop()
         self.warm.set()  # the preloads still waiting end (their runners are stopped)
-        accel.end_deferral()  # (a service made but never run: its warm-up never ran)
+        accel.end_deferral()  # a service stopped before its warm-up imported numpy
         port_file = self.settings.port_file
         if port_file is not None:
             with contextlib.suppress(OSError):

@@ -31,7 +31,8 @@ StepColumn: TypeAlias = "npt.NDArray[np.int64] | Sequence[int] | memoryview"
 
 
 def downsample_indices(steps: StepColumn, k: int) -> Indices:
-    """Indices (ascending) of at most ``k`` of these points (sorted by step): the first and
+    """Indices (ascending) of at most ``k`` of these points (sorted by step, each step once, as
+    every stored series has them; both forms then choose the same points): the first and
     the last (a chart starts and ends where the series does; ``k == 1`` keeps the last), and
     between them the ``k - 2`` of lowest seeded priority, a uniform sample. The choice depends
     only on the set of steps, so series that share steps keep the same steps."""
