@@ -408,17 +408,25 @@ def test_log_y_fits_the_lines_range(serve: ServeFactory, tmp_path: Path, page: W
     page.assert_no_errors()
 
 
+#: A description in Markdown, with a script that must stay text.
+LOSS_DESCRIPTION = (
+    "training **loss**, summed over the [batch](https://example.com/batch) "
+    "<script>window.described = 1</script>"
+)
+
+
 def test_a_tag_description_is_shown_under_its_title(
     serve: ServeFactory, tmp_path: Path, page: Watched
 ) -> None:
     """A scalar written with a description (``tf.summary.scalar(..., description=)``: the
-    summary metadata's ``summary_description``) shows it under the card's title, as written;
-    a tag without one shows none. So does a histogram tag, under its group's heading."""
+    summary metadata's ``summary_description``) shows it under the card's title, its Markdown
+    rendered and sanitized as TensorBoard's UI shows it; a tag without one shows none. So does a
+    histogram tag, under its group's heading."""
     root = tmp_path / "described"
     writer = EventFileWriter(str(root / "run"))
     for step in range(5):
         event = event_pb2.Event(wall_time=WALL + step, step=step)
-        for tag, text in (("loss", "training loss, summed over the batch"), ("plain", "")):
+        for tag, text in (("loss", LOSS_DESCRIPTION), ("plain", "")):
             metadata = summary_pb2.SummaryMetadata(summary_description=text)
             metadata.plugin_data.plugin_name = "scalars"
             event.summary.value.add(
@@ -428,7 +436,7 @@ def test_a_tag_description_is_shown_under_its_title(
             )
         # A histogram as tf.summary.histogram writes it: [left, right, count] rows.
         buckets = np.array([[0.0, 1.0, 3.0], [1.0, 2.0, 5.0 + step]], dtype=np.float64)
-        metadata = summary_pb2.SummaryMetadata(summary_description="weights of layer 1")
+        metadata = summary_pb2.SummaryMetadata(summary_description="weights of *layer 1*")
         metadata.plugin_data.plugin_name = "histograms"
         event.summary.value.add(
             tag="weights", tensor=tensor_util.make_tensor_proto(buckets), metadata=metadata
@@ -440,14 +448,26 @@ def test_a_tag_description_is_shown_under_its_title(
     page.page.goto(f"http://127.0.0.1:{daemon.port}/")
     wait_drawn(page, ("loss", "plain"), 4)
     described = page.page.locator('[data-tag="loss"] .description')
+    # Shown as written at once, then with its Markdown rendered (by the server: the HTML of
+    # TensorBoard's tags route); the script in it is text, not run.
+    described.locator("strong").wait_for()
     assert described.is_visible()
-    assert described.inner_text() == "training loss, summed over the batch"
+    assert described.locator("strong").inner_text() == "loss"
+    link = described.locator("a")
+    assert link.inner_text() == "batch"
+    assert link.get_attribute("href") == "https://example.com/batch"
+    assert described.inner_text() == (
+        "training loss, summed over the batch <script>window.described = 1</script>"
+    )
+    assert described.get_attribute("title") == described.inner_text()
+    assert page.page.evaluate("window.described") is None
     assert not page.page.locator('[data-tag="plain"] .description').is_visible()
     page.screenshot("described")
     page.page.goto(f"http://127.0.0.1:{daemon.port}/?view=histograms")
     heading = page.page.locator('.group[data-group="weights"] > .description')
-    heading.wait_for()
+    heading.locator("em").wait_for()
     assert heading.inner_text() == "weights of layer 1"
+    assert heading.locator("em").inner_text() == "layer 1"
     page.page.locator('.hist-card[data-tag="weights"][data-last-step="4"]').wait_for()
     page.screenshot("described-histograms")
 

@@ -15,6 +15,11 @@ let experiment: string | null = null;
 /** The experiment's run list asked for as the page started (see initialRuns). */
 let firstRuns: Promise<Run[]> | null = null;
 
+/** The experiment the page shows (null: the daemon's first). */
+export function currentExperiment(): string | null {
+  return experiment;
+}
+
 export function setExperiment(name: string | null): void {
   if (name !== experiment) firstRuns = null;
   experiment = name;

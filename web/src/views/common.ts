@@ -61,7 +61,7 @@ export function api<T>(ctx: ViewContext, path: string, params: [string, string][
 /** GET one of TensorBoard's data routes (boardd's own implementation of them: Markdown
  * rendered and sanitized, histograms compressed, server side) for the context's experiment,
  * with its own run names. */
-export async function tensorboardData<T>(ctx: ViewContext, path: string, params: [string, string][]): Promise<T> {
+export async function tensorboardData<T>(ctx: Pick<ViewContext, "experiment">, path: string, params: [string, string][]): Promise<T> {
   // Always under /experiment/NAME: TensorBoard's plain /data names runs NAME/RUN when the
   // daemon serves several logdirs.
   const name = ctx.experiment ?? (await firstExperiment());
@@ -192,15 +192,54 @@ export function notice(text: string): HTMLElement {
 
 /** Groups cards under a heading per tag, in a grid (a group of one card is "single": on a
  * wide window such groups share a row); under the heading, the tag's summary description if it
- * has one (as written: Markdown shown as text; two lines at most, whole in the tooltip). */
-export function tagSection(tag: string, cards: HTMLElement[], description = ""): HTMLElement {
+ * has one (see describeInto). */
+export function tagSection(tag: string, cards: HTMLElement[], description = "", html = ""): HTMLElement {
+  const described: HTMLElement[] = [];
+  if (description) {
+    const box = el("div", { class: "description" });
+    describeInto(box, description, html);
+    described.push(box);
+  }
   return el(
     "div",
     { class: cards.length === 1 ? "group single" : "group", "data-group": tag },
     el("h2", { title: tag }, tag),
-    ...(description ? [el("p", { class: "description", title: description }, description)] : []),
+    ...described,
     el("div", { class: "grid" }, ...cards),
   );
+}
+
+/** Shows a tag's summary description in `box` as TensorBoard's UI does: its Markdown rendered
+ * (`html`: rendered and sanitized by the server, see renderedDescriptions) once known, the
+ * text as written until then; two lines at most, the whole text in the tooltip. */
+export function describeInto(box: HTMLElement, text: string, html = ""): void {
+  if (html) box.innerHTML = html;
+  else box.textContent = text;
+  box.title = (box.textContent || text).trim();
+}
+
+/** Runs' tags as a TensorBoard plugin's tags route answers them: {run: {tag: {description…}}}
+ * (the text plugin's is {run: [tag…]}: no descriptions). */
+type PluginTags = Record<string, Record<string, { description?: string }> | string[]>;
+
+/** The tags' summary descriptions of a TensorBoard plugin, as HTML: the Markdown rendered and
+ * sanitized by the server (boardd's implementation of TensorBoard's tags route, the same HTML
+ * TensorBoard's UI shows), the first run's (in `order`) that has one, by tag. */
+export async function renderedDescriptions(
+  ctx: Pick<ViewContext, "experiment">,
+  plugin: string,
+  order: (a: string, b: string) => number,
+): Promise<Map<string, string>> {
+  const tags = await tensorboardData<PluginTags>(ctx, `plugin/${encodeURIComponent(plugin)}/tags`, []);
+  const out = new Map<string, string>();
+  for (const run of Object.keys(tags).sort(order)) {
+    const perRun = tags[run];
+    if (Array.isArray(perRun)) continue;
+    for (const [tag, info] of Object.entries(perRun)) {
+      if (info.description && !out.has(tag)) out.set(tag, info.description);
+    }
+  }
+  return out;
 }
 
 /** Coalesces calls per key for `delayMs` (a commit's events come in a burst). */
@@ -270,8 +309,12 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   protected readonly cards = new Map<string, C>();
   /** A run's place in the experiment's run list. */
   private runOrder = new Map<string, number>();
-  /** Tags' summary descriptions. */
+  /** Tags' summary descriptions, as written and as rendered (renderedDescriptions). */
   private readonly descriptions = new Map<string, string>();
+  private readonly rendered = new Map<string, string>();
+  /** A renderedDescriptions request in flight, and whether a newer listing needs another. */
+  private rendering = false;
+  private renderAgain = false;
   private readonly debounce = new Debouncer(50);
   private readonly inFlight = new Set<C>();
   private readonly body = el("div", { class: "view-body cards-body" });
@@ -322,7 +365,7 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
     const [listing, runs] = await Promise.all([this.list(), initialRuns().catch((): Run[] => []), colorsReady()]);
     if (!this.alive) return;
     this.runOrder = new Map(runs.map((r, i) => [r.name, i]));
-    this.noteDescriptions(listing);
+    if (this.noteDescriptions(listing)) this.renderDescriptions();
     // Runs the page's assignment did not have, in name order as they are first seen together.
     runColors.assign(Object.keys(listing));
     for (const { tag, run } of pairs(listing)) this.card(tag, run);
@@ -348,9 +391,41 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   private describeNew(tag: string): void {
     this.list([["tag", tag]])
       .then((listing) => {
-        if (this.alive && this.noteDescriptions(listing)) this.layout();
+        if (this.alive && this.noteDescriptions(listing)) {
+          this.layout();
+          this.renderDescriptions();
+        }
       })
       .catch((err: unknown) => console.warn(`listing ${this.options.what} ${tag} failed (its description is not shown)`, err));
+  }
+
+  /** The descriptions' Markdown rendered (one request at a time; a listing that noted new
+   * descriptions meanwhile asks again once it is answered). */
+  private renderDescriptions(): void {
+    if (this.rendering) {
+      this.renderAgain = true;
+      return;
+    }
+    this.rendering = true;
+    renderedDescriptions(this.ctx, this.options.plugin, (a, b) => this.byRunOrder(a, b))
+      .then((found) => {
+        let changed = false;
+        for (const [tag, html] of found) {
+          if (this.rendered.get(tag) !== html) {
+            this.rendered.set(tag, html);
+            changed = true;
+          }
+        }
+        if (changed && this.alive) this.layout();
+      })
+      .catch((err: unknown) => console.warn(`rendering ${this.options.what}' descriptions failed (shown as written)`, err))
+      .finally(() => {
+        this.rendering = false;
+        if (this.renderAgain && this.alive) {
+          this.renderAgain = false;
+          this.renderDescriptions();
+        }
+      });
   }
 
   /** Orders runs as the experiment's run list does (runs it lacks last, by name). */
@@ -407,7 +482,7 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
       this.body.replaceChildren(notice(`No ${this.options.what} match the filters.`));
       return;
     }
-    this.body.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots, this.descriptions.get(tag))));
+    this.body.replaceChildren(...[...byTag].map(([tag, roots]) => tagSection(tag, roots, this.descriptions.get(tag), this.rendered.get(tag))));
   }
 
   /** Fetches a stale card (one fetch at a time per card; a commit during it fetches again). */

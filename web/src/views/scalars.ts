@@ -13,10 +13,10 @@
 import "uplot/dist/uPlot.min.css";
 import "./scalars.css";
 
-import { initialRuns, listScalars, listScalarTag, readScalars, Stream, type SeriesEvent } from "../api";
+import { currentExperiment, initialRuns, listScalars, listScalarTag, readScalars, Stream, type SeriesEvent } from "../api";
 import { colorsReady, runColor, runColors, tagGroup } from "../colors";
 import { breakable, el } from "../dom";
-import { FIRST_DRAW_EVENT, notice } from "./common";
+import { FIRST_DRAW_EVENT, notice, renderedDescriptions } from "./common";
 import { Series, toNumber, type ScalarColumns } from "../series";
 import { clampSmoothing, formatState, matcher, parseState, type ViewState, type XAxis } from "../url";
 import { ScalarCard } from "./scalars_card";
@@ -452,11 +452,16 @@ export class ScalarsView {
     for (const perRun of Object.values(listing)) for (const tag of Object.keys(perRun)) tags.add(tag);
     for (const tag of [...tags].sort()) this.card(tag, false);
     // A tag's description (tf.summary.scalar(..., description=)): the first run's that has one.
+    let described = false;
     for (const name of names) {
       for (const [tag, info] of Object.entries(listing[name] ?? {})) {
-        if (info.description) this.cards.get(tag)?.describe(info.description);
+        if (info.description) {
+          this.cards.get(tag)?.describe(info.description);
+          described = true;
+        }
       }
     }
+    if (described) this.renderDescriptions();
     this.listed = true;
     this.layout();
     // The cards in view first, in one request (what the user sees is drawn sooner); the
@@ -480,6 +485,18 @@ export class ScalarsView {
     for (const tag of [...failed, ...[...tags].filter((t) => !first.includes(t))]) this.loadRetrying(tag);
   }
 
+  /** The descriptions with their Markdown rendered (by the server, as TensorBoard's UI shows
+   * them), once the cards show them as written. */
+  private renderDescriptions(): void {
+    const place = (run: string): number => (this.runs.includes(run) ? this.runs.indexOf(run) : this.runs.length);
+    renderedDescriptions({ experiment: currentExperiment() }, "scalars", (a, b) => place(a) - place(b))
+      .then((found) => {
+        if (!this.mounted) return;
+        for (const [tag, html] of found) this.cards.get(tag)?.rendered(html);
+      })
+      .catch((err: unknown) => console.warn("rendering the scalars' descriptions failed (shown as written)", err));
+  }
+
   /** A tag first seen on the stream: its description (the stream's events do not carry it),
    * the first run's in the run list's order that has one. */
   private describeNew(tag: string): void {
@@ -489,7 +506,10 @@ export class ScalarsView {
         const place = (run: string): number => (this.runs.includes(run) ? this.runs.indexOf(run) : this.runs.length);
         const runs = Object.keys(listing).sort((a, b) => place(a) - place(b));
         const described = runs.map((run) => listing[run][tag]?.description).find((d) => d);
-        if (described) this.cards.get(tag)?.describe(described);
+        if (described) {
+          this.cards.get(tag)?.describe(described);
+          this.renderDescriptions();
+        }
       })
       .catch((err: unknown) => console.warn(`listing ${tag} failed (its description is not shown)`, err));
   }

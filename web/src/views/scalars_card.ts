@@ -31,6 +31,7 @@ import {
 import type { Series } from "../series";
 import { hairlinePair, LinePoints, linearProjection, type Projection } from "./lines";
 import { logLimits, numericX, numericY } from "./axes";
+import { describeInto } from "./common";
 
 /** The points of the line drawn, in canvas pixels (one set of arrays for every chart). */
 const linePoints = new LinePoints();
@@ -87,8 +88,9 @@ export class ScalarCard {
   onWide: (wide: boolean) => void = () => {};
   private readonly wideButton = el("button", { type: "button", class: "wide-toggle", "aria-pressed": "false", title: "span the page's width" }, "⤢");
 
-  /** The tag's summary description (as written: Markdown shown as text), when it has one. */
-  private readonly description = el("p", { class: "description", hidden: "" });
+  /** The tag's summary description, when it has one (see describeInto). */
+  private readonly description = el("div", { class: "description", hidden: "" });
+  private written = "";
 
   constructor(readonly tag: string) {
     this.plotBox = el("div", { class: "plot" });
@@ -128,11 +130,19 @@ export class ScalarCard {
     this.wideButton.title = on ? "back to the grid" : "span the page's width";
   }
 
-  /** Shows the tag's description under its title (the first run's that has one). */
+  /** Shows the tag's description under its title (the first run's that has one), as written
+   * until rendered() gives its Markdown rendered. */
   describe(text: string): void {
     if (!text || !this.description.hidden) return;
-    this.description.textContent = text;
-    this.description.title = text;
+    this.written = text;
+    describeInto(this.description, text);
+    this.description.hidden = false;
+  }
+
+  /** The description's Markdown rendered (sanitized HTML from the server). */
+  rendered(html: string): void {
+    if (!html) return;
+    describeInto(this.description, this.written, html);
     this.description.hidden = false;
   }
 
