@@ -368,6 +368,8 @@ def test_a_webfiles_zip_that_cannot_be_read_takes_down_the_ui_only(
     site = _fake_tensorboard(tmp_path / "site", b"this is not a zip file\n")
     zip_path = site / "tensorboard" / "webfiles.zip"
     daemon = serve(logdir, env={"PYTHONPATH": f"{site}:{SRC}"})
+    # A new store: its data is in once the catch-up has committed it (the port comes first).
+    daemon.wait_for_steps("train", "loss", [0, 1, 2], timeout=30)
     with _client(daemon) as client:
         for path in ("/tensorboard/", "/tensorboard/index.js", "/font-roboto/x.woff2") * 3:
             answer = client.get(path)

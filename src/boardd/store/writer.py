@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from boardd.store.reservoir import ReservoirState
 
 # numpy and the reservoir (which needs numpy) are imported by the first write, not with this
-# module: `boardd serve` opens its store as the writer beside its first answer, which needs
-# neither (boardd.data.accel).
+# module: `boardd serve` opens its store as the writer before its first answer, and neither the
+# opening nor that answer needs them (boardd.data.accel).
 
 #: How many series' sampling states the writer keeps in memory at most...
 MAX_CACHED_SERIES = 1024
