@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import errno
 import itertools
 import os
 import shutil
@@ -25,11 +26,11 @@ from tensorboard.compat.proto import event_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.summary.writer.record_writer import RecordWriter
 from tensorboardX import SummaryWriter
-from watchdog.observers.api import BaseObserver
 
 from boardd.cli import ExitCode
 from boardd.config import ExperimentSpec, ServeSettings
 from boardd.daemon.runner import ExperimentRunner
+from boardd.daemon import inotify
 from boardd.daemon.watcher import LogdirWatcher
 from boardd.store.connection import open_reader
 from boardd.store.errors import StoreOpenError
@@ -610,24 +611,32 @@ def test_inotify_failure_falls_back_to_polling(
     train.close()
 
 
-def test_watcher_whose_observer_dies_reports_polling(tmp_path: Path) -> None:
-    # The inotify thread dying later (not at start) is noticed by healthy(): the ingest loop
-    # then polls. The observer is found among the threads, as any other code could find it.
+def test_watcher_whose_thread_dies_reports_polling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The watch thread dying later (not at start) is noticed by healthy(): the ingest loop then
+    # polls. The fault: reading the inotify descriptor fails (EIO) from the next event on.
     changes: list[Path] = []
     watcher = LogdirWatcher(tmp_path, lambda path, _structural: changes.append(path))
     before = set(threading.enumerate())
     assert watcher.start() == "inotify"
     try:
-        observers = [t for t in set(threading.enumerate()) - before if isinstance(t, BaseObserver)]
-        assert len(observers) == 1
         (tmp_path / "events.out.tfevents.1.host").write_bytes(b"x")
         wait_until(lambda: changes, what="an inotify notice")
         assert watcher.healthy() and watcher.mode == "inotify"
-        observers[0].stop()
-        observers[0].join(5)
+        (thread,) = [t for t in set(threading.enumerate()) - before if t.name == "boardd-watch"]
+
+        def failing_read(_self: inotify.Inotify) -> list[inotify.Event]:
+            raise OSError(errno.EIO, "injected read failure")
+
+        monkeypatch.setattr(inotify.Inotify, "read", failing_read)
+        (tmp_path / "events.out.tfevents.1.host").write_bytes(b"xy")
+        thread.join(5)
+        assert not thread.is_alive()
         assert watcher.healthy()
         assert watcher.mode == "polling"
-        assert watcher.failure == "the inotify observer thread stopped"
+        assert watcher.failure == "the inotify thread stopped"
+        assert "inotify thread stopped" in (watcher.problem() or "")
     finally:
         watcher.stop()
     wait_until(lambda: set(threading.enumerate()) <= before, what="watcher threads gone")

@@ -195,7 +195,17 @@ SCHEMAS: dict[str, Any] = {
                         },
                         "watch_problem": {
                             "type": ["string", "null"],
-                            "description": "why some directories are polled, if any are",
+                            "description": "why anything of the logdir is polled rather than "
+                            "heard through inotify: directories over the watch limit, a "
+                            "filesystem whose inotify misses other writers (NFS, SMB, FUSE, 9p), "
+                            "or a safety rescan that found changes no event announced; null "
+                            "when nothing is",
+                        },
+                        "watch_misses": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "changes that safety rescans found and no inotify "
+                            "event had announced (the first one makes the experiment poll)",
                         },
                         "rescan_interval_seconds": {
                             "type": "number",

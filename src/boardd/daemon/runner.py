@@ -88,6 +88,9 @@ RESCAN_STRETCH_MAX = 10.0
 CATCH_UP_AFTER_SECONDS = 0.5
 #: A remote logdir's requests are logged at most this often (when they changed).
 REMOTE_LOG_SECONDS = 60.0
+#: A safety rescan's files are judged (did an event announce each?) this long after it: the
+#: event of a write made just before the rescan may still be on its way to the runner.
+MISS_GRACE_SECONDS = 1.0
 
 
 class RunnerState(enum.Enum):
@@ -132,7 +135,11 @@ class RunnerStatus:
     overflow_passes: int = 0
     #: Directories inotify could not watch (the watch limit): polled; and why.
     unwatched_directories: int = 0
+    #: Why anything is polled rather than heard (the watch limit, a filesystem whose inotify
+    #: misses other writers, changes a rescan found unannounced); None when nothing is.
     watch_problem: str | None = None
+    #: Changes that safety rescans found and no inotify event had announced.
+    watch_misses: int = 0
     #: Seconds between safety rescans now: ``--rescan-interval``, longer for a logdir whose
     #: pass costs more than 1 % of it (see :data:`RESCAN_CPU_SHARE`).
     rescan_interval_seconds: float = 0.0
@@ -176,6 +183,13 @@ class ExperimentRunner:
         self._rescan_now = False
         self._overflowed = False
         self.overflow_passes = 0
+        #: What the watcher reported, and when (time.monotonic()): the safety rescan checks
+        #: that each file it found changed was announced (see _judge_rescan).
+        self._heard: dict[Path, float] = {}
+        #: When the last full pass started (what its successor's changes were heard since).
+        self._last_full_start = 0.0
+        #: A safety rescan's changed files waiting for judgement: (due, heard since, files).
+        self._suspects: tuple[float, float, set[str]] | None = None
         self._thread = threading.Thread(target=self._main, name=f"boardd-{spec.name}", daemon=True)
         self._session: WriteSession | None = None
         self._ingestor: Ingestor | None = None
@@ -253,6 +267,7 @@ class ExperimentRunner:
     def notice(self, path: Path, structural: bool) -> None:
         """Called by the watcher: ``path`` changed (``structural``: rediscover runs)."""
         with self._changes_lock:
+            self._heard[path] = time.monotonic()
             if structural:
                 self._rediscover = True
             else:
@@ -294,7 +309,8 @@ class ExperimentRunner:
             watch_overflows=watcher.overflows if watcher is not None else 0,
             overflow_passes=self.overflow_passes,
             unwatched_directories=watcher.unwatched if watcher is not None else 0,
-            watch_problem=watcher.unwatched_reason() if watcher is not None else None,
+            watch_problem=watcher.problem() if watcher is not None else None,
+            watch_misses=watcher.misses if watcher is not None else 0,
             rescan_interval_seconds=round(self.rescan_interval, 3),
             remote_requests=(
                 self.remote_counts.as_dict() if self.remote_counts is not None else None
@@ -580,6 +596,7 @@ class ExperimentRunner:
         # terminal, a log line every few seconds otherwise.
         self._reporter = catch_up_reporter(self.spec.name, sys.stderr, log)
         try:
+            self._full_pass_starts()
             result = self._timed_pass(progress=self._progress)
         except LeaseLostError:
             raise
@@ -675,6 +692,8 @@ class ExperimentRunner:
             )
             now = time.monotonic()
             due = self._retry_at if self._retry_at is not None else last_pass + interval
+            if self._suspects is not None:
+                due = min(due, self._suspects[0])
             timeout = min(due - now, HEARTBEAT_SECONDS, self._beat_every)
             self._wake.wait(max(0.0, timeout))
             if self._stop.is_set():
@@ -684,6 +703,7 @@ class ExperimentRunner:
                 # Debounce: a burst of writes (several tags, several files) becomes one read.
                 self._stop.wait(self.settings.debounce_seconds)
             watcher.healthy()
+            self._judge_rescan(watcher)
             # A watch armed again (the logdir was deleted and created anew) missed what
             # happened while it was dead: a full pass reads it.
             rearmed = watcher.take_rearmed()
@@ -697,18 +717,20 @@ class ExperimentRunner:
             if overflowed:
                 self.overflow_passes += 1
             # A try after a failure is a full pass: the changes taken then were not read.
-            full = (
-                retrying
-                or rediscover
-                or rescan
-                or rearmed
-                or overflowed
-                or now - last_pass >= interval
-            )
+            asked = retrying or rediscover or rescan or rearmed or overflowed
+            full = asked or now - last_pass >= interval
+            # A pass due to the interval alone, while every directory is watched: whatever
+            # it finds changed, an event should have announced.
+            safety = full and not asked and watcher.mode == "inotify" and not watcher.unwatched
             try:
                 if full:
-                    self._timed_pass(progress=lambda _done, _total: self._beat(self.spec.name))
+                    since = self._full_pass_starts()
+                    result = self._timed_pass(
+                        progress=lambda _done, _total: self._beat(self.spec.name)
+                    )
                     last_pass = time.monotonic()
+                    if safety and result.files_read:
+                        self._suspects = (last_pass + MISS_GRACE_SECONDS, since, result.files_read)
                     self._log_remote_requests()
                 elif changed:
                     self._ingestor.ingest_changed(changed)
@@ -733,6 +755,39 @@ class ExperimentRunner:
                 last_heartbeat = now
             self._beat(self.spec.name)
         watcher.stop()
+
+    def _full_pass_starts(self) -> float:
+        """Notes a full pass's start; returns the previous one's (what a change the pass
+        finds must have been heard since). Forgets what was heard before that."""
+        now = time.monotonic()
+        since, self._last_full_start = self._last_full_start, now
+        with self._changes_lock:
+            self._heard = {p: t for p, t in self._heard.items() if t >= since}
+        return since
+
+    def _judge_rescan(self, watcher: LogdirWatcher) -> None:
+        """Once its grace has passed, checks that every file a safety rescan found changed was
+        announced by the watcher (the file, or a directory above it): one that was not is a
+        miss, and the watcher polls from then on."""
+        suspects = self._suspects
+        if suspects is None or time.monotonic() < suspects[0]:
+            return
+        self._suspects = None
+        _due, since, files = suspects
+        with self._changes_lock:
+            heard = {p for p, t in self._heard.items() if t >= since}
+        root = Path(self.spec.logdir)
+        for key in sorted(files):
+            path = Path(key)
+            if path in heard:
+                continue
+            if any(parent in heard for parent in path.parents if parent.is_relative_to(root)):
+                continue
+            log.warning(
+                "%s: the safety rescan read %s, changed with no inotify event", self.spec.name, key
+            )
+            watcher.missed(key)
+            return
 
     def _timed_pass(self, progress: Progress) -> PassResult:
         """A full pass; sets the safety rescan's interval by what a pass with nothing new

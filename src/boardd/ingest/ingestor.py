@@ -110,6 +110,8 @@ class PassResult:
     records: int = 0
     commits: int = 0
     files_changed: list[str] = field(default_factory=list)
+    #: The files whose read offset the pass moved forward (new whole records were read).
+    files_read: set[str] = field(default_factory=set)
     runs_deleted: list[str] = field(default_factory=list)
     #: CPU seconds (this thread's) spent finding what to read: the walk and the life-cycle
     #: checks, not creating records nor reading: about what a pass with nothing new costs.
@@ -821,6 +823,8 @@ class Ingestor:
         ``data``: the file as its reader has it open (its tail is read through it)."""
         done = batch.end_offset - offset
         result.bytes_read += done
+        if done:
+            result.files_read.add(work.file.key)
         result.records += batch.records
         self.writer.counts.bytes_read += done
         self._queue(work.run_id, batch, work.progress(batch.end_offset, data), done, result)

@@ -135,7 +135,7 @@ class StatusView {
       ["lag", e.lag_seconds === null || e.lag_seconds === undefined ? "up to date" : formatSeconds(e.lag_seconds)],
       ["ingest rate", `${byteRate === null ? "–" : `${formatBytes(Math.max(0, byteRate))}/s`} · ${commitRate === null ? "–" : `${Math.max(0, commitRate).toFixed(1)} commits/s`}`],
       ["last commit", e.last_commit ? `${formatSeconds(Math.max(0, now - e.last_commit))} ago (generation ${e.generation ?? "–"})` : "none yet"],
-      ["watching", `${e.watch_mode ?? "–"}${e.unwatched_directories ? ` · ${e.unwatched_directories} directories polled (${e.watch_problem ?? ""})` : ""}${e.watch_overflows ? ` · ${e.watch_overflows} overflows` : ""}`],
+      ["watching", `${e.watch_mode ?? "–"}${e.watch_problem ? ` · ${e.watch_problem}` : ""}${e.watch_overflows ? ` · ${e.watch_overflows} overflows` : ""}`],
       ["data loss", e.data_loss === null ? "–" : `${e.data_loss} record${e.data_loss === 1 ? "" : "s"}`],
     ];
     if (e.error) facts.push(["error", `${e.error}${e.retries ? ` (${e.retries} failed passes; next try in ${formatSeconds(e.retry_in_seconds)})` : ""}`]);
