@@ -910,6 +910,7 @@ class _Query:
             cache = self.structure.columns
             cached = cache.get(name) if full else None
             if cached is None:
+                # Each group's value is its first session's by name (see _group_json).
                 cached = [groups[g][0].hparams.get(name) for g in names]
                 if full:
                     cache[name] = cached
@@ -1208,6 +1209,9 @@ def _group_json(
     include_metrics: bool,
     prefix: str,
 ) -> dict[str, Any]:
+    # The group's hparams are its first session's by name (members are sorted by name), as
+    # in the hparam columns that filter and sort it: TensorBoard takes the first session it
+    # loaded, an order that depends on the file system or its loader's hashing.
     first = members[0]
     metric_ids = range(len(query.structure.metrics) if include_metrics else 0)
     hparams = {k: v for k, v in first.hparams.items() if include is None or k in include}
@@ -1247,9 +1251,10 @@ def list_session_groups(
     now: float | None = None,
 ) -> api.ListSessionGroupsResponse:
     """ListSessionGroups: the sessions whose status is allowed, grouped (a session's group is
-    its start info's group_name, else its own name; a group shows its first session's
-    hparams), their metrics aggregated per group, the groups filtered and sorted by the
-    columns, then the slice asked for, with the size of the filtered list.
+    its start info's group_name, else its own name; a group shows the hparams of its first
+    session by name among those allowed), their metrics aggregated per group, the groups
+    filtered and sorted by the columns, then the slice asked for, with the size of the
+    filtered list.
 
     Invalid requests (an unknown column, a regexp that does not compile, a filter that does
     not fit the column's type, negative paging) raise :class:`BadRequest`.
