@@ -93,7 +93,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--poll",
         action="store_true",
-        help="poll instead of using inotify (for NFS, FUSE and containers where inotify fails)",
+        help=(
+            "poll from the start instead of using inotify (boardd polls by itself where inotify "
+            "cannot hear: NFS, SMB, FUSE and 9p logdirs, or after a rescan finds a change no "
+            "event announced)"
+        ),
     )
     parser.add_argument(
         "--poll-interval",
