@@ -51,8 +51,10 @@ RUN = "live"
 TAG = "freshness/value"
 #: Points written before the servers start; every server must show the last one first.
 INITIAL_STEPS = 200
-#: The daemon issue's target for boardd (inotify): median and 99th percentile.
-TARGET_P50_MS = 200.0
+#: The target for boardd (inotify), write to API answer: median and 99th percentile. The
+#: median is what a watcher that hears every write gives; one that hears nothing is only as
+#: fresh as the safety rescan (seconds), so this fails loudly on a deaf live path.
+TARGET_P50_MS = 20.0
 TARGET_P99_MS = 1000.0
 
 _TB_URL = re.compile(r"TensorBoard \S+ at http://[^:/]+:(\d+)/")
