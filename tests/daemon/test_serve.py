@@ -29,8 +29,8 @@ from tensorboardX import SummaryWriter
 
 from boardd.cli import ExitCode
 from boardd.config import ExperimentSpec, ServeSettings
-from boardd.daemon.runner import ExperimentRunner
 from boardd.daemon import inotify
+from boardd.daemon.runner import ExperimentRunner
 from boardd.daemon.watcher import LogdirWatcher
 from boardd.store.connection import open_reader
 from boardd.store.errors import StoreOpenError
