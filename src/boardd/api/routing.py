@@ -4,7 +4,7 @@ Starlette matches a request by trying each route's regex in turn (and again insi
 mount): with boardd's ~30 API routes and TensorBoard's ~30 data routes at four mount points, a
 request to a TensorBoard route ran about thirty regexes before its handler. The routes never
 change once the app is made, and whether a route matches depends only on the scope's type,
-route path and method, so the walk's outcome (the first route matching fully, else the first
+path, root path and method, so the walk's outcome (the first route matching fully, else the first
 matching partly: Starlette's 405) is remembered under those: a repeated request runs one regex,
 the winning route's own (which still makes its path parameters). A path that matches nothing
 (404, or Starlette's slash redirect) takes Starlette's own walk every time.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette._utils import get_route_path
 from starlette.routing import Match, Router
 from starlette.types import Receive, Scope, Send
 
@@ -28,14 +27,17 @@ class IndexedRouter(Router):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._memo: dict[tuple[str, str, str], int] = {}
+        self._memo: dict[tuple[str, str, str, str], int] = {}
 
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind != "http":
             await super().app(scope, receive, send)
             return
-        key = (kind, get_route_path(scope), scope["method"])
+        # The path and root path as they come, not the route path Starlette derives from them
+        # (the path past the root path): the walk's outcome depends on nothing else, and the
+        # key so needs no copy of how Starlette derives it.
+        key = (kind, scope["path"], scope.get("root_path", ""), scope["method"])
         index = self._memo.get(key)
         if index is None:
             index = self._walk(scope)
