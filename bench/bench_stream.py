@@ -8,10 +8,10 @@ app without a hub, which notices commits by checking ``PRAGMA data_version`` eve
 stream's own fallback for stores written by another process). TensorBoard has no push API: its
 UI reloads every 30 s.
 
-The app runs under uvicorn in a thread of this process; the subscribers (httpx, asyncio) run
-in a child process, so their parsing does not compete for this process's GIL. Both sides read
-``time.monotonic()`` (CLOCK_MONOTONIC, one clock for the whole machine). Latency = arrival of
-the last message of a commit (its id is the commit's generation) minus the moment
+The app runs under boardd's HTTP server in a thread of this process; the subscribers (httpx,
+asyncio) run in a child process, so their parsing does not compete for this process's GIL. Both
+sides read ``time.monotonic()`` (CLOCK_MONOTONIC, one clock for the whole machine). Latency =
+arrival of the last message of a commit (its id is the commit's generation) minus the moment
 ``StoreWriter.transaction()`` returned; per commit, the slowest subscriber counts.
 """
 
@@ -128,10 +128,9 @@ class _Writer:
 
 
 def _measure(path_name: str, root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    import uvicorn
-
     from boardd.api.app import create_app
     from boardd.config import ExperimentSpec
+    from boardd.daemon.http import MAX_CONNECTIONS, Server, server_config
     from boardd.store.bus import ChangeHub
 
     writer = _Writer(root, args.tags)
@@ -147,10 +146,9 @@ def _measure(path_name: str, root: Path, args: argparse.Namespace) -> dict[str, 
     sock.bind(("127.0.0.1", 0))
     sock.listen(256)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    config = uvicorn.Config(
-        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=2
-    )
-    server = uvicorn.Server(config)
+    # Every subscriber holds a connection for the whole run: the cap leaves room for them.
+    cap = max(MAX_CONNECTIONS, args.subscribers + 16)
+    server = Server(server_config(app, graceful=2.0, max_connections=cap))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started:

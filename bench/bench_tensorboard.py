@@ -10,7 +10,7 @@ One run, on the standard workload and on 127.0.0.1 only, compares ``boardd serve
 2. **start to complete answer**: process start → ``/data/plugin/scalars/scalars`` for the last
    run's last tag holds its final step; several starts of each, median and min; beside them,
    the start of a bare interpreter that only imports the libraries boardd's first answer needs
-   (asyncio, Starlette, uvicorn, APSW: numpy is imported after it) and binds a port: how much
+   (asyncio, Starlette, httptools, APSW: numpy is imported after it) and binds a port: how much
    of boardd's start is its own, and the best ratio a server on those libraries could reach;
 3. **first cards drawn**: in headless Chromium (Playwright), page navigation → the Time Series
    view shows a scalar card with its data: TensorBoard's UI served by boardd
@@ -338,10 +338,8 @@ _LIBRARIES = (
     "starlette.requests",
     "starlette.responses",
     "starlette.routing",
-    "uvicorn.config",
-    "uvicorn.server",
-    "uvicorn.lifespan.on",
-    "uvicorn.protocols.http.httptools_impl",
+    "email.utils",
+    "httptools",
 )
 _LIBRARIES_ONLY = f"""\
 import {", ".join(_LIBRARIES)}
@@ -1079,7 +1077,7 @@ def print_report(report: dict[str, Any], summary: dict[str, Any]) -> None:
         print(
             f"  {'libraries alone':<24} median {sl.median:7.3f} s, min {sl.min:7.3f} s, n={sl.n}  "
             "(a bare interpreter importing what boardd's first answer needs from outside "
-            "boardd: asyncio, Starlette, uvicorn, APSW; then binding a port)"
+            "boardd: asyncio, Starlette, httptools, APSW; then binding a port)"
         )
         if sb is not None:
             print(

@@ -1,6 +1,6 @@
 """What every test shares: the leak check (tests/leakcheck.py), logdir and store builders
 (event files written by TensorBoard's own writer, a store written in this process, one
-``boardd ingest`` pass), and the app under a real uvicorn in a thread."""
+``boardd ingest`` pass), and the app under boardd's real HTTP server in a thread."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboardX import summary as x_summary
 
 from boardd.config import ExperimentSpec
-from boardd.daemon.http import HEAD_TIMEOUT, Server, server_config
+from boardd.daemon.http import HEAD_TIMEOUT, KEEP_ALIVE_TIMEOUT, Server, server_config
 from boardd.ingest import IngestResult, ingest_logdir
 from boardd.ingest.ingestor import Ingestor
 from boardd.store.bus import ChangeHub
@@ -165,7 +165,8 @@ def live_stores(tmp_path: Path) -> Iterator[Callable[..., LiveStore]]:
 
 
 class ThreadedServer:
-    """An ASGI app under a real uvicorn in a thread, on 127.0.0.1 (a free port, or ``port``)."""
+    """An ASGI app under boardd's HTTP server (daemon/http.py) in a thread, on 127.0.0.1 (a free
+    port, or ``port``)."""
 
     def __init__(
         self,
@@ -175,6 +176,7 @@ class ThreadedServer:
         graceful: float = 5.0,
         head_timeout: float = HEAD_TIMEOUT,
         max_connections: int | None = None,
+        keep_alive: float = KEEP_ALIVE_TIMEOUT,
     ) -> None:
         # IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only then (as boardd's).
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -185,11 +187,15 @@ class ThreadedServer:
         self.url = f"http://127.0.0.1:{self.port}"
         # boardd's own server configuration (its connection guard too), as boardd serve's.
         config = server_config(
-            app, graceful=graceful, head_timeout=head_timeout, max_connections=max_connections
+            app,
+            graceful=graceful,
+            head_timeout=head_timeout,
+            max_connections=max_connections,
+            keep_alive=keep_alive,
         )
         self.server = Server(config)
         self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, name="test-uvicorn"
+            target=self.server.run, kwargs={"sockets": [self.sock]}, name="test-http-server"
         )
 
     def start(self) -> ThreadedServer:
@@ -197,8 +203,8 @@ class ThreadedServer:
         self.thread.start()
         deadline = time.monotonic() + WAIT
         while not self.server.started:
-            assert self.thread.is_alive(), "uvicorn stopped during start-up"
-            assert time.monotonic() < deadline, "uvicorn did not start"
+            assert self.thread.is_alive(), "the server stopped during start-up"
+            assert time.monotonic() < deadline, "the server did not start"
             time.sleep(0.01)
         return self
 
@@ -208,7 +214,7 @@ class ThreadedServer:
         self.server.should_exit = True
         if self.thread.is_alive():
             self.thread.join(WAIT)
-        assert not self.thread.is_alive(), "uvicorn did not stop"
+        assert not self.thread.is_alive(), "the server did not stop"
         self.sock.close()
 
 

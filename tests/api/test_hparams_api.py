@@ -1,4 +1,4 @@
-"""``/api/v1/hparams/...`` over real HTTP (uvicorn in a thread) on a store ingested from a logdir
+"""``/api/v1/hparams/...`` over real HTTP (served in a thread) on a store ingested from a logdir
 written with TensorBoard's official hparams API: GET with ``request=`` and POST, proto3 JSON
 answers, caching, and bad requests answered with boardd's JSON error (never a 500), on these
 routes and on TensorBoard's."""

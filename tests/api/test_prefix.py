@@ -1,5 +1,5 @@
 """``boardd serve --path-prefix``: every page and route under the prefix (a reverse proxy that
-forwards /PREFIX/... unchanged), nothing outside it; a real server (uvicorn) in a thread."""
+forwards /PREFIX/... unchanged), nothing outside it; a real server (boardd's) in a thread."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """GET /api/v1/stream: Server-Sent Events after commits, over a real HTTP server.
 
 A real writer (WriteSession + Ingestor over event files written by TensorBoard's and
-tensorboardX's writers) commits in the test's thread; the app runs under uvicorn in a thread
+tensorboardX's writers) commits in the test's thread; the app runs under boardd's server in a thread
 (or as ``boardd serve``); an httpx client reads the stream in a thread of its own.
 """
 

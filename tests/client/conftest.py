@@ -1,4 +1,4 @@
-"""Fixtures of the client tests: a store written in this process, the app under a real uvicorn
+"""Fixtures of the client tests: a store written in this process, the app under boardd's real server
 in a thread (with a record of the requests it saw and on which TCP connection), and a TCP proxy
 that can cut the client's connection."""
 
@@ -81,7 +81,7 @@ class Recorder:
 
 
 class Server(ThreadedServer):
-    """``create_app(specs, **options)`` under uvicorn in a thread, on 127.0.0.1 (a free port,
+    """``create_app(specs, **options)`` served in a thread, on 127.0.0.1 (a free port,
     or ``port``), started; the requests it sees are in :attr:`recorder`."""
 
     def __init__(self, *specs: ExperimentSpec, port: int = 0, **options: Any) -> None:

@@ -1,4 +1,4 @@
-"""boardd.client against a real server: uvicorn on 127.0.0.1 (port 0) in a thread, serving a
+"""boardd.client against a real server: boardd's, on 127.0.0.1 (port 0) in a thread, serving a
 store ingested from a logdir written here by tensorboardX; answers checked against the values
 written."""
 

@@ -1,4 +1,4 @@
-"""``Client.hparams()`` against a real server (uvicorn in a thread) on stores ingested from real
+"""``Client.hparams()`` against a real server (served in a thread) on stores ingested from real
 hparams logdirs (tests/hparams_logdirs.py): a DataFrame with a row per session, its columns,
 values, statuses and groups as written; sort, filters and statuses; errors."""
 

@@ -1,5 +1,5 @@
 """The client's HTTP: one kept-alive connection for many calls, gzip negotiated, close() — as
-the server (a real uvicorn) sees them."""
+the server (boardd's real one) sees them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """boardd's HTTP server (daemon/http.py) with real sockets: request heads that are too slow or
-too large, the connection cap. The server is boardd's uvicorn configuration in a thread
+too large, the connection cap. The server is boardd's own, in a thread
 (tests/conftest.py ThreadedServer), over a small ASGI app."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from boardd.daemon.http import MAX_HEAD_BYTES, connection_cap
+from boardd.daemon.http import connection_cap
+from boardd.daemon.http_protocol import MAX_HEAD_BYTES
 from tests.conftest import ThreadedServer
 
 #: The head deadline of these servers (boardd serve's is HEAD_TIMEOUT).
@@ -151,7 +152,7 @@ def test_a_request_head_that_never_ends_is_answered_408(
     server = start(app, servers, head_timeout=HEAD)
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         if after_a_response:
-            # A keep-alive connection: uvicorn's keep-alive timer stops at the next byte.
+            # A keep-alive connection: the keep-alive timeout stops at the next byte.
             sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             answer = b""
             while not answer.endswith(b'{"ok":true}'):

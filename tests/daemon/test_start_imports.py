@@ -1,6 +1,6 @@
 """What ``boardd serve`` loads before its port is bound: what only the ingest (the reader, the
 event protos, watchdog, the worker pool), the disk cache or numpy need is imported later, by the
-thread that uses it, and uvicorn's command line never, so a restart answers sooner
+thread that uses it, and no uvicorn nor a command-line library ever, so a restart answers sooner
 (bench/bench_tensorboard.py, start-up)."""
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ LATER = (
     "zipfile",
     "csv",
     "sqlite3",
-    # uvicorn's command line, reloader and supervisors (boardd.daemon.uvicorn_server).
-    "uvicorn.main",
-    "uvicorn.supervisors",
+    # boardd's HTTP server is its own (boardd.daemon.http): uvicorn, its command line (click)
+    # and its supervisors are not needed at all.
+    "uvicorn",
     "click",
     "multiprocessing",
     # numpy: the warm-up imports it, after the first answer (boardd.data.accel).
@@ -76,29 +76,8 @@ def test_the_serve_start_path_does_not_load_the_ingest_nor_the_disk_cache(
         f"settings = serve_settings([{str(tmp_path)!r}], db={str(tmp_path / 'store.sqlite')!r})\n"
         "boardd.api.app.create_app(settings.experiments)"
     )
-    assert {"boardd.daemon.service", "boardd.config", "uvicorn.server"} <= modules
+    assert {"boardd.daemon.service", "boardd.config", "boardd.daemon.http", "httptools"} <= modules
     assert early(modules) == []
-
-
-def test_uvicorn_is_whole_for_anyone_who_asks_for_more_than_the_server() -> None:
-    # The package registered without its __init__ runs it on the first other name asked.
-    code = (
-        "import sys\n"
-        "from boardd.daemon.uvicorn_server import Config, Server\n"
-        "import uvicorn\n"
-        "assert uvicorn.Config is Config and uvicorn.Server is Server\n"
-        "assert 'uvicorn.main' not in sys.modules and 'click' not in sys.modules\n"
-        "from uvicorn import run, main\n"
-        "assert callable(run) and callable(main), (run, main)\n"
-        "assert uvicorn.__version__ and 'click' in sys.modules\n"
-        "assert sys.modules['uvicorn.main'].run is run and uvicorn.Server is Server\n"
-        "print('ok')\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok"
 
 
 def test_the_guard_sees_an_early_import() -> None:

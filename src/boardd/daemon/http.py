@@ -1,70 +1,73 @@
-"""The HTTP server's configuration, and its defence against clients that hold connections.
+"""boardd's HTTP/1.1 server: asyncio and httptools' parser, the ASGI lifespan, a connection guard.
 
-uvicorn times out idle keep-alive connections only: a connection that never sends a request,
-or sends part of a request head and stops (slowloris), is kept for ever, and each holds a file
-descriptor. Neither h11 nor httptools has a header timeout, and uvicorn's ``limit_concurrency``
-caps nothing about sockets (connections are still accepted; a request *parsed* beyond the limit
-gets a 503, and a partial one is never parsed). At the descriptor limit, ``accept()`` fails
-with EMFILE, asyncio logs it with a traceback up to 2,048 times per second, and ingest can no
-longer open files.
+The server is boardd's own (the connection: :mod:`boardd.daemon.http_protocol`), on public APIs
+only: asyncio's servers and protocols, httptools' parser. It listens on sockets bound by the
+caller, runs the app's lifespan around serving, stops on :attr:`Server.should_exit` (boardd
+serve's signal handlers set it) and then ends gracefully: no new connections, idle ones closed,
+busy ones after their response, at most ``graceful`` seconds for those before their requests
+are cancelled.
 
-So the protocol here is uvicorn's httptools protocol (llhttp, a C parser: h11, uvicorn's pure
-Python one, cost more CPU per request than the rest of a cached answer) with these additions,
-all per connection and all in the event loop's thread (no locks):
+The guard: a server that only times out idle keep-alive connections keeps for ever one that
+never sends a request, or sends part of a request head and stops (slowloris), and each holds a
+file descriptor; at the descriptor limit ``accept()`` fails with EMFILE, asyncio logs it with a
+traceback up to a batch of times per turn of the loop, and ingest can no longer open files. So
+every connection of one server shares a :class:`ConnectionGuard`:
 
 * a request head must be complete within :data:`HEAD_TIMEOUT` seconds of the connection
-  waiting for one (its opening, or the end of the previous response; uvicorn's keep-alive
-  timeout still closes idle ones sooner): a byte now and then does not extend it. A partial
-  head is answered 408 (the JSON error shape), a silent connection is just closed;
+  waiting for one (its opening, or the end of the previous response; the keep-alive timeout
+  closes silent ones sooner): a byte now and then does not extend it. A partial head is
+  answered 408 (the JSON error shape), a silent connection is just closed;
 * at most :func:`connection_cap` connections are open: one more evicts the connection that
   has waited longest for a request head (a well-behaved client sends its head at once, so only
   idle or stalled ones are waiting); when none is waiting (every one is busy), the newcomer
   gets a 503 and is closed;
-* a head too large (a 1 MB URL or header: llhttp has no bound of its own, the bytes received
-  while a head is awaited are counted) gets the JSON error shape (414 or 431), as does a
-  malformed request (400), instead of uvicorn's plain text;
-* a response of known length goes out in one write, head and body together.
+* a head too large gets the JSON error shape (414 or 431), as does a malformed request (400).
 
-What it drops is logged as one summary line at most once a minute, never a line per
-connection.
+What it drops, and the accepts that failed for want of descriptors, are logged as one summary
+line at most once a minute, never a line per connection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import resource
+import signal
 import socket
+import threading
 import time
 from collections import Counter
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from email.utils import formatdate
+from types import FrameType
+from typing import Any, NamedTuple
 
-from boardd.api.errors import error_bytes
-from boardd.daemon.uvicorn_server import Config, HttpToolsProtocol
-from boardd.daemon.uvicorn_server import Server as UvicornServer
+from boardd.daemon.http_protocol import HttpProtocol
 
 log = logging.getLogger(__name__)
 
 #: Seconds a connection has to send a whole request head once it waits for one.
 HEAD_TIMEOUT = 10.0
+#: Seconds an answered connection may stay silent before it is closed (keep-alive).
+KEEP_ALIVE_TIMEOUT = 5.0
 #: The most connections open at once (the descriptor limit may lower it: connection_cap()).
 #: Enough for many browsers (a TensorBoard tab opens about six) and scripts; low enough that
 #: the process's other descriptors keep numbers below 1,024, as select() needs (watchdog's
 #: inotify thread uses it).
 MAX_CONNECTIONS = 512
-#: Connections accepted per turn of the event loop (asyncio's default; uvicorn's is 2,048):
-#: each is a descriptor before its protocol exists, so this bounds how far a burst overshoots
-#: the cap. Also the kernel's queue of connections not yet accepted.
+#: Connections accepted per turn of the event loop (asyncio's default): each is a descriptor
+#: before its protocol exists, so this bounds how far a burst overshoots the cap. Also the
+#: kernel's queue of connections not yet accepted.
 ACCEPT_BATCH = 100
-#: The largest request head (request line and headers) read: above the API's 64 KiB bound on
-#: query strings (which answers 413 itself), well below anything that could cost memory.
-MAX_HEAD_BYTES = 128 * 1024
-#: The longest URL httptools can parse (its URL fields' offsets are 16-bit): a longer one is
-#: refused by the parser, and answered 414 here rather than as malformed.
-MAX_URL_BYTES = 2**16 - 1
 #: Seconds between two summary lines of dropped connections.
 REPORT_INTERVAL = 60.0
+#: How often the server looks at should_exit (set by signal handlers or another thread).
+_TICK = 0.1
+_TICKS_PER_SECOND = 10
+
+Handler = Callable[[int, FrameType | None], None]
 
 
 def connection_cap(nofile: int | None = None) -> int:
@@ -78,72 +81,63 @@ def connection_cap(nofile: int | None = None) -> int:
     return max(16, min(MAX_CONNECTIONS, nofile // 2))
 
 
+class ServerConfig(NamedTuple):
+    """What one :class:`Server` serves, and how."""
+
+    app: Any
+    #: Seconds in-flight requests get to finish once the server stops.
+    graceful: float
+    head_timeout: float
+    max_connections: int
+    keep_alive: float = KEEP_ALIVE_TIMEOUT
+
+
 def server_config(
     app: Any,
     *,
     graceful: float = 3.0,
     head_timeout: float = HEAD_TIMEOUT,
     max_connections: int | None = None,
-) -> Config:
-    """uvicorn's configuration of boardd's HTTP server: its own logging, no access log, and
-    the connection guard of this module (``max_connections`` default: connection_cap())."""
+    keep_alive: float = KEEP_ALIVE_TIMEOUT,
+) -> ServerConfig:
+    """boardd's HTTP server configuration (``max_connections`` default: connection_cap())."""
     cap = connection_cap() if max_connections is None else max_connections
-    return Config(
-        app,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        # Annotated int, used as asyncio.wait_for's timeout: a fraction is fine.
-        timeout_graceful_shutdown=graceful,  # type: ignore[arg-type]
-        http=guarded_protocol(cap, head_timeout),
-        ws="none",  # no WebSocket route; an upgrade would also leave the guard's count
-        backlog=ACCEPT_BATCH,
-    )
+    return ServerConfig(app, graceful, head_timeout, cap, keep_alive)
 
 
-def raw_error(status: int, reason: str, message: str, code: str | None = None) -> bytes:
-    """A whole HTTP/1.1 error response in the API's JSON shape, closing the connection (for
-    answers given before, or instead of, parsing a request)."""
-    body = error_bytes(status, message, code)
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    )
-    return head.encode("ascii") + body
-
-
-class _Guard:
+class ConnectionGuard:
     """What the connections of one server share: who is open, who waits for a request head
     (oldest first), and the counts of the next summary line."""
 
     def __init__(self, cap: int, head_timeout: float) -> None:
         self.cap = cap
         self.head_timeout = head_timeout
-        self.open: set[GuardedProtocol] = set()
+        self.open: set[HttpProtocol] = set()
         #: Connections waiting for a request head, in the order they began to wait.
-        self.waiting: dict[GuardedProtocol, None] = {}
+        self.waiting: dict[HttpProtocol, None] = {}
         self._counts: Counter[str] = Counter()
         self._last_report = -REPORT_INTERVAL
         self._report_due: asyncio.TimerHandle | None = None
 
-    def admit(self, newcomer: GuardedProtocol) -> bool:
+    def admit(self, newcomer: HttpProtocol) -> bool:
         """Makes room for one more connection; False if it must be refused."""
         if len(self.open) < self.cap:
             return True
         if self.waiting:
             oldest = next(iter(self.waiting))
             oldest.drop()
-            self.note(newcomer.loop, "evicted")
+            self.note("evicted")
             return True
-        self.note(newcomer.loop, "refused")
+        self.note("refused")
         return False
 
-    def note(self, loop: asyncio.AbstractEventLoop, what: str) -> None:
-        """Counts one dropped connection; the summary line follows within the interval."""
+    def note(self, what: str) -> None:
+        """Counts one dropped connection; the summary line follows within the interval (called
+        in the event loop's thread)."""
         self._counts[what] += 1
         if self._report_due is None:
             delay = max(0.0, self._last_report + REPORT_INTERVAL - time.monotonic())
-            self._report_due = loop.call_later(delay, self._report)
+            self._report_due = asyncio.get_running_loop().call_later(delay, self._report)
 
     def flush(self) -> None:
         """Logs the summary now, if anything is left to report (at shutdown)."""
@@ -175,270 +169,209 @@ class _Guard:
             )
 
 
-class _QuietLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
-    """uvicorn's logger, minus its line per malformed request (counted in the summary)."""
+class Lifespan:
+    """The ASGI lifespan protocol around serving: the app's start-up before the first
+    connection, its shutdown after the last; its state dict is each request's ``state``."""
 
-    @property
-    def level(self) -> int:
-        """The logger's own level (uvicorn reads it)."""
-        return int(self.logger.level)
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        #: What the app's start-up put in the lifespan scope's state (Starlette: the dict its
+        #: lifespan yields); copied into each request's scope.
+        self.state: dict[str, Any] = {}
+        self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._started = asyncio.Event()
+        self._ended = asyncio.Event()
+        self._failure: str | None = None
+        self._task: asyncio.Task[None] | None = None
 
-    def warning(self, msg: object, *args: object, **kwargs: Any) -> None:
-        if msg == "Invalid HTTP request received.":
-            return  # counted by send_400_response
-        super().warning(msg, *args, **kwargs)
+    async def startup(self) -> bool:
+        """Runs the app's start-up; False (logged) if it failed."""
+        scope = {
+            "type": "lifespan",
+            "asgi": {"version": "3.0", "spec_version": "2.0"},
+            "state": self.state,
+        }
+        self._task = asyncio.get_running_loop().create_task(self._main(scope))
+        await self._inbox.put({"type": "lifespan.startup"})
+        await self._started.wait()
+        if self._failure is not None:
+            log.error("the app's start-up failed: %s", self._failure)
+            return False
+        return True
 
+    async def shutdown(self) -> None:
+        """Runs the app's shutdown (a failure is logged)."""
+        if self._task is None or self._task.done():
+            return
+        await self._inbox.put({"type": "lifespan.shutdown"})
+        await self._ended.wait()
+        if self._failure is not None:
+            log.error("the app's shutdown failed: %s", self._failure)
 
-class _CorkedTransport:
-    """The transport as one request's cycle sees it: the head of a response of known length is
-    held until its body, and both go out in one ``send()`` (one packet for a small answer,
-    instead of two system calls and two wake-ups of the client). Anything else (a chunked or
-    streamed response, ``100 Continue``) is written at once."""
-
-    __slots__ = ("_held", "_transport", "expect_head")
-
-    def __init__(self, transport: asyncio.Transport) -> None:
-        self._transport = transport
-        self._held: bytes | None = None
-        #: The next write is a response head (set when a request's cycle starts).
-        self.expect_head = False
-
-    def write(self, data: bytes) -> None:
-        if self.expect_head:
-            self.expect_head = False
-            if data.startswith(b"HTTP/1.1 1"):  # 100 Continue: the client waits for it
-                self.expect_head = True
-            elif b"\r\ncontent-length: " in data:
-                self._held = data
-                return
-        held = self._held
-        if held is None:
-            self._transport.write(data)
+    async def _main(self, scope: dict[str, Any]) -> None:
+        try:
+            await self.app(scope, self._receive, self._send)
+        except Exception as exc:
+            self._failure = f"{type(exc).__name__}: {exc}"
+            phase = "shutdown" if self._started.is_set() else "start-up"
+            log.error("the app's lifespan raised during its %s", phase, exc_info=True)
         else:
-            self._held = None
-            self._transport.write(held + data)
+            if not self._started.is_set():
+                self._failure = "the app's lifespan ended before its start-up completed"
+        finally:
+            self._started.set()
+            self._ended.set()
 
-    def flush(self) -> None:
-        """Writes a held head (a response with no body write: HEAD, or the cycle ended)."""
-        held, self._held = self._held, None
-        self.expect_head = False
-        if held is not None and not self._transport.is_closing():
-            self._transport.write(held)
+    async def _receive(self) -> dict[str, Any]:
+        return await self._inbox.get()
 
-    def close(self) -> None:
-        self.flush()
-        self._transport.close()
-
-    def is_closing(self) -> bool:
-        return self._transport.is_closing()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
-class GuardedProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol (llhttp, in C) with a request-head deadline, a connection
-    cap, a bound on the head's size and JSON errors (see the module's description). Made per
-    server by :func:`guarded_protocol`."""
-
-    guard: _Guard
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.logger = _QuietLogger(self.logger, {})  # type: ignore[assignment]
-        self._head_deadline: asyncio.TimerHandle | None = None
-        #: The loop's time when the current wait for a request head began (None: not waiting).
-        self._waiting_since: float | None = None
-        #: Waiting for a request head (none of the current request's is complete yet).
-        self._awaiting_head = True
-        #: Bytes received while waiting for the head, and whether a line ended among them.
-        self._head_bytes = 0
-        self._head_newline = False
-        #: Bytes of the head's first line (the request line) received so far.
-        self._line_bytes = 0
-        self._corked: _CorkedTransport | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        admitted = self.guard.admit(self)
-        super().connection_made(transport)
-        self._corked = _CorkedTransport(transport)
-        self.guard.open.add(self)
-        if not admitted:
-            transport.write(
-                raw_error(503, "Service Unavailable", "too many connections; retry shortly")
-            )
-            transport.close()
-            return
-        self._watch_head()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.guard.open.discard(self)
-        self._cancel_head_deadline()
-        super().connection_lost(exc)
-
-    def data_received(self, data: bytes) -> None:
-        if self._awaiting_head:
-            self._head_bytes += len(data)
-            if not self._head_newline:
-                end = data.find(b"\n")
-                self._line_bytes += len(data) if end < 0 else end
-                self._head_newline = end >= 0
-        super().data_received(data)
-        if (
-            self._awaiting_head
-            and self._head_bytes > MAX_HEAD_BYTES
-            and not self.transport.is_closing()
-        ):
-            self._refuse_large_head()
-            return
-        self._watch_head()
-
-    def on_headers_complete(self) -> None:
-        self._awaiting_head = False
-        self._head_bytes = 0
-        self._head_newline = False
-        super().on_headers_complete()  # a URL too long to parse raises here: keep its length
-        self._line_bytes = 0
-        if self._corked is not None and self.cycle.transport is self.transport:
-            self.cycle.transport = self._corked  # type: ignore[assignment]
-
-    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
-        if self._corked is not None:
-            self._corked.expect_head = True
-        super()._start_asgi_task(cycle, app)
-
-    def on_response_complete(self) -> None:
-        if self._corked is not None:
-            self._corked.flush()
-        super().on_response_complete()
-        if not self.pipeline and (self.cycle is None or self.cycle.response_complete):
-            self._awaiting_head = True
-        self._watch_head()
-
-    def _refuse_large_head(self) -> None:
-        self.guard.note(self.loop, "too_large")
-        if self._head_newline:
-            answer = raw_error(
-                431,
-                "Request Header Fields Too Large",
-                f"the request head is over {MAX_HEAD_BYTES} bytes",
-            )
+    async def _send(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "lifespan.startup.complete":
+            self._started.set()
+        elif kind == "lifespan.startup.failed":
+            self._failure = message.get("message") or "lifespan.startup.failed"
+            self._started.set()
+        elif kind == "lifespan.shutdown.complete":
+            self._ended.set()
+        elif kind == "lifespan.shutdown.failed":
+            self._failure = message.get("message") or "lifespan.shutdown.failed"
+            self._ended.set()
         else:
-            answer = raw_error(
-                414, "URI Too Long", f"the request line is over {MAX_HEAD_BYTES} bytes"
-            )
-        self._end_with(answer)
-
-    def send_400_response(self, msg: str) -> None:
-        if self._line_bytes > MAX_URL_BYTES:
-            # Not malformed: too long for the URL parser.
-            self.guard.note(self.loop, "too_large")
-            self._end_with(
-                raw_error(414, "URI Too Long", f"the request line is over {MAX_URL_BYTES} bytes")
-            )
-            return
-        # llhttp refused what it received: malformed.
-        self.guard.note(self.loop, "malformed")
-        self._end_with(raw_error(400, "Bad Request", "malformed HTTP request"))
-
-    def _end_with(self, answer: bytes) -> None:
-        self._awaiting_head = False
-        self._cancel_head_deadline()
-        self.transport.write(answer)
-        self.transport.close()
-
-    def drop(self) -> None:
-        """Closes the connection at once (it was waiting for a request head)."""
-        self._cancel_head_deadline()
-        self.transport.close()
-
-    def _watch_head(self) -> None:
-        """Notes when the connection begins to wait for a request head (a byte now and then
-        does not extend the wait) and when a head is in. The deadline's timer is lazy: armed
-        when a wait begins and none is pending, never cancelled when a head arrives; when it
-        fires it re-arms for the current wait, if younger. A busy keep-alive connection so
-        costs one timer per deadline, not one per request."""
-        if self._awaiting_head and not self.transport.is_closing():
-            if self._waiting_since is None:
-                self._waiting_since = self.loop.time()
-                self.guard.waiting[self] = None
-                if self._head_deadline is None:
-                    self._head_deadline = self.loop.call_at(
-                        self._waiting_since + self.guard.head_timeout, self._head_timed_out
-                    )
-        elif self._waiting_since is not None:
-            self._waiting_since = None
-            self.guard.waiting.pop(self, None)
-
-    def _head_timed_out(self) -> None:
-        self._head_deadline = None
-        since = self._waiting_since
-        if since is None or self.transport.is_closing():
-            return
-        due = since + self.guard.head_timeout
-        if self.loop.time() + 0.001 < due:  # a later wait than the one it was armed for
-            self._head_deadline = self.loop.call_at(due, self._head_timed_out)
-            return
-        self._cancel_head_deadline()
-        # A connection that sent nothing at all is a browser's spare one (Chromium opens them
-        # ahead of need and may never use them): closed as well, but not a client's fault.
-        self.guard.note(self.loop, "timed_out" if self._head_bytes else "idle")
-        if self._head_bytes:
-            self.transport.write(
-                raw_error(
-                    408,
-                    "Request Timeout",
-                    f"the request head did not arrive within {self.guard.head_timeout:g} s",
-                )
-            )
-        self.transport.close()
-
-    def _cancel_head_deadline(self) -> None:
-        """Ends the wait for a head (the connection is closing)."""
-        self._waiting_since = None
-        self.guard.waiting.pop(self, None)
-        if self._head_deadline is not None:
-            self._head_deadline.cancel()
-            self._head_deadline = None
-
-
-def guarded_protocol(cap: int, head_timeout: float) -> type[asyncio.Protocol]:
-    """A protocol class for one server: its connections share one guard."""
-    return type("GuardedProtocol", (GuardedProtocol,), {"guard": _Guard(cap, head_timeout)})
+            raise RuntimeError(f"unexpected lifespan message {kind!r}")
 
 
 #: asyncio's errors of accept() that it survives (it retries a second later), as it logs them.
 _ACCEPT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
-class Server(UvicornServer):
-    """uvicorn's server whose event loop counts failed accepts into the guard's summary line
-    (asyncio logs each with a traceback, up to a batch of them per turn of the loop)."""
+class Server:
+    """Serves one ASGI app on listening sockets until :attr:`should_exit` is set.
 
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        guard = getattr(self.config.http, "guard", None)
-        if isinstance(guard, _Guard):
-            loop = asyncio.get_running_loop()
-            previous = loop.get_exception_handler()
+    ``signals``: handlers installed while serving, when serving in the main thread (default:
+    SIGTERM and SIGINT stop the server; a second one forces it down). ``before_shutdown``:
+    called once the server stops accepting, before it waits for open requests (what ends
+    responses that never end on their own: boardd's open streams)."""
 
-            def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-                exc = context.get("exception")
-                if (
-                    isinstance(exc, OSError)
-                    and exc.errno in _ACCEPT_ERRNOS
-                    and str(context.get("message", "")).startswith("socket.accept()")
-                ):
-                    guard.note(loop, "accept_failed")
-                elif previous is not None:
-                    previous(loop, context)
-                else:
-                    loop.default_exception_handler(context)
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        signals: Mapping[signal.Signals, Handler] | None = None,
+        before_shutdown: Callable[[], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.guard = ConnectionGuard(config.max_connections, config.head_timeout)
+        self.signals = signals
+        self.before_shutdown = before_shutdown
+        #: The requests being answered (the shutdown waits for them).
+        self.tasks: set[asyncio.Task[None]] = set()
+        #: The Date header of responses, renewed every second.
+        self.date_line = b""
+        self.started = False
+        self.should_exit = False
+        self.force_exit = False
+        self._servers: list[asyncio.Server] = []
 
-            loop.set_exception_handler(handle)
-        await super().startup(sockets)
+    def run(self, sockets: list[socket.socket]) -> None:
+        """Serves in a new event loop until stopped (see :meth:`serve`)."""
+        asyncio.run(self.serve(sockets))
 
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().shutdown(sockets)
-        guard = getattr(self.config.http, "guard", None)
-        if isinstance(guard, _Guard):
-            guard.flush()
+    async def serve(self, sockets: list[socket.socket]) -> None:
+        """Runs the app's start-up, serves on ``sockets`` until stopped, then shuts down
+        gracefully. :attr:`started` stays False if the start-up failed."""
+        with self._captured_signals():
+            lifespan = Lifespan(self.config.app)
+            if not await lifespan.startup():
+                return
+            try:
+                await self._listen(sockets, lifespan.state)
+                self.started = True
+                ticks = 0
+                while not self.should_exit:
+                    await asyncio.sleep(_TICK)
+                    ticks += 1
+                    if ticks % _TICKS_PER_SECOND == 0:
+                        self._renew_date()
+            finally:
+                await self._shutdown()
+                if not self.force_exit:
+                    await lifespan.shutdown()
+                self.guard.flush()
+
+    async def _listen(self, sockets: list[socket.socket], state: dict[str, Any]) -> None:
+        loop = asyncio.get_running_loop()
+        guard = self.guard
+        previous = loop.get_exception_handler()
+
+        def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            # asyncio logs each failed accept with a traceback: counted into the summary.
+            exc = context.get("exception")
+            if (
+                isinstance(exc, OSError)
+                and exc.errno in _ACCEPT_ERRNOS
+                and str(context.get("message", "")).startswith("socket.accept()")
+            ):
+                guard.note("accept_failed")
+            elif previous is not None:
+                previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+
+        loop.set_exception_handler(handle)
+        self._renew_date()
+        for sock in sockets:
+            self._servers.append(
+                await loop.create_server(
+                    lambda: HttpProtocol(self, state), sock=sock, backlog=ACCEPT_BATCH
+                )
+            )
+
+    def _renew_date(self) -> None:
+        self.date_line = b"date: " + formatdate(usegmt=True).encode("ascii") + b"\r\n"
+
+    async def _shutdown(self) -> None:
+        for server in self._servers:
+            server.close()
+        if self.before_shutdown is not None:
+            self.before_shutdown()
+        for connection in list(self.guard.open):
+            connection.shutdown()
+        deadline = time.monotonic() + self.config.graceful
+        while (self.guard.open or self.tasks) and not self.force_exit:
+            if time.monotonic() >= deadline:
+                log.error(
+                    "stopping: %d request(s) still running after %g s, cancelled",
+                    len(self.tasks),
+                    self.config.graceful,
+                )
+                break
+            await asyncio.sleep(_TICK / 2)
+        for task in list(self.tasks):
+            task.cancel()
+        for connection in list(self.guard.open):
+            connection.transport.abort()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=1.0)
+        for server in self._servers:
+            await server.wait_closed()
+
+    @contextlib.contextmanager
+    def _captured_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handlers = self.signals
+        if handlers is None:
+            handlers = {signal.SIGTERM: self._stop, signal.SIGINT: self._stop}
+        previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _stop(self, signum: int, frame: FrameType | None) -> None:
+        if self.should_exit:
+            self.force_exit = True
+        self.should_exit = True

@@ -9,7 +9,6 @@ so a hung ingest is noticed.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import functools
@@ -20,7 +19,6 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Generator
 from dataclasses import asdict
 from types import FrameType
 from typing import Any
@@ -38,7 +36,6 @@ from boardd.daemon.http import Server, server_config
 from boardd.daemon.memory import tune_malloc
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner, RunnerState, describe
-from boardd.daemon.uvicorn_server import Config
 from boardd.data import accel
 from boardd.lineage import LineageService
 from boardd.store.bus import ChangeHub
@@ -128,37 +125,6 @@ def open_url(base: str, token: str | None) -> str:
     return f"{base}{LOGIN_PATH}?{urlencode({'token': token})}"
 
 
-class _Server(Server):
-    """uvicorn's server with boardd's own signal handling (SIGHUP rescans; no re-raise)."""
-
-    def __init__(self, config: Config, service: Service) -> None:
-        super().__init__(config)
-        self._service = service
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        handlers = {
-            signal.SIGTERM: self._service.handle_stop,
-            signal.SIGINT: self._service.handle_stop,
-            signal.SIGHUP: self._service.handle_rescan,
-        }
-        previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        # Open /api/v1/stream responses never finish on their own: end them first, or uvicorn
-        # waits for them until its graceful-shutdown timeout.
-        self._service.hub.close()
-        await super().shutdown(sockets)
-
-
 class Service:
     """Owns the runners, the HTTP server and the notifier for one ``boardd serve`` process."""
 
@@ -207,7 +173,7 @@ class Service:
             if settings.lineage is not None
             else None
         )
-        self._server: _Server | None = None
+        self._server: Server | None = None
         self._stopping = threading.Event()
 
     def _catching_up(self, experiment: str) -> bool:
@@ -247,7 +213,17 @@ class Service:
         config = server_config(
             first_answer_sets(served, self._answered, self._disk_after), graceful=3.0
         )
-        self._server = _Server(config, self)
+        # Open /api/v1/stream responses never finish on their own: the hub's closing ends them
+        # before the server waits for its requests, or it would wait its whole graceful time.
+        self._server = Server(
+            config,
+            signals={
+                signal.SIGTERM: self.handle_stop,
+                signal.SIGINT: self.handle_stop,
+                signal.SIGHUP: self.handle_rescan,
+            },
+            before_shutdown=self.hub.close,
+        )
         for runner in self.runners:
             runner.start()
         for runner in self.runners:
@@ -261,7 +237,7 @@ class Service:
         )
         status_thread.start()
         try:
-            asyncio.run(self._server.serve(sockets=[sock]))
+            self._server.run([sock])
         finally:
             self.shutdown()
         if not self._server.started:
