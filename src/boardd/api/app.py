@@ -34,7 +34,7 @@ from boardd.api.errors import (
     handle_unexpected,
 )
 from boardd.api.routes import ROUTES, Query, RouteDef
-from boardd.api.routing import IndexedRouter
+from boardd.api.routing import indexed_router
 from boardd.api.stream import HEARTBEAT_SECONDS, LiveStreams
 from boardd.api.tensorboard import webui
 from boardd.api.tensorboard.common import CachedAnswers
@@ -160,7 +160,7 @@ def create_app(
         },
     )
     # Starlette's router, with its route walk remembered (api/routing.py).
-    app.router = IndexedRouter(
+    app.router = indexed_router(
         [
             *(_route(r, handlers[r.operation_id]) for r in ROUTES),
             *tensorboard.routes(),

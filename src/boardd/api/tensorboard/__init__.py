@@ -11,7 +11,7 @@ from __future__ import annotations
 from starlette.routing import BaseRoute, Mount, Route
 
 from boardd.api.deferred import Endpoint, deferred
-from boardd.api.routing import IndexedRouter
+from boardd.api.routing import indexed_router
 from boardd.api.tensorboard import core, projector, scalars
 from boardd.api.tensorboard.common import CACHED_FIRST, EXPERIMENT_PARAM, cached_first
 
@@ -107,7 +107,7 @@ def data_routes() -> list[BaseRoute]:
 
 def routes() -> list[BaseRoute]:
     """Every TensorBoard data route, at each mount point."""
-    inner = IndexedRouter(data_routes())
+    inner = indexed_router(data_routes())
     out: list[BaseRoute] = []
     for prefix in PREFIXES:
         out.append(Mount(f"{prefix}/data", app=inner))
