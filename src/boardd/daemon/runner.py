@@ -340,7 +340,7 @@ class ExperimentRunner:
                     self._drop_session()
                     self._idle(LEASE_RETRY_SECONDS)
         except Exception as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
+            self.error = describe_exception(exc)
             self.state = RunnerState.FAILED
             log.exception("%s: ingest stopped", self.spec.name)
         finally:
@@ -818,7 +818,7 @@ class ExperimentRunner:
 
     def _failed(self, exc: Exception) -> None:
         """A pass failed: says why (once per cause), and schedules the next try."""
-        cause = f"{type(exc).__name__}: {exc}"
+        cause = describe_exception(exc)
         self.error = cause
         self.retries += 1
         delay = min(RETRY_MAX_SECONDS, RETRY_FIRST_SECONDS * 2 ** min(self.retries - 1, 16))
@@ -887,6 +887,13 @@ class ExperimentRunner:
                 log.exception("%s: closing the store failed", self.spec.name)
         if self.state is not RunnerState.FAILED:
             self.state = RunnerState.STOPPED
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: message``, once: some libraries' messages (APSW's older releases) already begin
+    with their type's name."""
+    name, text = type(exc).__name__, str(exc)
+    return text if text.startswith(f"{name}:") else f"{name}: {text}"
 
 
 def describe(status: RunnerStatus) -> str:
