@@ -1,7 +1,7 @@
 """numpy for the data layer's scalar kernels, once ``boardd serve`` has sent its first answer.
 
-Importing numpy costs 55–90 ms on a small machine: a third of ``boardd serve``'s time from
-process start to its first complete answer (bench/bench_tensorboard.py). The scalar read path
+Importing numpy is a large share of ``boardd serve``'s time from process start to its first
+complete answer (bench/bench_tensorboard.py measures both). The scalar read path
 needs numpy only for speed on large series, so the daemon defers it (:func:`defer`) and its
 warm-up imports it after the first answer (:func:`load`). Meanwhile the two scalar kernels
 that have a pure-Python form (uniform downsampling in :mod:`boardd.data.downsample`, taking
