@@ -12,7 +12,7 @@ import pytest
 
 from boardd.cli import main
 
-HEAVY = ("numpy", "apsw", "starlette", "uvicorn", "google.protobuf", "httpx", "watchdog")
+HEAVY = ("numpy", "apsw", "starlette", "uvicorn", "google.protobuf", "httpx")
 
 
 def test_building_the_parser_imports_nothing_heavy() -> None:

@@ -1,5 +1,5 @@
 """What ``boardd serve`` loads before its port is bound: what only the ingest (the reader, the
-event protos, watchdog, the worker pool), the disk cache or numpy need is imported later, by the
+event protos, the watcher, the worker pool), the disk cache or numpy need is imported later, by the
 thread that uses it, and no uvicorn nor a command-line library ever, so a restart answers sooner
 (bench/bench_tensorboard.py, start-up)."""
 
@@ -29,7 +29,6 @@ LATER = (
     "boardd.reader.pipeline",
     "boardd.proto",
     "google.protobuf",
-    "watchdog",
     "diskcache",
     "boardd.ingest.pool",
     # TensorBoard's UI is located in its package, never imported (importing it takes seconds);
@@ -83,7 +82,7 @@ def test_the_serve_start_path_does_not_load_the_ingest_nor_the_disk_cache(
 def test_the_guard_sees_an_early_import() -> None:
     # The check itself can fail: the ingest's own modules load what the daemon defers.
     found = early(loaded_after("import boardd.daemon.watcher, boardd.reader.events"))
-    assert {"watchdog", "boardd.reader.events", "google.protobuf"} <= set(found)
+    assert {"boardd.daemon.watcher", "boardd.reader.events", "google.protobuf"} <= set(found)
 
 
 # -- numpy comes with the warm-up, after the first answer ----------------------------------------
