@@ -25,7 +25,12 @@ import apsw
 from boardd.config import ExperimentSpec, ServeSettings
 from boardd.store import fingerprint
 from boardd.store.bus import ChangeHub, WriterClaim
-from boardd.store.errors import FingerprintMismatchError, LeaseHeldError, StoreError
+from boardd.store.errors import (
+    FingerprintMismatchError,
+    LeaseHeldError,
+    StoreError,
+    StoreReadOnlyError,
+)
 from boardd.store.lease import LeaseLostError
 from boardd.store.session import WriteSession
 
@@ -70,6 +75,9 @@ TRANSIENT: tuple[type[BaseException], ...] = (
 
 #: How often a read-only runner tries to take the lease over.
 LEASE_RETRY_SECONDS = 2.0
+#: How often a runner whose store cannot be written (a read-only file, directory or mount)
+#: tries to open it for writing again.
+READ_ONLY_RETRY_SECONDS = 30.0
 #: How often the lease heartbeat is renewed when there is nothing to commit.
 HEARTBEAT_SECONDS = 5.0
 #: After a pass fails (a full disk, an I/O error, a lock held too long, anything), it is tried
@@ -344,8 +352,10 @@ class ExperimentRunner:
             self.state = RunnerState.FAILED
             log.exception("%s: ingest stopped", self.spec.name)
         finally:
-            self._close()
+            # Set before _close(), which waits for stop(): whatever ended the thread, the
+            # service waiting for the store to open must go on and serve (or say) it.
             self.opened.set()
+            self._close()
 
     def _open(self) -> bool:
         """Opens the store as its writer; while another process holds it, stays read-only."""
@@ -361,6 +371,21 @@ class ExperimentRunner:
                     self.state = RunnerState.READ_ONLY
                     self.opened.set()
                 self._idle(LEASE_RETRY_SECONDS)
+                continue
+            except StoreReadOnlyError as exc:
+                # Nothing can be ingested, but the store may well be complete: served as it
+                # is, and opened for writing again from time to time (permissions fixed).
+                if self.state is not RunnerState.READ_ONLY or self.error != str(exc):
+                    log.warning(
+                        "%s: %s. Serving what it holds; the logdir is not followed until "
+                        "it can be written.",
+                        self.spec.name,
+                        exc,
+                    )
+                    self.error = str(exc)
+                    self.state = RunnerState.READ_ONLY
+                    self.opened.set()
+                self._idle(READ_ONLY_RETRY_SECONDS)
                 continue
             except StoreError as exc:
                 if isinstance(exc.__cause__, TRANSIENT):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import apsw
 
-from boardd.store.errors import StoreOpenError
-from boardd.store.schema import check_readable, migrate
+from boardd.store.errors import StoreDamagedError, StoreOpenError, StoreReadOnlyError
+from boardd.store.schema import APPLICATION_ID, check_readable, migrate
 
 #: How long a connection waits for a lock before raising BusyError. The writer holds write
 #: transactions briefly; readers in WAL mode never wait on it.
@@ -72,6 +72,53 @@ def no_double_quoted_strings(connection: apsw.Connection) -> None:
     connection.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
 
 
+#: SQLite's errors that mean the file itself is damaged (or is no database at all).
+DAMAGED: tuple[type[apsw.Error], ...] = (apsw.CorruptError, apsw.NotADBError)
+
+
+def read_only_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why an existing store cannot be written by this process (its file, its directory, where
+    the write-ahead log and its index live, or its filesystem), or None if it can be. access()
+    asks the kernel, so a read-only mount and an immutable file count even for root."""
+    target = Path(path)
+    if not target.exists():
+        return None
+    with contextlib.suppress(OSError):
+        if os.statvfs(target).f_flag & os.ST_RDONLY:
+            return f"{target} is on a read-only filesystem"
+    if not os.access(target, os.W_OK):
+        return f"{target} is read-only (its permissions, or an immutable file)"
+    if not os.access(target.parent, os.W_OK):
+        return f"the directory of {target} is read-only (its write-ahead log cannot be made)"
+    return None
+
+
+def looks_like_a_store(target: Path) -> bool:
+    """Whether ``target`` begins as a boardd store does (SQLite's header with boardd's
+    application id): a file that does not is never taken for a damaged store, and never
+    moved aside (https://www.sqlite.org/fileformat.html#the_database_header)."""
+    try:
+        with open(target, "rb") as file:
+            head = file.read(72)
+    except OSError:
+        return False
+    return head[:16] == b"SQLite format 3\x00" and head[68:72] == APPLICATION_ID.to_bytes(4, "big")
+
+
+def store_error(target: Path, exc: BaseException, doing: str = "open") -> StoreOpenError:
+    """The StoreOpenError that says why ``target`` cannot be opened: damaged, read-only, or
+    something else (its cause kept)."""
+    if isinstance(exc, DAMAGED) and looks_like_a_store(target):
+        return StoreDamagedError(f"store {target} is damaged: {exc}")
+    if doing == "open" or isinstance(exc, apsw.ReadOnlyError):
+        reason = read_only_reason(target)
+        if reason is not None or isinstance(exc, apsw.ReadOnlyError):
+            return StoreReadOnlyError(
+                f"store {target} cannot be written: {reason or exc}; it can only be read"
+            )
+    return StoreOpenError(f"cannot {doing} store {target}: {exc}")
+
+
 def open_writer(path: str | os.PathLike[str]) -> apsw.Connection:
     """Opens (creating if needed) the store for writing and migrates its schema.
 
@@ -82,7 +129,7 @@ def open_writer(path: str | os.PathLike[str]) -> apsw.Connection:
         target.parent.mkdir(parents=True, exist_ok=True)
         connection = apsw.Connection(str(target))
     except (OSError, apsw.Error) as exc:
-        raise StoreOpenError(f"cannot open store {target}: {exc}") from exc
+        raise store_error(target, exc) from exc
     try:
         policies = (
             use_busy_timeout,
@@ -97,7 +144,7 @@ def open_writer(path: str | os.PathLike[str]) -> apsw.Connection:
         migrate(connection)
     except Exception as exc:
         connection.close()
-        raise StoreOpenError(f"cannot open store {target}: {exc}") from exc
+        raise store_error(target, exc) from exc
     return connection
 
 
@@ -107,18 +154,44 @@ def open_reader(path: str | os.PathLike[str]) -> apsw.Connection:
     if not target.exists():
         raise StoreOpenError(f"no store at {target}: run `boardd ingest` or `boardd serve` first")
     try:
-        connection = apsw.Connection(str(target), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error as exc:
-        raise StoreOpenError(f"cannot read store {target}: {exc}") from exc
+        return _reader(str(target), apsw.SQLITE_OPEN_READONLY)
+    except apsw.CantOpenError as exc:
+        if not _immutable_is_safe(target):
+            raise store_error(target, exc, "read") from exc
+    except Exception as exc:
+        raise store_error(target, exc, "read") from exc
+    # SQLite cannot open a WAL store read-only when its shared-memory index does not exist and
+    # cannot be made (https://www.sqlite.org/wal.html#readonly). Where the directory cannot be
+    # written, no writer can be making a log there either: the file is read as immutable.
+    try:
+        uri = target.resolve().as_uri() + "?immutable=1"
+        return _reader(uri, apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    except Exception as exc:
+        raise store_error(target, exc, "read") from exc
+
+
+def _reader(name: str, flags: int) -> apsw.Connection:
+    connection = apsw.Connection(name, flags=flags)
     try:
         use_busy_timeout(connection)
         no_double_quoted_strings(connection)
         small_page_cache(connection)
         check_readable(connection)
-    except Exception as exc:
+    except BaseException:
         connection.close()
-        raise StoreOpenError(f"cannot read store {target}: {exc}") from exc
+        raise
     return connection
+
+
+def _immutable_is_safe(target: Path) -> bool:
+    """Whether a store that cannot be opened read-only may be read as immutable: its
+    directory cannot be written and no write-ahead log with content lies beside it."""
+    wal = Path(f"{target}-wal")
+    try:
+        has_log = wal.exists() and wal.stat().st_size > 0
+    except OSError:
+        return False
+    return not has_log and not os.access(target.parent, os.W_OK)
 
 
 @contextlib.contextmanager

@@ -11,6 +11,16 @@ class StoreOpenError(StoreError):
     """The store file cannot be opened, or is not a boardd store this version can use."""
 
 
+class StoreReadOnlyError(StoreOpenError):
+    """The store can be read but not written (a read-only file, directory or filesystem, an
+    immutable file): it can be served as it is, never ingested into."""
+
+
+class StoreDamagedError(StoreOpenError):
+    """The store file is damaged (SQLite finds it corrupt, or not a database at all): it is
+    never served as data; the logdir rebuilds it."""
+
+
 class LeaseHeldError(StoreError):
     """Another live process holds the store's writer lease."""
 

@@ -18,7 +18,7 @@ from types import TracebackType
 import apsw
 
 from boardd.store import fingerprint
-from boardd.store.connection import open_writer
+from boardd.store.connection import open_writer, store_error
 from boardd.store.lease import DEFAULT_EXPIRY_SECONDS, Lease
 from boardd.store.writer import StoreWriter
 
@@ -50,6 +50,9 @@ class WriteSession:
                 self._old_lease = Lease(self._old, expiry_seconds=lease_expiry)
                 try:
                     self._old_lease.acquire()
+                except (apsw.ReadOnlyError, apsw.CorruptError, apsw.NotADBError) as exc:
+                    self._old.close()
+                    raise store_error(self.db, exc) from exc
                 except BaseException:
                     self._old.close()
                     raise
@@ -61,6 +64,11 @@ class WriteSession:
         try:
             self.lease.acquire()
             fingerprint.check_or_record(self.connection, wanted)
+        except (apsw.ReadOnlyError, apsw.CorruptError, apsw.NotADBError) as exc:
+            # The lease is the first write: a store that cannot be written (an immutable file,
+            # a read-only mount) or is damaged is said so here, as a StoreError.
+            self._abort()
+            raise store_error(target, exc) from exc
         except BaseException:
             self._abort()
             raise

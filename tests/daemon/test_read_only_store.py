@@ -1,0 +1,120 @@
+"""A store boardd cannot write (an immutable file, a read-only mount) is served as it is, and
+``boardd ingest`` says so in one line with the store's exit code: never a hang, never a
+traceback. Real files, a real ``boardd serve`` subprocess, real HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tensorboardX import SummaryWriter
+
+from boardd.cli import ExitCode
+from tests.daemon.conftest import ServeFactory, boardd_env
+
+STEPS = range(0, 200)
+
+
+def make_store(tmp_path: Path) -> tuple[Path, Path]:
+    """A logdir of one run written by tensorboardX, ingested into ``store/store.sqlite``."""
+    logdir = tmp_path / "logs"
+    with SummaryWriter(logdir=str(logdir / "run1")) as writer:
+        for step in STEPS:
+            writer.add_scalar("loss", step / 10, step)
+    directory = tmp_path / "store"
+    directory.mkdir()
+    db = directory / "store.sqlite"
+    done = ingest_command(logdir, db)
+    assert done.returncode == 0, done.stderr
+    return logdir, db
+
+
+def ingest_command(logdir: Path, db: Path) -> subprocess.CompletedProcess[str]:
+    """``boardd ingest LOGDIR --db DB`` as a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "boardd", "ingest", str(logdir), "--db", str(db)],
+        env=boardd_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@contextlib.contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    """``chattr +i`` on ``path`` (which even root cannot write), undone afterwards."""
+    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"chattr +i fails on this filesystem: {done.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=False)
+
+
+@contextlib.contextmanager
+def read_only_mount(source: Path, target: Path) -> Iterator[None]:
+    """``source`` bind-mounted read-only at ``target`` (root only), unmounted afterwards."""
+    target.mkdir()
+    bind = subprocess.run(
+        ["mount", "--bind", str(source), str(target)], capture_output=True, text=True, check=False
+    )
+    if bind.returncode != 0:
+        pytest.skip(f"a bind mount needs root and mount(8): {bind.stderr.strip()}")
+    try:
+        remount = subprocess.run(
+            ["mount", "-o", "remount,ro,bind", str(target)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if remount.returncode != 0:
+            pytest.skip(f"cannot remount read-only: {remount.stderr.strip()}")
+        yield
+    finally:
+        # Lazily: a daemon still running (a failed test) keeps files open under it.
+        subprocess.run(["umount", "--lazy", str(target)], check=False)
+
+
+def assert_served_read_only(serve: ServeFactory, logdir: Path, db: Path) -> None:
+    daemon = serve(logdir, "--db", db)
+    entry = daemon.wait_for_state("read_only")
+    assert "cannot be written" in entry["error"], entry
+    points = daemon.scalars("run1", "loss")
+    assert [p["step"] for p in points] == list(STEPS)
+    assert [p["value"] for p in points] == pytest.approx([s / 10 for s in STEPS])
+    assert "Traceback" not in daemon.stderr()
+    assert daemon.stop() == 0
+
+
+def assert_ingest_refused(logdir: Path, db: Path) -> None:
+    done = ingest_command(logdir, db)
+    assert done.returncode == ExitCode.BAD_STORE, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot be written" in lines[0], done.stderr
+
+
+def test_immutable_store_is_served_read_only(serve: ServeFactory, tmp_path: Path) -> None:
+    logdir, db = make_store(tmp_path)
+    # For a user other than root, permissions alone make it read-only; root needs chattr.
+    os.chmod(db, 0o444)
+    with immutable(db):
+        assert_ingest_refused(logdir, db)
+        assert_served_read_only(serve, logdir, db)
+
+
+def test_store_on_a_read_only_mount_is_served(serve: ServeFactory, tmp_path: Path) -> None:
+    logdir, db = make_store(tmp_path)
+    assert not Path(f"{db}-wal").exists()  # folded away: only the main file is there
+    mounted = tmp_path / "ro"
+    with read_only_mount(db.parent, mounted):
+        assert_ingest_refused(logdir, mounted / db.name)
+        assert_served_read_only(serve, logdir, mounted / db.name)
