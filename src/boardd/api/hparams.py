@@ -17,6 +17,7 @@ from boardd.api.common import (
     experiment_from,
     experiment_id,
     json_bytes,
+    read_body,
     respond_cached,
     state_of,
 )
@@ -33,9 +34,7 @@ MAX_REQUEST_BYTES = 1 << 20
 async def _request_text(request: Request, query: Query) -> str:
     """The request message's JSON: a POST's body, else ``request=`` (empty: ``{}``)."""
     if request.method == "POST":
-        body = await request.body()
-        if len(body) > MAX_REQUEST_BYTES:
-            raise ApiError(400, f"the request body is over {MAX_REQUEST_BYTES} bytes")
+        body = await read_body(request, MAX_REQUEST_BYTES)
         try:
             return body.decode("utf-8") or "{}"
         except UnicodeDecodeError:

@@ -17,7 +17,7 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.common import json_bytes, state_of
+from boardd.api.common import json_bytes, read_body, state_of
 from boardd.api.errors import ApiError
 from boardd.api.metadata_ops import BY_NAME, Arg, Operation
 from boardd.api.routes import Query, RouteDef
@@ -218,9 +218,7 @@ def encode(result: object) -> object:
 
 
 async def _body(request: Request) -> object:
-    raw = await request.body()
-    if len(raw) > MAX_REQUEST_BYTES:
-        raise ApiError(413, f"the request body is over {MAX_REQUEST_BYTES} bytes: send less")
+    raw = await read_body(request, MAX_REQUEST_BYTES)
     if not raw.strip():
         return {}
     try:

@@ -285,7 +285,8 @@ LINEAGE_HOPS = Param(
 HPARAMS_REQUEST = Param(
     "request",
     "the request message as proto3 JSON (camelCase field names, enum names), as TensorBoard's "
-    "hparams routes take it; a POST may send it as its JSON body instead (default: {})",
+    "hparams routes take it; a POST may send it as its JSON body instead, at most 1 MiB "
+    "(more: 413) (default: {})",
 )
 
 # -- answers ------------------------------------------------------------------------------------
@@ -494,7 +495,7 @@ ROUTES: tuple[RouteDef, ...] = (
         "hparams",
         (EXPERIMENT, HPARAMS_REQUEST),
         json_answer(ref("HParamsExperiment"), "the experiment", etag=True),
-        (400, 404, 503),
+        (400, 404, 413, 503),
         methods=("GET", "POST"),
     ),
     RouteDef(
@@ -510,7 +511,7 @@ ROUTES: tuple[RouteDef, ...] = (
         "hparams",
         (EXPERIMENT, HPARAMS_REQUEST),
         json_answer(ref("HParamsSessionGroups"), "the session groups", etag=True),
-        (400, 404, 503),
+        (400, 404, 413, 503),
         methods=("GET", "POST"),
     ),
     RouteDef(
@@ -523,7 +524,7 @@ ROUTES: tuple[RouteDef, ...] = (
         "hparams",
         (EXPERIMENT, HPARAMS_REQUEST),
         json_answer(ref("HParamsMetricEvals"), "the points", etag=True),
-        (400, 404, 503),
+        (400, 404, 413, 503),
         methods=("GET", "POST"),
     ),
     RouteDef(
@@ -557,7 +558,7 @@ ROUTES: tuple[RouteDef, ...] = (
             {"type": "object", "required": ["result"], "properties": {"result": {}}},
             "the method's result",
         ),
-        (400, 403, 404, 409, 503),
+        (400, 403, 404, 409, 413, 503),
         methods=("POST",),
     ),
     RouteDef(

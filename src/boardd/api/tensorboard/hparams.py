@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.common import ExperimentHandle, state_of
+from boardd.api.common import ExperimentHandle, read_body, state_of
 from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, answer, not_found, param, tb_json
 from boardd.api.tensorboard.core import sampling_hint
@@ -40,7 +40,7 @@ async def _request_object(request: Request) -> str:
     if request.method == "POST":
         # No X-XSRF-Protected check: TensorBoard's own UI posts /experiment without it (as
         # text/plain), and these routes only read (TensorBoard 2.21 checks none either).
-        text = (await request.body()).decode("utf-8", errors="replace")
+        text = (await read_body(request)).decode("utf-8", errors="replace")
     else:
         text = param(request, "request", "")
     try:

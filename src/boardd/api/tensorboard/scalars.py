@@ -8,6 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from boardd.api.common import read_form
 from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import (
     Reader,
@@ -96,7 +97,7 @@ async def scalars_multirun(request: Request) -> Response:
     """``POST /data/plugin/scalars/scalars_multirun`` (form: ``tag`` once, ``runs`` repeated):
     ``{run: [[wall_time, step, value], ...]}`` for the runs that have the tag."""
     require_xsrf(request)
-    form = await request.form()
+    form = await read_form(request)
     tags_given = form.getlist("tag")
     if len(tags_given) != 1:
         raise ApiError(400, "tag must be specified exactly once")

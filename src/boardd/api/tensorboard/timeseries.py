@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from boardd.api.common import read_form
 from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import (
     Reader,
@@ -211,7 +212,7 @@ async def time_series(request: Request) -> Response:
     as a query parameter, as TensorBoard allows): one answer per series request, in order."""
     if request.method == "POST":
         require_xsrf(request)
-        form = await request.form()
+        form = await read_form(request)
         fields = form.getlist("requests")  # the first, as TensorBoard (werkzeug) reads it
         field = fields[0] if fields else None
         text = field if isinstance(field, str) else None
