@@ -35,6 +35,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             meanings={
                 ExitCode.OK: "ingested (unreadable regions are recorded as data loss)",
                 ExitCode.STORE_LOCKED: "a boardd serve writes this store (it keeps it current)",
+                ExitCode.BAD_STORE: "a store that cannot be used: damaged (see --rebuild), "
+                "read-only, or not a boardd store",
                 ExitCode.INTERRUPTED: "interrupted (Ctrl-C; what was committed is kept)",
             },
         ),
@@ -69,7 +71,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     """Runs ``boardd ingest``; returns the exit code."""
     from boardd.ingest.oneshot import ingest_logdir
-    from boardd.store.errors import FingerprintMismatchError, LeaseHeldError, StoreError
+    from boardd.store.errors import (
+        FingerprintMismatchError,
+        LeaseHeldError,
+        StoreDamagedError,
+        StoreError,
+    )
 
     logdir = Path(args.logdir)
     try:
@@ -103,6 +110,12 @@ def run(args: argparse.Namespace) -> int:
         return fail(NAME, exc, ExitCode.STORE_LOCKED)
     except FingerprintMismatchError as exc:
         return fail(NAME, exc, ExitCode.FINGERPRINT_MISMATCH)
+    except StoreDamagedError as exc:
+        return fail(
+            NAME,
+            f"{exc}: `boardd ingest --rebuild` sets it aside and rebuilds it from the logdir",
+            ExitCode.BAD_STORE,
+        )
     except StoreError as exc:
         return fail(NAME, exc, ExitCode.BAD_STORE)
     finally:

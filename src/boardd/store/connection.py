@@ -10,6 +10,7 @@ from pathlib import Path
 import apsw
 
 from boardd.store.errors import StoreDamagedError, StoreOpenError, StoreReadOnlyError
+from boardd.store.integrity import DAMAGED, file_size_problem, quick_check
 from boardd.store.schema import APPLICATION_ID, check_readable, migrate
 
 #: How long a connection waits for a lock before raising BusyError. The writer holds write
@@ -72,10 +73,6 @@ def no_double_quoted_strings(connection: apsw.Connection) -> None:
     connection.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
 
 
-#: SQLite's errors that mean the file itself is damaged (or is no database at all).
-DAMAGED: tuple[type[apsw.Error], ...] = (apsw.CorruptError, apsw.NotADBError)
-
-
 def read_only_reason(path: str | os.PathLike[str]) -> str | None:
     """Why an existing store cannot be written by this process (its file, its directory, where
     the write-ahead log and its index live, or its filesystem), or None if it can be. access()
@@ -105,11 +102,19 @@ def looks_like_a_store(target: Path) -> bool:
     return head[:16] == b"SQLite format 3\x00" and head[68:72] == APPLICATION_ID.to_bytes(4, "big")
 
 
+def damaged_error(target: Path, found: str) -> StoreOpenError:
+    """A damaged boardd store says so (and is rebuilt from its logdir); any other damaged
+    file is only refused."""
+    if looks_like_a_store(target):
+        return StoreDamagedError(f"store {target} is damaged ({found})")
+    return StoreOpenError(f"cannot open store {target}: {found}")
+
+
 def store_error(target: Path, exc: BaseException, doing: str = "open") -> StoreOpenError:
     """The StoreOpenError that says why ``target`` cannot be opened: damaged, read-only, or
     something else (its cause kept)."""
-    if isinstance(exc, DAMAGED) and looks_like_a_store(target):
-        return StoreDamagedError(f"store {target} is damaged: {exc}")
+    if isinstance(exc, DAMAGED):
+        return damaged_error(target, str(exc))
     if doing == "open" or isinstance(exc, apsw.ReadOnlyError):
         reason = read_only_reason(target)
         if reason is not None or isinstance(exc, apsw.ReadOnlyError):
@@ -119,12 +124,18 @@ def store_error(target: Path, exc: BaseException, doing: str = "open") -> StoreO
     return StoreOpenError(f"cannot {doing} store {target}: {exc}")
 
 
-def open_writer(path: str | os.PathLike[str]) -> apsw.Connection:
+def open_writer(path: str | os.PathLike[str], *, check: bool = True) -> apsw.Connection:
     """Opens (creating if needed) the store for writing and migrates its schema.
 
-    Whoever calls this must hold, or be about to take, the store's lease.
+    With ``check``, an existing file is checked whole first (its size against its header,
+    then SQLite's quick_check): a damaged store raises StoreDamagedError, and is never
+    written or served. Whoever calls this must hold, or be about to take, the store's lease.
     """
     target = Path(path)
+    if check:
+        problem = file_size_problem(target)
+        if problem is not None:
+            raise damaged_error(target, problem)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         connection = apsw.Connection(str(target))
@@ -141,7 +152,13 @@ def open_writer(path: str | os.PathLike[str]) -> apsw.Connection:
         for policy in policies:
             policy(connection)
         use_foreign_keys(connection)
+        found = quick_check(connection) if check else None
+        if found is not None:
+            raise damaged_error(target, found)
         migrate(connection)
+    except StoreOpenError:
+        connection.close()
+        raise
     except Exception as exc:
         connection.close()
         raise store_error(target, exc) from exc

@@ -113,6 +113,8 @@ def verify(db: Path, logdir: str | os.PathLike[str], sampling: Mapping[str, int 
         return  # not a readable store: the writer reports it when it opens it
     try:
         found = stored(connection)
+    except apsw.Error:
+        return  # a damaged store: the writer finds it when it opens it, and rebuilds it
     finally:
         connection.close()
     wanted = compute(logdir, sampling)

@@ -17,8 +17,9 @@ from types import TracebackType
 
 import apsw
 
-from boardd.store import fingerprint
+from boardd.store import fingerprint, integrity
 from boardd.store.connection import open_writer, store_error
+from boardd.store.errors import StoreDamagedError
 from boardd.store.lease import DEFAULT_EXPIRY_SECONDS, Lease
 from boardd.store.writer import StoreWriter
 
@@ -42,20 +43,20 @@ class WriteSession:
         self._old: apsw.Connection | None = None
         self._old_lease: Lease | None = None
         self._closed = False
+        #: A rebuild of a damaged store: where it was set aside, and what was found.
+        self.damaged: tuple[Path, str] | None = None
         wanted = fingerprint.compute(logdir, sampling or {})
         target = self.db
         if rebuild:
             if self.db.exists():
-                self._old = open_writer(self.db)
-                self._old_lease = Lease(self._old, expiry_seconds=lease_expiry)
                 try:
-                    self._old_lease.acquire()
-                except (apsw.ReadOnlyError, apsw.CorruptError, apsw.NotADBError) as exc:
-                    self._old.close()
-                    raise store_error(self.db, exc) from exc
-                except BaseException:
-                    self._old.close()
-                    raise
+                    self._open_old(lease_expiry)
+                except StoreDamagedError as exc:
+                    # Rebuilt from the logdir all the same: the damaged file is set aside
+                    # (kept for inspection), neither served nor read meanwhile.
+                    aside = integrity.set_aside(self.db)
+                    self.damaged = (aside, str(exc))
+                    log.warning("%s; set aside as %s, rebuilt from the logdir", exc, aside)
             target = self.db.with_name(self.db.name + ".rebuild")
             _remove_store_files(target)
         self.path = target
@@ -73,6 +74,20 @@ class WriteSession:
             self._abort()
             raise
         self.writer = StoreWriter(self.connection, self.lease, sampling=sampling)
+
+    def _open_old(self, lease_expiry: float) -> None:
+        self._old = open_writer(self.db)
+        self._old_lease = Lease(self._old, expiry_seconds=lease_expiry)
+        try:
+            self._old_lease.acquire()
+        except (apsw.ReadOnlyError, apsw.CorruptError, apsw.NotADBError) as exc:
+            self._old.close()
+            self._old, self._old_lease = None, None
+            raise store_error(self.db, exc) from exc
+        except BaseException:
+            self._old.close()
+            self._old, self._old_lease = None, None
+            raise
 
     def close(self, *, success: bool = True) -> None:
         """Releases the lease and checkpoints; a rebuild is swapped in only on success."""
