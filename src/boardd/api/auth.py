@@ -57,7 +57,6 @@ class Guard:
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
         self._token = token.encode() if token else None
-        self._expected = f"Bearer {token}".encode() if token else None
         self._cookie = cookie_value(token).encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -70,7 +69,7 @@ class Guard:
         if route_path(scope) == LOGIN_PATH:
             await self._login(scope, send)
             return
-        if self._expected is not None and not self._authorized(scope):
+        if self._token is not None and not self._authorized(scope):
             await _reply(
                 send,
                 401,
@@ -84,7 +83,7 @@ class Guard:
         await self.app(scope, receive, send)
 
     def _authorized(self, scope: Scope) -> bool:
-        assert self._expected is not None and self._cookie is not None
+        assert self._token is not None and self._cookie is not None
         bearer = b""
         cookies: list[bytes] = []
         for name, value in scope.get("headers", []):
@@ -92,10 +91,12 @@ class Guard:
                 bearer = value
             elif name == b"cookie":
                 cookies.append(value)
-        if hmac.compare_digest(bearer, self._expected):
+        # The scheme's name is case-insensitive (RFC 9110 11.1): "bearer", "BEARER" too.
+        scheme, _, given = bearer.partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(given.lstrip(b" "), self._token):
             return True
-        given = _cookie(cookies, cookie_name(scope).encode())
-        return given is not None and hmac.compare_digest(given, self._cookie)
+        cookie = _cookie(cookies, cookie_name(scope).encode())
+        return cookie is not None and hmac.compare_digest(cookie, self._cookie)
 
     async def _login(self, scope: Scope, send: Send) -> None:
         """``GET /login?token=<token>``: the right token sets the cookie and redirects to
