@@ -8,6 +8,7 @@ import ipaddress
 import math
 import os
 import re
+import socket
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +44,21 @@ LINEAGE_FILE = "lineage.sqlite"
 #: A bearer token shorter than this is refused (it could be guessed).
 MIN_TOKEN_LENGTH = 16
 
+#: The Host names a server always answers to: this machine's loopback names.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+#: The pages that may frame boardd's UIs: its own, and any on this machine's loopback names
+#: (a notebook: Jupyter on localhost), whatever their port. Not [::1]: CSP's source grammar
+#: has no IPv6 addresses (browsers reject the source, and say so in the page's console).
+LOOPBACK_FRAME_ANCESTORS = ("'self'", "http://localhost:*", "http://127.0.0.1:*")
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+#: ``--allowed-host``: a host name or an IPv4 address (an IPv6 one is bracketed, checked apart).
+_HOST_NAME = re.compile(r"^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$")
+#: ``--frame-ancestor``: an origin as a CSP source writes it (scheme://host[:port], ``*.`` or
+#: ``*`` as the host, ``*`` as the port; no IPv6 address: CSP has none).
+_ORIGIN = re.compile(
+    r"^[a-z][a-z0-9+.-]*://(\*|(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*)(:([0-9]+|\*))?$"
+)
 
 
 class SettingsError(ValueError):
@@ -57,6 +72,35 @@ class LogdirError(SettingsError):
     """A logdir (or a path to inspect) cannot be read: missing, not a directory, no access."""
 
     exit_code = ExitCode.BAD_LOGDIR
+
+
+@dataclass(frozen=True, slots=True)
+class HostPolicy:
+    """The names a server answers to in the Host header (the name only, lower case, an IPv6
+    address in brackets). A server that answers to any name can be read by any web page
+    through DNS rebinding: the page's own name, pointed at this machine's address, is what
+    its requests carry."""
+
+    names: frozenset[bytes]
+    #: Listening on every interface: any IP address too. Only a name can be rebound, and the
+    #: machine's addresses may change while it runs (DHCP, a VPN coming up).
+    any_address: bool = False
+
+    def allows(self, name: bytes) -> bool:
+        """Whether a Host name (its port removed) that is not in :attr:`names` as it came is
+        one of this server's: another spelling of one (case, a final dot), ``*.localhost``
+        (browsers resolve it to loopback themselves), a loopback address, or any address
+        with :attr:`any_address`."""
+        name = name.lower().rstrip(b".")
+        if name in self.names or name.endswith(b".localhost"):
+            return True
+        if name.startswith(b"[") and name.endswith(b"]"):
+            name = name[1:-1]
+        try:
+            address = ipaddress.ip_address(name.decode("ascii"))
+        except (ValueError, UnicodeDecodeError):
+            return False
+        return address.is_loopback or self.any_address
 
 
 class ExperimentSpec(NamedTuple):
@@ -89,6 +133,11 @@ class ServeSettings:
     sampling: Mapping[str, int | None] = field(default_factory=dict)
     crc_mode: CrcMode = CrcMode.ALWAYS
     token: str | None = field(default=None, repr=False)
+    #: The Host names answered to (``--allowed-host`` and the addresses listened on); None:
+    #: any (``--allowed-host '*'``).
+    hosts: HostPolicy | None = None
+    #: The origins whose pages may frame the UIs (``frame-ancestors``), the loopback ones first.
+    frame_ancestors: tuple[str, ...] = LOOPBACK_FRAME_ANCESTORS
     #: Rebuild (beside, then swap in) each store that was built with other settings.
     rebuild: bool = False
     hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS
@@ -151,6 +200,8 @@ def serve_settings(
     remote_block_size: str | int = DEFAULT_REMOTE_BLOCK_SIZE,
     path_prefix: str = "",
     window_title: str = "",
+    allowed_hosts: Sequence[str] = (),
+    frame_ancestors: Sequence[str] = (),
 ) -> ServeSettings:
     """The validated settings of ``boardd serve``; SettingsError (LogdirError for a logdir that
     cannot be read) says what is wrong. ``poll_interval`` None: the defaults (local logdirs
@@ -182,6 +233,8 @@ def serve_settings(
             "(clients then send 'Authorization: Bearer <token>'), or --insecure if you really "
             "mean it"
         )
+    hosts = host_policy(host, allowed_hosts)
+    ancestors = parse_frame_ancestors(frame_ancestors)
     for spec in experiments:
         check_logdir(spec.logdir)
     return ServeSettings(
@@ -196,6 +249,8 @@ def serve_settings(
         sampling=sampling,
         crc_mode=parse_crc(crc),
         token=token,
+        hosts=hosts,
+        frame_ancestors=ancestors,
         rebuild=rebuild,
         hparams_idle_seconds=hparams_idle_seconds,
         lineage=lineage_path(lineage, environ),
@@ -274,6 +329,61 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def host_policy(host: str, allowed: Sequence[str] = ()) -> HostPolicy | None:
+    """The Host names a server listening on ``host`` answers to: the loopback names, ``host``
+    itself, on every interface (0.0.0.0, ::) this machine's name and any address, and the
+    ``--allowed-host`` names; None if these include ``*`` (any name)."""
+    if "*" in allowed:
+        return None
+    names = {*LOOPBACK_HOSTS, *(_host_name(name) for name in allowed)}
+    any_address = host in ("", "0.0.0.0", "::")
+    if any_address:
+        # Looked up once at start, never per request.
+        names.update(n.lower() for n in (socket.gethostname(), socket.getfqdn()) if n)
+    else:
+        names.add(_bracketed(host.lower()))
+    return HostPolicy(frozenset(n.encode("ascii", "replace") for n in names), any_address)
+
+
+def _host_name(text: str) -> str:
+    """``--allowed-host NAME``: the name as it is compared (lower case, an IPv6 address in
+    brackets); SettingsError for what cannot be a Host name."""
+    name = text.strip().lower().rstrip(".")
+    if _HOST_NAME.fullmatch(name):
+        return name
+    try:
+        return _bracketed(str(ipaddress.ip_address(name.strip("[]"))))
+    except ValueError:
+        raise SettingsError(
+            f"--allowed-host {text!r}: give a host name (boardd.example.org) or an address, "
+            "without scheme or port, or '*' for any"
+        ) from None
+
+
+def _bracketed(host: str) -> str:
+    """An IPv6 address as a Host header writes it: in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def parse_frame_ancestors(origins: Sequence[str]) -> tuple[str, ...]:
+    """``--frame-ancestor ORIGIN`` items → the ``frame-ancestors`` sources: the loopback ones,
+    then these (``*``: any page may frame the UIs)."""
+    if "*" in origins:
+        return ("*",)
+    extra = []
+    for origin in origins:
+        given = origin.strip().rstrip("/")
+        if not _ORIGIN.fullmatch(given):
+            raise SettingsError(
+                f"--frame-ancestor {origin!r}: give an origin such as "
+                "https://notebooks.example.org or http://10.0.0.5:8888 (scheme://host[:port], "
+                "no path, no IPv6 address: CSP has none), or '*' for any"
+            )
+        if given not in LOOPBACK_FRAME_ANCESTORS and given not in extra:
+            extra.append(given)
+    return (*LOOPBACK_FRAME_ANCESTORS, *extra)
 
 
 def read_token(path: str) -> str:

@@ -12,7 +12,14 @@ from starlette.testclient import TestClient
 from boardd.api.app import create_app
 from boardd.api.auth import MAX_QUERY_BYTES, Guard
 from boardd.cli import ExitCode, main
-from boardd.config import ExperimentSpec, is_loopback
+from boardd.config import (
+    LOOPBACK_FRAME_ANCESTORS,
+    ExperimentSpec,
+    SettingsError,
+    host_policy,
+    is_loopback,
+    parse_frame_ancestors,
+)
 
 TOKEN = "s3cret-token-0123456789"
 
@@ -87,3 +94,40 @@ def test_short_token_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
     code = main(["serve", str(logdir), "--token-file", str(token_file), "--port", "0"])
     assert code == ExitCode.USAGE
     assert "at least 16" in capsys.readouterr().err
+
+
+def test_host_policy_names() -> None:
+    loopback = host_policy("127.0.0.1")
+    assert loopback is not None and not loopback.any_address
+    assert loopback.names == {b"localhost", b"127.0.0.1", b"[::1]"}
+    for name in [b"LOCALHOST", b"localhost.", b"a.b.localhost", b"127.0.0.2", b"[::1]"]:
+        assert loopback.allows(name), name
+    for name in [b"evil.example", b"localhost.evil.example", b"10.0.0.1", b"[2001:db8::1]", b""]:
+        assert not loopback.allows(name), name
+
+    ipv6 = host_policy("::1", ["Boards.Example.org.", "[2001:DB8::1]", "10.0.0.1"])
+    assert ipv6 is not None
+    assert {b"[::1]", b"boards.example.org", b"[2001:db8::1]", b"10.0.0.1"} <= ipv6.names
+
+    everywhere = host_policy("0.0.0.0")
+    assert everywhere is not None and everywhere.any_address
+    assert everywhere.allows(b"192.0.2.1") and everywhere.allows(b"[2001:db8::1]")
+    assert not everywhere.allows(b"evil.example")
+
+    assert host_policy("127.0.0.1", ["*"]) is None
+    for bad in ["http://x.example", "x.example:80", "a b", "x..example", "/x"]:
+        with pytest.raises(SettingsError, match="--allowed-host"):
+            host_policy("127.0.0.1", [bad])
+
+
+def test_frame_ancestors_parsing() -> None:
+    assert parse_frame_ancestors([]) == LOOPBACK_FRAME_ANCESTORS
+    assert parse_frame_ancestors(["https://hub.example.org/", "http://10.0.0.5:*"]) == (
+        *LOOPBACK_FRAME_ANCESTORS,
+        "https://hub.example.org",
+        "http://10.0.0.5:*",
+    )
+    assert parse_frame_ancestors(["https://a.example", "*"]) == ("*",)
+    for bad in ["hub.example.org", "http://[::1]:8888", "https://a.example/path", "https://a b"]:
+        with pytest.raises(SettingsError, match="--frame-ancestor"):
+            parse_frame_ancestors([bad])

@@ -1,17 +1,23 @@
-"""What keeps web pages and other users out of ``boardd serve``. Real subprocesses, real
-HTTP."""
+"""What keeps web pages out of ``boardd serve`` on loopback (a page in the browser runs on this
+machine too): the Host names it answers to (DNS rebinding), the pages that may frame its UIs,
+and the bearer scheme in any case. Real subprocesses, real HTTP."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from tensorboardX import SummaryWriter
 
-from tests.daemon.conftest import Daemon, ServeFactory
+from tests.daemon.conftest import Daemon, ServeFactory, boardd_env
 
 TOKEN = "boundary-test-token-0123456789abcdef"
+#: What every page may be framed by unless more origins are given.
+LOOPBACK_ANCESTORS = "frame-ancestors 'self' http://localhost:* http://127.0.0.1:*"
 
 
 @pytest.fixture
@@ -32,6 +38,104 @@ def client(daemon: Daemon, **kwargs: object) -> httpx.Client:
     )
 
 
+def status_with_host(daemon: Daemon, host: str, path: str = "/api/v1/health") -> int:
+    with client(daemon) as c:
+        return c.get(path, headers={"host": host}).status_code
+
+
+def raw_get(port: int, head: bytes) -> bytes:
+    """The answer to one raw request head (the server closes after an HTTP/1.0 answer)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10.0) as sock:
+        sock.sendall(head)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_only_the_names_of_this_server_are_answered(serve: ServeFactory, logdir: Path) -> None:
+    daemon = serve(logdir)
+    port = daemon.port
+    # A page of evil.example whose name now resolves to 127.0.0.1 (DNS rebinding): refused,
+    # saying which flag would allow the name.
+    for path in ["/api/v1/health", "/api/v1/runs", "/", "/tensorboard/", "/tensorboard/data/runs"]:
+        for host in ["evil.example", f"evil.example:{port}", "127.0.0.1.evil.example"]:
+            with client(daemon) as c:
+                r = c.get(path, headers={"host": host})
+            assert r.status_code == 421, (path, host)
+            error = r.json()["error"]
+            assert error["code"] == "misdirected"
+            assert "--allowed-host evil.example" in error["message"] or (
+                "--allowed-host 127.0.0.1.evil.example" in error["message"]
+            )
+    # The names the server is reachable as, with or without a port, in any case.
+    for host in [
+        f"127.0.0.1:{port}",
+        "127.0.0.1",
+        "127.9.8.7",
+        f"localhost:{port}",
+        "LocalHost",
+        "localhost.",
+        f"boardd.localhost:{port}",
+        f"[::1]:{port}",
+        "[::1]",
+    ]:
+        assert status_with_host(daemon, host) == 200, host
+    # HTTP/1.0 without a Host header: nothing a browser sends, answered.
+    answer = raw_get(port, b"GET /api/v1/health HTTP/1.0\r\n\r\n")
+    assert answer.split(b"\r\n", 1)[0].endswith(b" 200 OK"), answer[:200]
+    answer = raw_get(port, b"GET /api/v1/health HTTP/1.0\r\nHost: evil.example\r\n\r\n")
+    assert b" 421 " in answer.split(b"\r\n", 1)[0], answer[:200]
+
+
+def test_allowed_host_adds_names(serve: ServeFactory, logdir: Path) -> None:
+    daemon = serve(logdir, "--allowed-host", "Boardd.Example.org", "--allowed-host", "10.1.2.3")
+    assert status_with_host(daemon, "boardd.example.org") == 200
+    assert status_with_host(daemon, f"BOARDD.example.org:{daemon.port}") == 200
+    assert status_with_host(daemon, "10.1.2.3:80") == 200
+    assert status_with_host(daemon, "localhost") == 200
+    assert status_with_host(daemon, "other.example.org") == 421
+    assert status_with_host(daemon, "10.1.2.4") == 421
+
+    anything = serve(logdir, "--allowed-host", "*")
+    assert status_with_host(anything, "evil.example") == 200
+
+
+def test_on_every_interface_the_machine_name_and_addresses(
+    serve: ServeFactory, logdir: Path
+) -> None:
+    daemon = serve(logdir, "--host", "0.0.0.0", "--insecure")
+    name = socket.gethostname()
+    assert status_with_host(daemon, name) == 200
+    assert status_with_host(daemon, f"{name}:{daemon.port}") == 200
+    # Any address: only a name can be rebound, and addresses may change while it runs.
+    assert status_with_host(daemon, "192.0.2.7") == 200
+    assert status_with_host(daemon, "[2001:db8::7]:80") == 200
+    assert status_with_host(daemon, "evil.example") == 421
+
+
+def test_bad_allowed_host_or_frame_ancestor_is_refused(
+    serve: ServeFactory, logdir: Path, tmp_path: Path
+) -> None:
+    for flag, value in [
+        ("--allowed-host", "http://x.example"),
+        ("--allowed-host", "x.example:80"),
+        ("--frame-ancestor", "notebooks.example.org"),
+        ("--frame-ancestor", "https://x.example; script-src *"),
+        ("--frame-ancestor", "http://[::1]:8888"),
+        ("--frame-ancestor", "https://x.example/path"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "boardd", "serve", str(logdir), flag, value, "--port", "0"],
+            env=boardd_env(STATE_DIRECTORY=str(tmp_path / "state")),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, (flag, value, done.stderr)
+        assert flag in done.stderr.decode(), done.stderr
+
+
 def test_bearer_scheme_in_any_case(serve: ServeFactory, logdir: Path, tmp_path: Path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
@@ -44,3 +148,44 @@ def test_bearer_scheme_in_any_case(serve: ServeFactory, logdir: Path, tmp_path: 
         for value in [f"Basic {TOKEN}", f"bearer {TOKEN}x", "bearer", TOKEN, f"bearer{TOKEN}"]:
             r = c.get("/api/v1/health", headers={"authorization": value})
             assert r.status_code == 401, value
+
+
+def frame_ancestors_of(policy: str) -> list[str]:
+    return [d.strip() for d in policy.split(";") if d.strip().startswith("frame-ancestors")]
+
+
+def test_pages_may_be_framed_by_loopback_origins_only(serve: ServeFactory, logdir: Path) -> None:
+    daemon = serve(logdir)
+    with client(daemon) as c:
+        dashboard = c.get("/")
+        assert dashboard.status_code == 200
+        policy = dashboard.headers["content-security-policy"]
+        assert frame_ancestors_of(policy) == [LOOPBACK_ANCESTORS]
+        assert "script-src 'self'" in policy  # the page's own policy is kept
+        for path in ["/tensorboard/", "/tensorboard/index.html"]:
+            ui = c.get(path)
+            assert ui.status_code == 200, path
+            policy = ui.headers["content-security-policy"]
+            assert frame_ancestors_of(policy) == [LOOPBACK_ANCESTORS], path
+            assert "default-src 'self'" in policy  # TensorBoard's own policy is kept
+            assert len(ui.headers.get_list("content-security-policy")) == 1
+
+
+def test_frame_ancestor_adds_origins(serve: ServeFactory, logdir: Path) -> None:
+    daemon = serve(
+        logdir,
+        "--frame-ancestor",
+        "https://notebooks.example.org/",
+        "--frame-ancestor",
+        "http://10.0.0.5:8888",
+    )
+    with client(daemon) as c:
+        for path in ["/", "/tensorboard/"]:
+            policy = c.get(path).headers["content-security-policy"]
+            assert frame_ancestors_of(policy) == [
+                f"{LOOPBACK_ANCESTORS} https://notebooks.example.org http://10.0.0.5:8888"
+            ], path
+    anyone = serve(logdir, "--frame-ancestor", "*")
+    with client(anyone) as c:
+        policy = c.get("/").headers["content-security-policy"]
+        assert frame_ancestors_of(policy) == ["frame-ancestors *"]

@@ -45,7 +45,12 @@ from boardd.cache import (
     ResponseCache,
     TwoTierCache,
 )
-from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS, ExperimentSpec
+from boardd.config import (
+    DEFAULT_HPARAMS_IDLE_SECONDS,
+    LOOPBACK_FRAME_ANCESTORS,
+    ExperimentSpec,
+    HostPolicy,
+)
 from boardd.data.changes import ChangeHub
 from boardd.data.errors import DataError
 from boardd.data.kinds import KINDS
@@ -76,6 +81,8 @@ def create_app(
     hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS,
     lineage: LineageService | None = None,
     window_title: str = "",
+    hosts: HostPolicy | None = None,
+    frame_ancestors: tuple[str, ...] = LOOPBACK_FRAME_ANCESTORS,
 ) -> Starlette:
     """The boardd HTTP app over these experiments' stores.
 
@@ -100,6 +107,8 @@ def create_app(
     ``lineage``: the lineage store served under /api/v1/metadata/... (503 without one); its
     writes need ``token``, even on loopback.
     ``window_title``: TensorBoard's ``--window_title`` (its UI's title; "": its own).
+    ``hosts``: the Host names answered to (None: any); ``frame_ancestors``: the origins whose
+    pages may frame the UIs (:mod:`boardd.api.auth`).
     """
     handles = {
         spec.name: ExperimentHandle(
@@ -148,7 +157,7 @@ def create_app(
     app = Starlette(
         lifespan=lifespan,
         middleware=[
-            Middleware(Guard, token=token),
+            Middleware(Guard, token=token, hosts=hosts, frame_ancestors=frame_ancestors),
             # After the guard: a cached TensorBoard answer is sent before routing.
             Middleware(CachedAnswers, paths=tensorboard.cached_paths()),
         ],

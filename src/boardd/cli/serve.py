@@ -86,6 +86,34 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
     )
     parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        dest="allowed_hosts",
+        help=(
+            "also answer requests whose Host header names NAME (repeat for more; '*': any). "
+            "boardd answers only to the names it is reachable as, so that a web page cannot "
+            "read it through DNS rebinding: localhost and *.localhost, the loopback addresses, "
+            "--host, and with --host 0.0.0.0 or --bind_all this machine's name and addresses; "
+            "others get 421. Behind a reverse proxy (--path-prefix), list the proxy's host name "
+            "unless it passes the backend's Host"
+        ),
+    )
+    parser.add_argument(
+        "--frame-ancestor",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        dest="frame_ancestors",
+        help=(
+            "let pages of ORIGIN (scheme://host[:port], e.g. https://notebooks.example.org) "
+            "show the dashboard and TensorBoard's UI in a frame (repeat for more; '*': any "
+            "page). Without it only boardd's own pages and pages on this machine's loopback "
+            "names (a notebook on localhost) may frame them"
+        ),
+    )
+    parser.add_argument(
         "--insecure",
         action="store_true",
         help="allow a non-loopback --host without a token (anyone who can reach it reads all)",
@@ -327,6 +355,8 @@ def run(args: argparse.Namespace) -> int:
             remote_block_size=args.remote_block_size,
             path_prefix=args.path_prefix,
             window_title=args.window_title,
+            allowed_hosts=args.allowed_hosts,
+            frame_ancestors=args.frame_ancestors,
         )
     except SettingsError as exc:
         if args.bind_all and str(exc).startswith("--host 0.0.0.0"):

@@ -205,6 +205,8 @@ class Service:
             lineage=self.lineage,
             disk_after=self._disk_after,
             window_title=self.settings.window_title,
+            hosts=self.settings.hosts,
+            frame_ancestors=self.settings.frame_ancestors,
         )
         served: ASGIApp = app
         if self.settings.path_prefix:
