@@ -5,6 +5,7 @@ as a :class:`SettingsError` whose message names the flag and says what to give i
 from __future__ import annotations
 
 import ipaddress
+import logging
 import math
 import os
 import re
@@ -18,6 +19,8 @@ from typing import Any, NamedTuple
 from boardd.exitcodes import ExitCode
 from boardd.reader.modes import CrcMode
 from boardd.store.location import default_store_path, is_url, state_directory
+
+log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6007
@@ -387,12 +390,26 @@ def parse_frame_ancestors(origins: Sequence[str]) -> tuple[str, ...]:
 
 
 def read_token(path: str) -> str:
-    """The token in a file (surrounding whitespace ignored)."""
+    """The token in a file (surrounding whitespace ignored). A file that other users can read
+    is warned about: whoever reads it has this server's access."""
     try:
         with open(path, encoding="utf-8") as f:
+            mode = os.fstat(f.fileno()).st_mode
             token = f.read().strip()
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"--token-file {path}: cannot be read ({exc})") from None
+    readers = [
+        who for who, bit in (("group", stat.S_IRGRP), ("others", stat.S_IROTH)) if mode & bit
+    ]
+    if readers:
+        log.warning(
+            "--token-file %s is readable by its %s (mode %03o): whoever can read it can use "
+            "this server with its token; make it readable by this user only (chmod 600 %s)",
+            path,
+            " and ".join(readers),
+            stat.S_IMODE(mode),
+            path,
+        )
     if len(token) < MIN_TOKEN_LENGTH:
         raise SettingsError(
             f"--token-file {path}: the token must be at least {MIN_TOKEN_LENGTH} characters"

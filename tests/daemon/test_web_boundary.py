@@ -1,9 +1,11 @@
 """What keeps web pages out of ``boardd serve`` on loopback (a page in the browser runs on this
 machine too): the Host names it answers to (DNS rebinding), the pages that may frame its UIs,
-and the bearer scheme in any case. Real subprocesses, real HTTP."""
+and the bearer scheme in any case; and the token's file others can read. Real subprocesses,
+real HTTP."""
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -189,3 +191,23 @@ def test_frame_ancestor_adds_origins(serve: ServeFactory, logdir: Path) -> None:
     with client(anyone) as c:
         policy = c.get("/").headers["content-security-policy"]
         assert frame_ancestors_of(policy) == ["frame-ancestors *"]
+
+
+def test_a_token_file_others_can_read_is_warned_about(
+    serve: ServeFactory, logdir: Path, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared-token"
+    shared.write_text(TOKEN)
+    shared.chmod(0o644)
+    daemon = serve(logdir, "--token-file", shared)
+    warning = re.search(r"WARNING .*--token-file .*", daemon.stderr())
+    assert warning, daemon.stderr()
+    assert "readable by its group and others (mode 644)" in warning.group(0)
+    assert f"chmod 600 {shared}" in warning.group(0)
+    daemon.stop()
+
+    private = tmp_path / "private-token"
+    private.write_text(TOKEN)
+    private.chmod(0o600)
+    daemon = serve(logdir, "--token-file", private)
+    assert "--token-file" not in daemon.stderr()

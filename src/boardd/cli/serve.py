@@ -82,7 +82,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="FILE",
         help=(
             "require 'Authorization: Bearer <token>' on every request, the token being FILE's "
-            "content (at least 16 characters); needed to listen on a non-loopback --host"
+            "content (at least 16 characters); needed to listen on a non-loopback --host. "
+            "Keep FILE readable by this user only (chmod 600): a warning says otherwise"
         ),
     )
     parser.add_argument(
