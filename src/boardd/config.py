@@ -136,6 +136,8 @@ class ServeSettings:
     sampling: Mapping[str, int | None] = field(default_factory=dict)
     crc_mode: CrcMode = CrcMode.ALWAYS
     token: str | None = field(default=None, repr=False)
+    #: The file the token was read from (``--token-file``), named in the log instead of it.
+    token_file: Path | None = None
     #: The Host names answered to (``--allowed-host`` and the addresses listened on); None:
     #: any (``--allowed-host '*'``).
     hosts: HostPolicy | None = None
@@ -252,6 +254,7 @@ def serve_settings(
         sampling=sampling,
         crc_mode=parse_crc(crc),
         token=token,
+        token_file=Path(token_file).resolve() if token_file else None,
         hosts=hosts,
         frame_ancestors=ancestors,
         rebuild=rebuild,

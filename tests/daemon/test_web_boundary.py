@@ -1,21 +1,26 @@
 """What keeps web pages out of ``boardd serve`` on loopback (a page in the browser runs on this
 machine too): the Host names it answers to (DNS rebinding), the pages that may frame its UIs,
-and the bearer scheme in any case; and the token's file others can read. Real subprocesses,
-real HTTP."""
+the token's file and the login URL kept out of logs, and the bearer scheme in any case. Real
+subprocesses, real HTTP."""
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import select
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 from tensorboardX import SummaryWriter
 
-from tests.daemon.conftest import Daemon, ServeFactory, boardd_env
+from tests.daemon.conftest import START_TIMEOUT, Daemon, ServeFactory, boardd_env, wait_until
 
 TOKEN = "boundary-test-token-0123456789abcdef"
 #: What every page may be framed by unless more origins are given.
@@ -211,3 +216,72 @@ def test_a_token_file_others_can_read_is_warned_about(
     private.chmod(0o600)
     daemon = serve(logdir, "--token-file", private)
     assert "--token-file" not in daemon.stderr()
+
+
+def test_the_log_names_the_token_file_not_the_token(
+    serve: ServeFactory, logdir: Path, tmp_path: Path
+) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o600)
+    daemon = serve(logdir, "--token-file", token_file)
+    log = daemon.stderr()
+    assert TOKEN not in log
+    base = f"http://127.0.0.1:{daemon.port}"
+    assert f"open {base}/login?token=TOKEN with TOKEN the token in {token_file} " in log, log
+
+
+def test_a_terminal_gets_the_login_url_with_the_token(logdir: Path, tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o600)
+    port_file = tmp_path / "port"
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "boardd",
+            "serve",
+            str(logdir),
+            "--token-file",
+            str(token_file),
+            "--port",
+            "0",
+            "--port-file",
+            str(port_file),
+        ],
+        env=boardd_env(STATE_DIRECTORY=str(tmp_path / "state")),
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    seen = b""
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while b"listening on" not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.5)
+            if ready:
+                try:
+                    seen += os.read(leader, 65536)
+                except OSError:  # the process ended: the pty is closed
+                    break
+        while not port_file.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        port = int(port_file.read_text())
+        # Serving (its signal handlers set) before the SIGTERM below.
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False) as c:
+            wait_until(lambda: c.get("/api/v1/health").status_code == 401, what="the first answer")
+        text = seen.decode(errors="replace")
+        assert f"open http://127.0.0.1:{port}/login?token={TOKEN} " in text, text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            os.close(leader)
+    assert proc.returncode == 0

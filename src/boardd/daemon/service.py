@@ -17,9 +17,11 @@ import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from dataclasses import asdict
+from pathlib import Path
 from types import FrameType
 from typing import Any
 from urllib.parse import urlencode
@@ -117,12 +119,19 @@ def url_of(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-def open_url(base: str, token: str | None) -> str:
+def open_url(
+    base: str, token: str | None, token_file: Path | None = None, *, terminal: bool = True
+) -> str:
     """The URL to open in a browser: the UI, or with a token its login URL (which sets the
-    login cookie and goes on to the UI; see :mod:`boardd.api.auth`)."""
+    login cookie and goes on to the UI; see :mod:`boardd.api.auth`). The token itself only
+    for a terminal: a log (journald, a file) keeps it where others may read it, so there the
+    URL names the file the token is in."""
     if token is None:
         return f"{base}/"
-    return f"{base}{LOGIN_PATH}?{urlencode({'token': token})}"
+    if terminal:
+        return f"{base}{LOGIN_PATH}?{urlencode({'token': token})}"
+    where = f"the token in {token_file}" if token_file is not None else "the token"
+    return f"{base}{LOGIN_PATH}?token=TOKEN with TOKEN {where}"
 
 
 class Service:
@@ -318,7 +327,12 @@ class Service:
         log.info(
             "listening on %s/: open %s (boardd's dashboard; %s; the data API: %s/api/v1/)",
             base,
-            open_url(base, self.settings.token),
+            open_url(
+                base,
+                self.settings.token,
+                self.settings.token_file,
+                terminal=sys.stderr is not None and sys.stderr.isatty(),
+            ),
             ui,
             base,
         )
