@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from boardd.data.errors import BadRequest, DataError, NotFound, TooLarge, Unavailable
+from boardd.data.pool import damage_of
 
 _CODES = {
     400: "bad_request",
@@ -66,7 +67,11 @@ async def handle_http_exception(request: Request, exc: Exception) -> Response:
 
 
 async def handle_unexpected(request: Request, exc: Exception) -> Response:
-    """A bug: never a traceback to the client, always the envelope."""
+    """A bug: never a traceback to the client, always the envelope. A damaged store is no
+    bug: a 503 that says so (the daemon checks it and rebuilds it)."""
+    damaged = damage_of(exc)
+    if damaged is not None:
+        return error_response(503, damaged.message)
     return error_response(500, "internal error; see the daemon's log")
 
 

@@ -15,20 +15,47 @@ import anyio.to_thread
 import apsw
 
 from boardd.data.errors import Unavailable
-from boardd.store import queries
+from boardd.store import damage, queries
 from boardd.store.connection import open_reader
-from boardd.store.errors import StoreOpenError
+from boardd.store.errors import StoreDamagedError, StoreOpenError
+from boardd.store.integrity import DAMAGED, is_damage
 
 T = TypeVar("T")
 
 
 def open_store(db: Path) -> apsw.Connection:
     """A read-only connection of its own (for a long read such as a streamed blob, which must
-    not pin the snapshot of the pool's connections); :class:`Unavailable` if it cannot open."""
+    not pin the snapshot of the pool's connections); :class:`Unavailable` if it cannot open,
+    or while it is known damaged (see :mod:`boardd.store.damage`)."""
+    refused = damage.damaged(db)
+    if refused is not None:
+        raise Unavailable(refused)
     try:
         return open_reader(db)
+    except StoreDamagedError as exc:
+        damage.suspect(str(exc), db)
+        raise Unavailable(f"{exc}: it is checked, and rebuilt from its logdir") from exc
     except StoreOpenError as exc:
         raise Unavailable(f"the store is not ready yet: {exc}") from exc
+
+
+def damage_of(exc: BaseException) -> Unavailable | None:
+    """What to answer for a read that failed with ``exc`` (raised through a connection the
+    caller held, so the store is not known): :class:`Unavailable` if it is SQLite's corruption
+    error (the writers check their stores), else None."""
+    if not is_damage(exc):
+        return None
+    damage.suspect(str(exc))
+    return Unavailable(f"a store is damaged ({exc}): it is checked, and rebuilt from its logdir")
+
+
+def damaged_read(db: Path, exc: BaseException) -> Unavailable:
+    """A read of ``db`` met SQLite's corruption error: the store's writer is told, and the
+    reader answers 503 (never what a damaged page gave)."""
+    damage.suspect(str(exc), db)
+    return Unavailable(
+        f"the store {db} is damaged ({exc}): it is checked, and rebuilt from its logdir"
+    )
 
 
 def _store_id(connection: apsw.Connection) -> str:
@@ -59,6 +86,9 @@ class ReadPool:
     def connection(self) -> apsw.Connection:
         """This thread's connection to the current store file, opened on first use;
         :class:`Unavailable` while the store cannot be opened or the pool is closed."""
+        refused = damage.damaged(self.db)
+        if refused is not None:
+            raise Unavailable(refused)
         identity = self._stat()
         connection: apsw.Connection | None = getattr(self._local, "connection", None)
         if connection is not None and getattr(self._local, "identity", None) != identity:
@@ -120,8 +150,13 @@ class ReadPool:
         self._local.connection = None
 
     def call(self, query: Callable[[apsw.Connection], T]) -> T:
-        """``query(connection)`` on this thread's connection (blocking)."""
-        return query(self.connection())
+        """``query(connection)`` on this thread's connection (blocking); SQLite's corruption
+        error becomes :class:`Unavailable` (see :func:`damaged_read`)."""
+        connection = self.connection()
+        try:
+            return query(connection)
+        except DAMAGED as exc:
+            raise damaged_read(self.db, exc) from exc
 
     async def run(self, query: Callable[[apsw.Connection], T]) -> T:
         """``query(connection)`` in a worker thread (the thread pool Starlette uses too, so a
