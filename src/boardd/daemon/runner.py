@@ -10,6 +10,7 @@ retries the lease until it gets it.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import sys
@@ -23,11 +24,12 @@ from typing import TYPE_CHECKING
 import apsw
 
 from boardd.config import ExperimentSpec, ServeSettings
-from boardd.store import fingerprint
+from boardd.store import damage, fingerprint, integrity
 from boardd.store.bus import ChangeHub, WriterClaim
 from boardd.store.errors import (
     FingerprintMismatchError,
     LeaseHeldError,
+    StoreDamagedError,
     StoreError,
     StoreReadOnlyError,
 )
@@ -78,6 +80,8 @@ LEASE_RETRY_SECONDS = 2.0
 #: How often a runner whose store cannot be written (a read-only file, directory or mount)
 #: tries to open it for writing again.
 READ_ONLY_RETRY_SECONDS = 30.0
+#: A reader's report of damage makes the writer check its store at most this often.
+SUSPICION_CHECK_SECONDS = 30.0
 #: How often the lease heartbeat is renewed when there is nothing to commit.
 HEARTBEAT_SECONDS = 5.0
 #: After a pass fails (a full disk, an I/O error, a lock held too long, anything), it is tried
@@ -112,6 +116,10 @@ class RunnerState(enum.Enum):
     #: A pass failed (its cause in ``error``); it is tried again with back-off.
     RETRYING = "retrying"
     READ_ONLY = "read_only"
+    #: The store was found damaged: set aside and rebuilt from the logdir; nothing of it is
+    #: served until the new store has caught up (what was found and where the file went: in
+    #: ``damage`` and ``error``).
+    DAMAGED = "damaged"
     STOPPED = "stopped"
     FAILED = "failed"
 
@@ -153,6 +161,9 @@ class RunnerStatus:
     rescan_interval_seconds: float = 0.0
     #: A remote logdir's bill so far: listings, GETs, bytes fetched (None: a local logdir).
     remote_requests: dict[str, int] | None = None
+    #: The last damaged store: {found, set_aside (its path), since, lost_runs (runs it had
+    #: that the logdir no longer has, None until the rebuild is done or if unknown)}.
+    damage: dict[str, object] | None = None
 
 
 class ExperimentRunner:
@@ -227,12 +238,30 @@ class ExperimentRunner:
 
             self.remote_counts = RequestCounts()
         self._remote_logged: tuple[float, dict[str, int]] | None = None
+        #: See RunnerStatus.damage; the runs the damaged store knew (None: unreadable).
+        self.damage: dict[str, object] | None = None
+        self._damaged_runs: list[str] | None = None
+        #: Rebuilding a damaged store: readers get 503 until the new one has caught up.
+        self._mending = False
+        #: A reader met damage: (asked, it named this store); when the last check ran.
+        self._check_asked: tuple[bool, bool] = (False, False)
+        self._last_check = -SUSPICION_CHECK_SECONDS
+        self._unlisten: Callable[[], None] | None = None
 
     # -- control (any thread) -------------------------------------------------------------
 
     def start(self) -> None:
         """Starts the thread; :attr:`opened` is set once the store is open (or read-only)."""
+        self._unlisten = damage.listen(self._suspected)
         self._thread.start()
+
+    def _suspected(self, found: str, db: str | None) -> None:
+        """A reader met damage (in ``db``, if it knows): the store is checked by the thread."""
+        ours = db == damage.key(self.spec.db)
+        if db is not None and not ours:
+            return
+        self._check_asked = (True, self._check_asked[1] or ours)
+        self._wake.set()
 
     def request_stop(self) -> None:
         """Makes the thread stop taking work, without waiting (safe in a signal handler)."""
@@ -323,6 +352,7 @@ class ExperimentRunner:
             remote_requests=(
                 self.remote_counts.as_dict() if self.remote_counts is not None else None
             ),
+            damage=None if self.damage is None else dict(self.damage),
         )
 
     # -- the thread -----------------------------------------------------------------------
@@ -347,6 +377,10 @@ class ExperimentRunner:
                     self.state = RunnerState.READ_ONLY
                     self._drop_session()
                     self._idle(LEASE_RETRY_SECONDS)
+                except StoreDamagedError as exc:
+                    # Met while reading or writing: set aside, and the next open starts anew.
+                    self._abandon_session()
+                    self._set_aside(exc)
         except Exception as exc:
             self.error = describe_exception(exc)
             self.state = RunnerState.FAILED
@@ -371,6 +405,9 @@ class ExperimentRunner:
                     self.state = RunnerState.READ_ONLY
                     self.opened.set()
                 self._idle(LEASE_RETRY_SECONDS)
+                continue
+            except StoreDamagedError as exc:
+                self._set_aside(exc)
                 continue
             except StoreReadOnlyError as exc:
                 # Nothing can be ingested, but the store may well be complete: served as it
@@ -404,7 +441,8 @@ class ExperimentRunner:
                 self._recovered("the store opened")
             if self.state is RunnerState.READ_ONLY:
                 log.info("%s: took the store's lease over: now writing", self.spec.name)
-            self.error = None
+            if not self._mending:
+                self.error = None
             writer = self._session.writer
             self.generation = writer.generation
             # A restart: the store has commits to answer from before the catch-up.
@@ -412,10 +450,83 @@ class ExperimentRunner:
             writer.on_commit(self._committed)
             if self._bus is not None:
                 self._claim = self._bus.claim(self.spec.name, writer)
-            self.state = RunnerState.CATCHING_UP
+            self.state = RunnerState.DAMAGED if self._mending else RunnerState.CATCHING_UP
             self.opened.set()
             return True
         return False
+
+    def _set_aside(self, exc: StoreDamagedError) -> None:
+        """The store is damaged: readers answer 503 for it from now on; the file (with its
+        log) is set aside, kept for inspection, and the next open makes a new store that the
+        catch-up fills from the logdir (where the data is)."""
+        name, db = self.spec.name, self.spec.db
+        found = str(exc)
+        damage.mark(db, f"experiment {name}: {found}; it is being rebuilt from its logdir")
+        self._mending = True
+        self.state = RunnerState.DAMAGED
+        self._damaged_runs = integrity.known_runs(db)
+        try:
+            aside = integrity.set_aside(db)
+        except OSError as move_error:
+            # Its directory cannot be written (or the file vanished): said, and tried again.
+            self.error = f"{found}; it cannot be set aside ({move_error})"
+            if self.damage is None or self.damage.get("set_aside") is not None:
+                log.error("%s: %s; trying again", name, self.error)
+            self.damage = {"found": found, "set_aside": None, "since": time.time()}
+            self.opened.set()
+            self._idle(LEASE_RETRY_SECONDS)
+            return
+        self.error = f"{found}; set aside as {aside}; rebuilding it from the logdir"
+        self.damage = {
+            "found": found,
+            "set_aside": str(aside),
+            "since": time.time(),
+            "lost_runs": None,
+        }
+        log.error("%s: %s", name, self.error)
+        self.opened.set()
+
+    def _mended(self) -> None:
+        """The new store has caught up with the logdir: it is served, and what the damaged
+        one had that the logdir no longer holds is said."""
+        if not self._mending or self._session is None:
+            return
+        self._mending = False
+        current = {str(n) for (n,) in self._session.connection.execute("SELECT name FROM runs")}
+        lost = None if self._damaged_runs is None else sorted(set(self._damaged_runs) - current)
+        if self.damage is not None:
+            self.damage["lost_runs"] = lost
+        damage.clear(self.spec.db)
+        self.error = None
+        if lost:
+            log.error(
+                "%s: store rebuilt from the logdir; the damaged store had %d run(s) the logdir "
+                "no longer holds, lost: %s",
+                self.spec.name,
+                len(lost),
+                ", ".join(lost),
+            )
+        else:
+            known = "" if lost is not None else " (the damaged store's runs could not be read)"
+            log.info("%s: store rebuilt from the logdir%s", self.spec.name, known)
+
+    def _check_if_asked(self) -> None:
+        """A reader met damage: checks this store, at most every SUSPICION_CHECK_SECONDS;
+        raises StoreDamagedError if it is damaged."""
+        asked, _named = self._check_asked
+        if not asked:
+            return
+        self._check_asked = (False, False)
+        now = time.monotonic()
+        if now - self._last_check < SUSPICION_CHECK_SECONDS:
+            return
+        self._last_check = now
+        # A connection of its own: the writer's page cache holds the pages it read before,
+        # still valid for SQLite (nothing it did changed them), however the file changed since.
+        found = integrity.check_file(self.spec.db)
+        if found is not None:
+            raise StoreDamagedError(f"store {self.spec.db} is damaged ({found})")
+        log.warning("%s: a read met damage, but the store checks whole", self.spec.name)
 
     def _source(self) -> ByteSource | Path:
         """What the ingestor reads: the local directory, or the remote logdir through fsspec
@@ -544,6 +655,20 @@ class ExperimentRunner:
                 log.exception("%s: closing the store failed", self.spec.name)
             self._session = None
 
+    def _abandon_session(self) -> None:
+        """Lets go of a damaged store: nothing more is committed, released or checkpointed
+        into it (its log stays with it, for whoever inspects it)."""
+        self._unclaim()
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+        # Its pending batch is dropped, not committed: the new store reads it all again.
+        self._ingestor = None
+        session, self._session = self._session, None
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.abandon()
+
     def _idle(self, seconds: float) -> None:
         """Waits ``seconds`` (or until stopped), beating all along."""
         deadline = time.monotonic() + seconds
@@ -641,6 +766,7 @@ class ExperimentRunner:
             return
         self.bytes_done = self.bytes_total
         log.info("%s: caught up in %.2f s", self.spec.name, time.monotonic() - started)
+        self._mended()
         self._log_remote_requests(force=True)
         if getattr(self._ingestor.source, "listed_nothing", False):
             # Not an error (a job may not have started writing), but a typo looks the same.
@@ -728,6 +854,7 @@ class ExperimentRunner:
                 # Debounce: a burst of writes (several tags, several files) becomes one read.
                 self._stop.wait(self.settings.debounce_seconds)
             watcher.healthy()
+            self._check_if_asked()
             self._judge_rescan(watcher)
             # A watch armed again (the logdir was deleted and created anew) missed what
             # happened while it was dead: a full pass reads it.
@@ -775,6 +902,7 @@ class ExperimentRunner:
                 continue
             if retrying:
                 self._recovered()
+                self._mended()
                 self.state = RunnerState.LIVE
             if full or changed or committed:
                 last_heartbeat = now
@@ -842,7 +970,14 @@ class ExperimentRunner:
             return self._rescan_now
 
     def _failed(self, exc: Exception) -> None:
-        """A pass failed: says why (once per cause), and schedules the next try."""
+        """A pass failed: says why (once per cause), and schedules the next try. Damage is
+        no failure to retry: it raises StoreDamagedError (the store is set aside)."""
+        if isinstance(exc, StoreDamagedError):
+            raise exc
+        if integrity.is_damage(exc):
+            raise StoreDamagedError(
+                f"store {self.spec.db} is damaged ({describe_exception(exc)})"
+            ) from exc
         cause = describe_exception(exc)
         self.error = cause
         self.retries += 1
@@ -894,6 +1029,8 @@ class ExperimentRunner:
         return changed, rediscover, rescan, overflowed
 
     def _close(self) -> None:
+        if self._unlisten is not None:
+            self._unlisten()
         if self._watcher is not None:
             self._watcher.stop()
         if self._ingestor is not None:

@@ -102,19 +102,19 @@ def looks_like_a_store(target: Path) -> bool:
     return head[:16] == b"SQLite format 3\x00" and head[68:72] == APPLICATION_ID.to_bytes(4, "big")
 
 
-def damaged_error(target: Path, found: str) -> StoreOpenError:
+def damaged_error(target: Path, found: str, doing: str = "open") -> StoreOpenError:
     """A damaged boardd store says so (and is rebuilt from its logdir); any other damaged
     file is only refused."""
     if looks_like_a_store(target):
         return StoreDamagedError(f"store {target} is damaged ({found})")
-    return StoreOpenError(f"cannot open store {target}: {found}")
+    return StoreOpenError(f"cannot {doing} store {target}: {found}")
 
 
 def store_error(target: Path, exc: BaseException, doing: str = "open") -> StoreOpenError:
     """The StoreOpenError that says why ``target`` cannot be opened: damaged, read-only, or
     something else (its cause kept)."""
     if isinstance(exc, DAMAGED):
-        return damaged_error(target, str(exc))
+        return damaged_error(target, str(exc), doing)
     if doing == "open" or isinstance(exc, apsw.ReadOnlyError):
         reason = read_only_reason(target)
         if reason is not None or isinstance(exc, apsw.ReadOnlyError):

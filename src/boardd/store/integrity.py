@@ -91,6 +91,24 @@ def _check(connection: apsw.Connection, pragma: str) -> str | None:
     return f"{pragma}: {found}{more}"
 
 
+def check_file(path: str | os.PathLike[str], pragma: str = "quick_check") -> str | None:
+    """Checks the store at ``path`` through a read-only connection of its own (whose page
+    cache is empty, unlike a long-lived connection's): None if intact, else what was found."""
+    problem = file_size_problem(path)
+    if problem is not None:
+        return problem
+    try:
+        connection = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error as exc:
+        return str(exc) if isinstance(exc, DAMAGED) else None
+    try:
+        return _check(connection, pragma)
+    except apsw.Error:
+        return None  # not damage (a lock, an I/O error): nothing is said of the file
+    finally:
+        connection.close()
+
+
 def known_runs(path: str | os.PathLike[str]) -> list[str] | None:
     """The run names a (damaged) store knows, as far as they can still be read; None if none
     can."""

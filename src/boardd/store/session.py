@@ -75,6 +75,20 @@ class WriteSession:
             raise
         self.writer = StoreWriter(self.connection, self.lease, sampling=sampling)
 
+    def abandon(self) -> None:
+        """Closes a session on a damaged store: no lease released, no checkpoint, no swap
+        (whatever is in its log stays there, with it)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(apsw.Error):
+            self.connection.close()
+        if self.rebuild:
+            _remove_store_files(self.path)
+        if self._old is not None:
+            with contextlib.suppress(apsw.Error):
+                self._old.close()
+
     def _open_old(self, lease_expiry: float) -> None:
         self._old = open_writer(self.db)
         self._old_lease = Lease(self._old, expiry_seconds=lease_expiry)
