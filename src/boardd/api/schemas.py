@@ -156,11 +156,20 @@ SCHEMAS: dict[str, Any] = {
                                 "live",
                                 "retrying",
                                 "read_only",
+                                "damaged",
                                 "stopped",
                                 "failed",
                             ],
                             "description": "retrying: a pass failed (see error) and is tried "
-                            "again with back-off; nothing read is lost",
+                            "again with back-off; nothing read is lost. damaged: the store was "
+                            "found damaged, set aside and is rebuilt from the logdir (its data "
+                            "answers 503 meanwhile)",
+                        },
+                        "damage": {
+                            "type": ["object", "null"],
+                            "description": "the last damaged store: what was found, where "
+                            "the file was set aside, since when, and lost_runs (runs it had "
+                            "that the logdir no longer holds; null until rebuilt)",
                         },
                         "error": {
                             "type": ["string", "null"],

@@ -38,7 +38,7 @@ async def health(request: Request, query: Query, route: RouteDef) -> Response:
         entry: dict[str, Any] = {"name": handle.spec.name, "logdir": str(handle.spec.logdir)}
         if handle.status is not None:
             entry.update(handle.status())
-            degraded = degraded or entry.get("state") in ("failed", "retrying")
+            degraded = degraded or entry.get("state") in ("failed", "retrying", "damaged")
         try:
             entry["data_loss"] = await handle.pool.run(data_experiments.data_loss_count)
         except DataError:
