@@ -41,6 +41,9 @@ MIN_INTERVAL_SECONDS = 1.0
 REFRESH_TIME_SHARE = 0.05
 #: How often a refresh waiting for a catch-up checks again.
 BUSY_RECHECK_SECONDS = 0.5
+#: A refresh that failed is tried again after the usual spacing, doubled at each failure in
+#: a row up to this (a store that cannot be read now is not asked every second).
+RETRY_MAX_SECONDS = 60.0
 
 
 class LineageUnavailable(RuntimeError):
@@ -117,6 +120,8 @@ class LineageService:
         self._due_lock = threading.Lock()
         #: experiment → time.monotonic() before which it is not refreshed again.
         self._not_before: dict[str, float] = {}
+        #: experiment → (refreshes failed in a row, the last cause logged).
+        self._failures: dict[str, tuple[int, str]] = {}
         self._refreshes = 0
         self._refreshed = threading.Condition()
         self._stop = threading.Event()
@@ -399,23 +404,51 @@ class LineageService:
             if spec is None:
                 continue
             started = time.monotonic()
+            failed = 0
             try:
                 written = self._populator.refresh(scan(spec))
             except Interrupted:
                 return
-            except Exception:
-                log.exception("lineage: refreshing %s failed; tried again later", name)
+            except Exception as exc:
+                failed = self._refresh_failed(name, exc)
                 with self._due_lock:
                     self._due.add(name)
             else:
+                if self._failures.pop(name, None) is not None:
+                    log.info("lineage: refreshing %s works again", name)
                 if written:
                     log.debug("lineage: %s: %d records written", name, written)
             now = time.monotonic()
             spacing = max(self._min_interval, (now - started) / REFRESH_TIME_SHARE)
+            if failed:
+                spacing = min(RETRY_MAX_SECONDS, spacing * 2 ** min(failed - 1, 16))
             self._not_before[name] = now + spacing
         with self._refreshed:
             self._refreshes += 1
             self._refreshed.notify_all()
+
+    def _refresh_failed(self, name: str, exc: Exception) -> int:
+        """Says why a refresh failed, once per cause (a store that cannot be read now, such as
+        one being rebuilt, in one line; anything else with its traceback); returns the
+        failures in a row."""
+        from boardd.data.errors import DataError
+        from boardd.data.pool import damage_of
+
+        # A damaged store (its writer is told, and rebuilds it) is said as such, in one line.
+        damaged = damage_of(exc)
+        if damaged is not None:
+            exc = damaged
+        count, logged = self._failures.get(name, (0, ""))
+        cause = f"{type(exc).__name__}: {exc}"
+        self._failures[name] = (count + 1, cause)
+        if cause != logged:
+            if isinstance(exc, DataError):
+                log.warning(
+                    "lineage: refreshing %s failed (%s); tried again with back-off", name, exc
+                )
+            else:
+                log.exception("lineage: refreshing %s failed; tried again with back-off", name)
+        return count + 1
 
     # -- following commits ---------------------------------------------------------------------
 
