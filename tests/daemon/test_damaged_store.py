@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import signal
 import struct
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -300,3 +301,27 @@ def test_damaged_write_ahead_log_is_set_aside_and_rebuilt(
     assert_every_answer_right(second, runs)
     assert_mended(second, db, runs)
     assert second.stop() == 0
+
+
+def test_a_store_that_cannot_be_read_is_not_a_traceback_a_second(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    db = tmp_path / "store.sqlite"
+    db.write_bytes(b"not a database, and not boardd's to move\n" * 1000)
+    daemon = serve(logdir, "--db", db)
+    entry = daemon.wait_for_state("failed")
+    assert "not a database" in entry["error"], entry
+    daemon.get("health")  # the first answer: the lineage store opens, and refreshes
+    wait_until(
+        lambda: "lineage: refreshing" in daemon.stderr(),
+        what="the lineage refresh's failure said",
+        alive=daemon.check_alive,
+    )
+    time.sleep(4)  # retried every second before
+    log = daemon.stderr()
+    assert log.count("lineage: refreshing") == 1, log
+    assert "Traceback" not in log, log
+    assert db.read_bytes().startswith(b"not a database")
+    assert daemon.stop() == 0
