@@ -881,7 +881,8 @@ class ExperimentRunner:
                         progress=lambda _done, _total: self._beat(self.spec.name)
                     )
                     last_pass = time.monotonic()
-                    if safety and result.files_read:
+                    if safety and result.files_read and self._suspects is None:
+                        # One judgement at a time: a later rescan finds a deaf watcher too.
                         self._suspects = (last_pass + MISS_GRACE_SECONDS, since, result.files_read)
                     self._log_remote_requests()
                 elif changed:
@@ -914,8 +915,10 @@ class ExperimentRunner:
         finds must have been heard since). Forgets what was heard before that."""
         now = time.monotonic()
         since, self._last_full_start = self._last_full_start, now
+        # A rescan still waiting for its judgement needs what was heard since its own start.
+        keep = since if self._suspects is None else min(since, self._suspects[1])
         with self._changes_lock:
-            self._heard = {p: t for p, t in self._heard.items() if t >= since}
+            self._heard = {p: t for p, t in self._heard.items() if t >= keep}
         return since
 
     def _judge_rescan(self, watcher: LogdirWatcher) -> None:
