@@ -65,7 +65,6 @@ TREE_EVENTS = (
     | inotify.IN_DELETE_SELF
     | inotify.IN_MOVE_SELF
     | inotify.IN_ONLYDIR
-    | inotify.IN_DONT_FOLLOW
     | inotify.IN_EXCL_UNLINK
 )
 #: What is asked for the logdir's parent: its entries coming and going (the logdir's own name).
@@ -399,8 +398,11 @@ class LogdirWatcher:
         self._unwatched.pop(path, None)
 
     def _watch_subtree(self, top: bytes, *, include_top: bool) -> None:
-        """Watches ``top`` (if asked) and every directory under it, symbolic links not
-        followed (as the logdir's walk does not follow them)."""
+        """Watches ``top`` (if asked) and every directory under it. Symbolic links to
+        directories are followed, as the logdir's discovery follows them (a run linked in from
+        elsewhere is a run): the watch is on the target, its changes are reported under the
+        path through the link. A directory already watched under another path (a link loop,
+        or two links to one directory) is not walked again."""
         assert self._inotify is not None
         stack = [top]
         first = True
@@ -408,7 +410,7 @@ class LogdirWatcher:
             path = stack.pop()
             if include_top or not first:
                 try:
-                    self._note_watch(self._inotify.add_watch(path, TREE_EVENTS), path)
+                    wd = self._inotify.add_watch(path, TREE_EVENTS)
                 except OSError as exc:
                     # Gone, or not a directory any more, since it was listed: nothing to
                     # watch; else (ENOSPC, EACCES) it is polled.
@@ -416,12 +418,17 @@ class LogdirWatcher:
                         self._unwatched[path] = exc.errno or 0
                     first = False
                     continue
+                known = self._paths.get(wd)
+                if known is not None and known != path:
+                    first = False
+                    continue
+                self._note_watch(wd, path)
             first = False
             try:
                 with os.scandir(path) as entries:
                     for entry in entries:
                         try:
-                            if entry.is_dir(follow_symlinks=False):
+                            if entry.is_dir():
                                 stack.append(entry.path)
                         except OSError:
                             continue
@@ -514,6 +521,15 @@ class LogdirWatcher:
             return (Path(os.fsdecode(path)), True)
         if is_event_file(os.fsdecode(event.name)):
             return (Path(os.fsdecode(path)), bool(mask & _STRUCTURAL))
+        linked = mask & (inotify.IN_CREATE | inotify.IN_MOVED_TO)
+        if linked and os.path.islink(path) and os.path.isdir(path):
+            # A link to a directory: a run linked in (discovery follows it), watched as such.
+            self._watch_subtree(path, include_top=True)
+            return (Path(os.fsdecode(path)), True)
+        if mask & (inotify.IN_DELETE | inotify.IN_MOVED_FROM) and path in self._wds:
+            # A link to a watched directory went away: its target is not the logdir's now.
+            self._forget_subtree(path)
+            return (Path(os.fsdecode(path)), True)
         return None
 
     def _overflowed(self) -> None:
