@@ -325,3 +325,22 @@ def test_a_store_that_cannot_be_read_is_not_a_traceback_a_second(
     assert "Traceback" not in log, log
     assert db.read_bytes().startswith(b"not a database")
     assert daemon.stop() == 0
+
+
+def test_the_background_check_finds_damage_no_read_met(
+    serve: ServeFactory, pristine: tuple[Path, Path], tmp_path: Path
+) -> None:
+    logdir, db = copy_of(pristine, tmp_path)
+    daemon = serve(logdir, "--db", db, env={"BOARDD_INTEGRITY_CHECK_AFTER": "2"})
+    daemon.wait_for_state("live")
+    # An index no answer reads (a run's files, for the ingest's passes).
+    scramble_page(db, pages_of(db, "files_by_run")[0])
+    entry = wait_until(
+        lambda: (e := daemon.status())["damage"] is not None and e,
+        timeout=30,
+        what="the damage found by the background check",
+        alive=daemon.check_alive,
+    )
+    assert "files_by_run" in entry["damage"]["found"] or "malformed" in entry["damage"]["found"]
+    assert_mended(daemon, db)
+    assert daemon.stop() == 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
+import os
 import sys
 import threading
 import time
@@ -82,6 +83,11 @@ LEASE_RETRY_SECONDS = 2.0
 READ_ONLY_RETRY_SECONDS = 30.0
 #: A reader's report of damage makes the writer check its store at most this often.
 SUSPICION_CHECK_SECONDS = 30.0
+#: The whole store is checked (SQLite's integrity_check, indexes against their tables too)
+#: this long after the runner goes live, then every INTEGRITY_EVERY_SECONDS, in a thread at
+#: the lowest CPU priority. The environment variable shortens the first wait (for tests).
+INTEGRITY_FIRST_SECONDS = float(os.environ.get("BOARDD_INTEGRITY_CHECK_AFTER", "600"))
+INTEGRITY_EVERY_SECONDS = 86400.0
 #: How often the lease heartbeat is renewed when there is nothing to commit.
 HEARTBEAT_SECONDS = 5.0
 #: After a pass fails (a full disk, an I/O error, a lock held too long, anything), it is tried
@@ -247,6 +253,9 @@ class ExperimentRunner:
         self._check_asked: tuple[bool, bool] = (False, False)
         self._last_check = -SUSPICION_CHECK_SECONDS
         self._unlisten: Callable[[], None] | None = None
+        #: What the background integrity check found (taken by the thread), and its thread.
+        self._found_damage: str | None = None
+        self._checker: threading.Thread | None = None
 
     # -- control (any thread) -------------------------------------------------------------
 
@@ -510,9 +519,38 @@ class ExperimentRunner:
             known = "" if lost is not None else " (the damaged store's runs could not be read)"
             log.info("%s: store rebuilt from the logdir%s", self.spec.name, known)
 
+    def _check_in_background(self) -> None:
+        """Checks the whole store now and then (see INTEGRITY_FIRST_SECONDS), on a read-only
+        connection of its own, at the lowest CPU priority (a thread's own nice value on Linux):
+        it holds no lock the writer waits for, and SQLite runs it without the GIL. What it
+        finds is taken by the runner's thread, which sets the store aside."""
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        wait = INTEGRITY_FIRST_SECONDS
+        while not self._stop.wait(wait):
+            wait = INTEGRITY_EVERY_SECONDS
+            if self._mending or not self.spec.db.exists():
+                continue
+            started = time.monotonic()
+            found = integrity.check_file(self.spec.db, "integrity_check")
+            if found is None:
+                log.info(
+                    "%s: the store checks whole (integrity_check, %.1f s)",
+                    self.spec.name,
+                    time.monotonic() - started,
+                )
+                continue
+            if not self._stop.is_set():
+                self._found_damage = found
+                self._wake.set()
+
     def _check_if_asked(self) -> None:
         """A reader met damage: checks this store, at most every SUSPICION_CHECK_SECONDS;
         raises StoreDamagedError if it is damaged."""
+        found_later = self._found_damage
+        if found_later is not None:
+            self._found_damage = None
+            raise StoreDamagedError(f"store {self.spec.db} is damaged ({found_later})")
         asked, _named = self._check_asked
         if not asked:
             return
@@ -822,6 +860,11 @@ class ExperimentRunner:
                 watcher.mode,
             )
         threading.Thread(target=self._preload, name="preload", daemon=True).start()
+        if self._checker is None:
+            self._checker = threading.Thread(
+                target=self._check_in_background, name=f"boardd-{self.spec.name}-check"
+            )
+            self._checker.start()
         unwatched = watcher.unwatched_reason()
         if unwatched is not None:
             log.warning(
@@ -1034,6 +1077,9 @@ class ExperimentRunner:
     def _close(self) -> None:
         if self._unlisten is not None:
             self._unlisten()
+        if self._checker is not None:
+            self._stop.set()
+            self._checker.join()
         if self._watcher is not None:
             self._watcher.stop()
         if self._ingestor is not None:
