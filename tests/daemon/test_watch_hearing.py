@@ -72,30 +72,38 @@ def test_a_watcher_that_hears_everything_reports_no_miss(
     serve: ServeFactory, tmp_path: Path
 ) -> None:
     # The other side of the same check: a rescan every 0.3 s while a writer appends all along
-    # (new runs too) finds only changes that events announced, even those written while it
-    # ran or just before.
-    logdir = tmp_path / "logs"
+    # (new runs too, one of them linked in from outside the logdir, as discovery follows
+    # links) finds only changes that events announced, even those written while it ran or
+    # just before.
+    logdir, elsewhere = tmp_path / "logs", tmp_path / "elsewhere"
     writers = [SyncWriter(logdir / "a")]
-    writers[0].write("loss", range(1))
-    daemon = serve(logdir, "--db", tmp_path / "s.sqlite", "--rescan-interval", "0.3")
-    daemon.wait_for_state("live")
-    deadline = time.monotonic() + 4.0
-    step = 1
-    while time.monotonic() < deadline:
+    try:
+        writers[0].write("loss", range(1))
+        daemon = serve(logdir, "--db", tmp_path / "s.sqlite", "--rescan-interval", "0.3")
+        daemon.wait_for_state("live")
+        deadline = time.monotonic() + 4.0
+        step = 1
+        while time.monotonic() < deadline:
+            for writer in writers:
+                writer.write("loss", range(step, step + 1))
+            step += 1
+            if step % 10 == 0:
+                writers.append(SyncWriter(logdir / f"run{step}"))
+                writers[-1].write("loss", range(step))
+            if step == 25:
+                writers.append(SyncWriter(elsewhere / "linked"))
+                writers[-1].write("loss", range(step))
+                (logdir / "linked").symlink_to(elsewhere / "linked", target_is_directory=True)
+            time.sleep(0.01)
+        daemon.wait_for_steps("a", "loss", range(step))
+        daemon.wait_for_steps("linked", "loss", range(step))
+        time.sleep(1.5)  # past the last rescan's grace
+        status = daemon.status()
+        assert status["watch_mode"] == "inotify", status
+        assert status["watch_misses"] == 0 and status["watch_problem"] is None, status
+    finally:
         for writer in writers:
-            writer.write("loss", range(step, step + 1))
-        step += 1
-        if step % 10 == 0:
-            writers.append(SyncWriter(logdir / f"run{step}"))
-            writers[-1].write("loss", range(step))
-        time.sleep(0.01)
-    daemon.wait_for_steps("a", "loss", range(step))
-    time.sleep(1.5)  # past the last rescan's grace
-    status = daemon.status()
-    assert status["watch_mode"] == "inotify", status
-    assert status["watch_misses"] == 0 and status["watch_problem"] is None, status
-    for writer in writers:
-        writer.close()
+            writer.close()
 
 
 # -- a filesystem inotify cannot hear through ------------------------------------------------
