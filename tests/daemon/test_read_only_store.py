@@ -48,15 +48,27 @@ def ingest_command(logdir: Path, db: Path) -> subprocess.CompletedProcess[str]:
 
 
 @contextlib.contextmanager
-def immutable(path: Path) -> Iterator[None]:
-    """``chattr +i`` on ``path`` (which even root cannot write), undone afterwards."""
-    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"chattr +i fails on this filesystem: {done.stderr.strip()}")
+def read_only(path: Path) -> Iterator[None]:
+    """``path`` and its directory made read-only (0444, 0555), undone afterwards; for root,
+    whom permission bits do not stop, the file made immutable too (``chattr +i``)."""
+    os.chmod(path, 0o444)
+    os.chmod(path.parent, 0o555)
     try:
-        yield
+        if os.geteuid() != 0:
+            yield
+            return
+        done = subprocess.run(
+            ["chattr", "+i", str(path)], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            pytest.skip(f"root, and chattr +i fails on this filesystem: {done.stderr.strip()}")
+        try:
+            yield
+        finally:
+            subprocess.run(["chattr", "-i", str(path)], check=False)
     finally:
-        subprocess.run(["chattr", "-i", str(path)], check=False)
+        os.chmod(path.parent, 0o755)
+        os.chmod(path, 0o644)
 
 
 @contextlib.contextmanager
@@ -104,9 +116,7 @@ def assert_ingest_refused(logdir: Path, db: Path) -> None:
 
 def test_immutable_store_is_served_read_only(serve: ServeFactory, tmp_path: Path) -> None:
     logdir, db = make_store(tmp_path)
-    # For a user other than root, permissions alone make it read-only; root needs chattr.
-    os.chmod(db, 0o444)
-    with immutable(db):
+    with read_only(db):
         assert_ingest_refused(logdir, db)
         assert_served_read_only(serve, logdir, db)
 
