@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
@@ -89,6 +90,9 @@ class AppState:
     token: str | None = field(default=None, repr=False)
     #: TensorBoard's ``--window_title`` ("": TensorBoard's UI keeps its own title).
     window_title: str = ""
+    #: Bounds how many answers too large to hold are read at once (api/data.py); made by
+    #: the first such answer, in the app's event loop.
+    heavy_reads: asyncio.Semaphore | None = field(default=None, repr=False)
 
 
 def state_of(request: Request) -> AppState:
@@ -303,7 +307,7 @@ def _cached_answer(
 ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     """Status, headers (as Starlette would send them) and body of a cached entry's answer."""
     etag = entry.etag.encode("latin-1")
-    if if_none_match and entry.etag in _etags(if_none_match):
+    if if_none_match and entry.etag in etags_of(if_none_match):
         return 304, [(b"etag", etag)], b""
     headers = [(b"etag", etag), (b"cache-control", b"no-cache"), (b"vary", b"accept-encoding")]
     body = entry.body
@@ -338,5 +342,6 @@ def _through_disk(
     return entry
 
 
-def _etags(header: str) -> set[str]:
+def etags_of(header: str) -> set[str]:
+    """The validators an If-None-Match header names (weak ones as strong)."""
     return {part.strip().removeprefix("W/") for part in header.split(",") if part.strip()}

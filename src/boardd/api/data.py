@@ -4,10 +4,15 @@ through the response cache."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import ctypes
 import io
+import itertools
 import re
-from typing import Any
+import zlib
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import apsw
@@ -18,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from boardd.api.common import (
     ExperimentHandle,
     cached_reply,
+    etags_of,
     experiment_from,
     experiment_id,
     json_bytes,
@@ -25,12 +31,15 @@ from boardd.api.common import (
     state_of,
 )
 from boardd.api.routes import Query, RouteDef
+from boardd.cache import GZIP_LEVEL, make_etag
 from boardd.data import experiments
 from boardd.data import series as data_series
 from boardd.data.blobs import BlobStream, open_blob, parse_blob_key, unknown_key
 from boardd.data.kinds import BLOB_SEQUENCES, SCALARS, TENSORS, Kind
 from boardd.data.series import Bounds, Selection, SeriesInfo
 from boardd.data.values import float_text, json_floats
+
+T = TypeVar("T")
 
 
 def _kind(route: RouteDef) -> Kind:
@@ -97,7 +106,8 @@ def _metadata(kind: Kind, s: SeriesInfo) -> dict[str, Any]:
 
 async def read_series(request: Request, query: Query, route: RouteDef) -> Response:
     """``GET /api/v1/{kind}``: ``{RUN: {TAG: [datum, ...]}}`` sorted by step (or columns, or
-    CSV for scalars)."""
+    CSV for scalars). An answer up to :data:`HOLD_BYTES` is built whole and cached; a larger
+    one is streamed a block at a time and never held whole (:func:`_streamed`)."""
     kind = _kind(route)
     handle = experiment_from(request)
     fmt = query.text("format") or "json"
@@ -117,21 +127,260 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
     key = ("values", handle.spec.name, kind.name, selection, bounds, fmt)
     version = (handle.pool.swaps, tuple((s.id, s.generation) for s in series))
     media = {"csv": "text/csv; charset=utf-8"}.get(fmt, "application/json")
+    pieces = _Pieces(kind, handle.spec.name, series, bounds, fmt)
 
     def build(c: apsw.Connection) -> bytes:
-        if kind is SCALARS:
-            return _scalars(c, series, bounds, fmt)
-        if kind is TENSORS:
-            return _tensors(c, series, bounds)
-        return _blob_sequences(c, handle, series, bounds)
+        held: list[bytes] = []
+        size = 0
+        while (part := pieces.next(c)) is not None:
+            held.append(part)
+            size += len(part)
+            if size > HOLD_BYTES:
+                raise _TooLargeToHold(held)
+        return b"".join(held)
 
     # Downsampled tensor reads decode and re-encode every kept tensor (histograms above all):
     # the costliest answers to build so far, so the disk tier keeps them across processes.
     expensive = kind is TENSORS and bounds.downsample is not None
-    response = await respond_cached(
-        request, handle, key, version, build, media, expensive=expensive, alias=fast
-    )
+    try:
+        response = await respond_cached(
+            request, handle, key, version, build, media, expensive=expensive, alias=fast
+        )
+    except _TooLargeToHold as begun:
+        etag = make_etag((handle.store_id, key, version))
+        response = _streamed(request, handle, pieces, begun.held, media, etag)
     return _named(response, handle, kind, fmt)
+
+
+#: An answer larger than this is streamed instead of built whole, and not cached: holding it
+#: would cost its size in memory per concurrent request (and again in the cache).
+HOLD_BYTES = 4 << 20
+#: A streamed answer is read and encoded in blocks of about this many bytes (one worker-thread
+#: hop each).
+BLOCK_BYTES = 256 << 10
+#: Scalar points encoded at once within a series: a long series is encoded a slice at a time,
+#: so that its Python objects (a dict per point) never exist all at once.
+SLICE_POINTS = 4096
+#: Tensor points decoded and encoded at once within a series (a decoded histogram takes many
+#: times its stored bytes).
+SLICE_TENSORS = 8
+#: Streamed answers whose blocks are read and encoded at once (per app); others wait their
+#: turn between blocks, so a slow client never holds up the rest.
+HEAVY_READS = 2
+
+
+class _TooLargeToHold(Exception):
+    """An answer passed :data:`HOLD_BYTES` while being built: what was built so far."""
+
+    def __init__(self, held: list[bytes]) -> None:
+        super().__init__("answer too large to hold")
+        self.held = held
+
+
+def _streamed(
+    request: Request,
+    handle: ExperimentHandle,
+    pieces: _Pieces,
+    held: list[bytes],
+    media_type: str,
+    etag: str,
+) -> Response:
+    """The rest of an answer too large to hold, streamed after ``held`` (gzip-compressed as it
+    goes for a client that takes it); 304 for a client that has this version."""
+    headers = {"etag": etag, "cache-control": "no-cache", "vary": "accept-encoding"}
+    if etag in etags_of(request.headers.get("if-none-match", "")):
+        return Response(status_code=304, headers={"etag": etag})
+    gzipped = "gzip" in request.headers.get("accept-encoding", "")
+    if gzipped:
+        headers["content-encoding"] = "gzip"
+    state = state_of(request)
+    if state.heavy_reads is None:
+        state.heavy_reads = asyncio.Semaphore(HEAVY_READS)
+    gate = state.heavy_reads
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31) if gzipped else None
+
+    def first() -> bytes:
+        block = b"".join(held)
+        held.clear()
+        return compressor.compress(block) if compressor is not None else block
+
+    def block(c: apsw.Connection) -> tuple[bytes, bool]:
+        parts: list[bytes] = []
+        size = 0
+        while size < BLOCK_BYTES and (part := pieces.next(c)) is not None:
+            parts.append(part)
+            size += len(part)
+        data = b"".join(parts)
+        if compressor is not None:
+            data = compressor.compress(data) + (compressor.flush() if pieces.done else b"")
+        return data, pieces.done
+
+    async def body() -> AsyncIterator[bytes]:
+        # The gate is let go before each block is sent: a slow client holds up no other.
+        async with gate:
+            data = await run_in_threadpool(first)
+        yield data
+        done = False
+        while not done:
+            async with gate:
+                data, done = await handle.pool.run(block)
+            if data:
+                yield data
+        if not gate.locked():
+            await run_in_threadpool(_give_back_free_memory)
+
+    return StreamingResponse(body(), media_type=media_type, headers=headers)
+
+
+def _give_back_free_memory() -> None:
+    """Returns the free pages of glibc's heaps to the system. A streamed answer allocates and
+    frees far more than the daemon keeps; what it frees in the middle of a heap stays
+    resident (glibc only shrinks a heap from its top) until trimmed. Nothing elsewhere."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            trim = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):  # not glibc
+            _malloc_trim = False
+            return
+        trim.argtypes = [ctypes.c_size_t]
+        trim.restype = ctypes.c_int
+        _malloc_trim = trim
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+#: glibc's malloc_trim once looked up (False: there is none).
+_malloc_trim: Any = None
+
+
+class _Pieces:
+    """An answer's bytes a piece at a time: the framing of ``{RUN: {TAG: …}}`` (or CSV's
+    header), then each series (a scalar series a slice of points at a time). Each call reads
+    what it needs on the connection it is given, so the pieces of one answer may come from
+    several worker threads, one call at a time; the whole answer is their concatenation,
+    byte for byte what encoding the nested answer at once gives."""
+
+    def __init__(
+        self, kind: Kind, experiment: str, series: list[SeriesInfo], bounds: Bounds, fmt: str
+    ) -> None:
+        self.kind = kind
+        self.experiment = experiment
+        self.series = series
+        self.bounds = bounds
+        self.fmt = fmt
+        self._next = 0
+        self._parts: Iterator[bytes] = iter(())
+        self._done = False
+        #: Every piece has been given.
+        self.done = False
+        # A run and tag named twice would be one entry of the nested answer (the last).
+        self._unique = len({(s.run, s.tag) for s in series}) == len(series)
+
+    def next(self, c: apsw.Connection) -> bytes | None:
+        """The next piece, or None once the answer is complete."""
+        while True:
+            part = next(self._parts, None)
+            if part is not None:
+                return part
+            if self._done:
+                self.done = True
+                return None
+            self._parts = self._series_parts(c)
+
+    def _series_parts(self, c: apsw.Connection) -> Iterator[bytes]:
+        i = self._next
+        series = self.series
+        if not self._unique:
+            self._done = True
+            return iter((self._whole(c),))
+        if i == len(series):
+            self._done = True
+            if self.fmt == "csv":
+                return iter((_CSV_HEADER,) if not series else ())
+            return iter((b"}}" if series else b"{}",))
+        self._next = i + 1
+        s = series[i]
+        if self.fmt == "csv":
+            head = _CSV_HEADER if i == 0 else b""
+        else:
+            tag = json_bytes(s.tag) + b":"
+            if i == 0:
+                head = b"{" + json_bytes(s.run) + b":{" + tag
+            elif series[i - 1].run != s.run:
+                head = b"}," + json_bytes(s.run) + b":{" + tag
+            else:
+                head = b"," + tag
+        return itertools.chain((head,) if head else (), self._encoded(c, s))
+
+    def _encoded(self, c: apsw.Connection, s: SeriesInfo) -> Iterator[bytes]:
+        kind, bounds = self.kind, self.bounds
+        if kind is SCALARS:
+            (col,) = data_series.read_scalars(c, [s], bounds)
+            return _scalar_parts(col, self.fmt)
+        if kind is TENSORS:
+            points = data_series.tensor_points(c, s, bounds)
+            return _list_parts(map(_tensor_points, _batches(points, SLICE_TENSORS)))
+        (steps,) = data_series.read_blob_sequences(c, self.experiment, [s], bounds)
+        return iter((json_bytes(_blob_steps(steps)),))
+
+    def _whole(self, c: apsw.Connection) -> bytes:
+        kind, series, bounds = self.kind, self.series, self.bounds
+        if kind is SCALARS:
+            return _scalars(c, series, bounds, self.fmt)
+        if kind is TENSORS:
+            return _tensors(c, series, bounds)
+        return _blob_sequences(c, self.experiment, series, bounds)
+
+
+_CSV_HEADER = b"run,tag,step,wall_time,value\n"
+
+
+def _scalar_parts(col: data_series.ScalarColumns, fmt: str) -> Iterator[bytes]:
+    """One scalar series encoded a slice of points at a time."""
+    n = len(col.steps)
+    slices = [(lo, min(n, lo + SLICE_POINTS)) for lo in range(0, n, SLICE_POINTS)]
+    if fmt == "csv":
+        for lo, hi in slices:
+            yield _csv([_slice(col, lo, hi)])[len(_CSV_HEADER) :]
+    elif fmt == "columns":
+        for i, (name, column) in enumerate(
+            (("step", col.steps), ("wall_time", col.wall_times), ("value", col.values))
+        ):
+            yield (b"{" if i == 0 else b",") + json_bytes(name) + b":"
+            yield from _list_parts(
+                json_floats(column[lo:hi]) if name == "value" else column[lo:hi].tolist()
+                for lo, hi in slices
+            )
+        yield b"}"
+    else:
+        yield from _list_parts(_scalar_points(_slice(col, lo, hi)) for lo, hi in slices)
+
+
+def _list_parts(chunks: Iterable[list[Any]]) -> Iterator[bytes]:
+    """A JSON array given as consecutive chunks of its items, encoded chunk by chunk."""
+    yield b"["
+    first = True
+    for chunk in chunks:
+        if chunk:
+            yield (b"" if first else b",") + json_bytes(chunk)[1:-1]
+            first = False
+    yield b"]"
+
+
+def _slice(col: data_series.ScalarColumns, lo: int, hi: int) -> data_series.ScalarColumns:
+    return col._replace(
+        steps=col.steps[lo:hi], wall_times=col.wall_times[lo:hi], values=col.values[lo:hi]
+    )
+
+
+def _scalar_points(col: data_series.ScalarColumns) -> list[dict[str, Any]]:
+    return [
+        {"step": a, "wall_time": b, "value": v}
+        for a, b, v in zip(
+            col.steps.tolist(), col.wall_times.tolist(), json_floats(col.values), strict=True
+        )
+    ]
 
 
 #: What an ASCII file name keeps (the rest becomes "_"; the exact name goes in filename*).
@@ -156,18 +405,15 @@ def _scalars(c: apsw.Connection, series: list[SeriesInfo], bounds: Bounds, fmt: 
         return _csv(columns)
     out: dict[str, dict[str, Any]] = {}
     for col in columns:
-        values = json_floats(col.values)
+        entry: Any
         if fmt == "columns":
-            entry: Any = {
+            entry = {
                 "step": col.steps.tolist(),
                 "wall_time": col.wall_times.tolist(),
-                "value": values,
+                "value": json_floats(col.values),
             }
         else:
-            entry = [
-                {"step": a, "wall_time": b, "value": v}
-                for a, b, v in zip(col.steps.tolist(), col.wall_times.tolist(), values, strict=True)
-            ]
+            entry = _scalar_points(col)
         out.setdefault(col.run, {})[col.tag] = entry
     return json_bytes(out)
 
@@ -186,30 +432,42 @@ def _csv(columns: list[data_series.ScalarColumns]) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
+def _batches(items: Iterator[T], size: int) -> Iterator[list[T]]:
+    """Consecutive lists of ``size`` items (the last one shorter) until ``items`` ends."""
+    while batch := list(itertools.islice(items, size)):
+        yield batch
+
+
+def _tensor_points(points: Iterable[data_series.TensorDatum]) -> list[dict[str, Any]]:
+    return [
+        {
+            "step": p.step,
+            "wall_time": p.wall_time,
+            "dtype": p.dtype,
+            "shape": list(p.shape),
+            "values": p.value,
+        }
+        for p in points
+    ]
+
+
 def _tensors(c: apsw.Connection, series: list[SeriesInfo], bounds: Bounds) -> bytes:
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for s in data_series.read_tensors(c, series, bounds):
-        out.setdefault(s.run, {})[s.tag] = [
-            {
-                "step": p.step,
-                "wall_time": p.wall_time,
-                "dtype": p.dtype,
-                "shape": list(p.shape),
-                "values": p.value,
-            }
-            for p in s.points
-        ]
+        out.setdefault(s.run, {})[s.tag] = _tensor_points(s.points)
     return json_bytes(out)
 
 
+def _blob_steps(s: data_series.BlobSequenceSeries) -> list[dict[str, Any]]:
+    return [{"step": p.step, "wall_time": p.wall_time, "blobs": list(p.keys)} for p in s.steps]
+
+
 def _blob_sequences(
-    c: apsw.Connection, handle: ExperimentHandle, series: list[SeriesInfo], bounds: Bounds
+    c: apsw.Connection, experiment: str, series: list[SeriesInfo], bounds: Bounds
 ) -> bytes:
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for s in data_series.read_blob_sequences(c, handle.spec.name, series, bounds):
-        out.setdefault(s.run, {})[s.tag] = [
-            {"step": p.step, "wall_time": p.wall_time, "blobs": list(p.keys)} for p in s.steps
-        ]
+    for s in data_series.read_blob_sequences(c, experiment, series, bounds):
+        out.setdefault(s.run, {})[s.tag] = _blob_steps(s)
     return json_bytes(out)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -40,6 +40,7 @@ __all__ = [
     "read_blob_sequences",
     "read_scalars",
     "read_tensors",
+    "tensor_points",
 ]
 
 #: At most this many (run, tag) pairs in one request.
@@ -284,27 +285,25 @@ def read_tensors(
     connection: apsw.Connection, series: Sequence[SeriesInfo], bounds: Bounds
 ) -> list[TensorSeries]:
     """The points of tensor series within the bounds, by step, values decoded."""
-    out = []
-    for s in series:
-        rows = queries.tensor_rows(
-            connection,
-            s.id,
-            step_min=bounds.step_min,
-            step_max=bounds.step_max,
-            latest=bounds.latest,
-        )
-        points = [
-            TensorDatum(
-                r.step,
-                r.wall_time,
-                dtype_name(r.dtype),
-                r.shape,
-                tensor_value(r.dtype, r.shape, r.content),
-            )
-            for r in _downsampled(rows, bounds)
-        ]
-        out.append(TensorSeries(s.run, s.tag, points))
-    return out
+    return [TensorSeries(s.run, s.tag, list(tensor_points(connection, s, bounds))) for s in series]
+
+
+def tensor_points(
+    connection: apsw.Connection, series: SeriesInfo, bounds: Bounds
+) -> Iterator[TensorDatum]:
+    """The points of one tensor series within the bounds, by step: the stored rows are read at
+    once, each value decoded only as it is taken (a decoded histogram is many times its
+    stored bytes, so an encoder taking a few at a time never holds a series of them)."""
+    rows = queries.tensor_rows(
+        connection,
+        series.id,
+        step_min=bounds.step_min,
+        step_max=bounds.step_max,
+        latest=bounds.latest,
+    )
+    for r in _downsampled(rows, bounds):
+        value = tensor_value(r.dtype, r.shape, r.content)
+        yield TensorDatum(r.step, r.wall_time, dtype_name(r.dtype), r.shape, value)
 
 
 class BlobStep(NamedTuple):
