@@ -8,7 +8,7 @@ another version is a miss, and the answer built for the new version **replaces**
 answer is never older than the last commit, and on live data the cache holds one answer per
 distinct request rather than one per request and commit (superseded answers can never hit
 again, and used to fill the cache to its bound). Entries are bounded by their total size in
-bytes, not by count. The second tier (:class:`DiskTier`, diskcache) holds expensive derived
+bytes, not by count, and none over :data:`LARGEST_ENTRY_BYTES` is kept. The second tier (:class:`DiskTier`, diskcache) holds expensive derived
 answers under the identity and version together, shared by worker processes and kept across
 restarts. ETags and disk keys also carry boardd's version: an upgrade that encodes an answer
 differently never serves an old body nor 304s an old validator.
@@ -41,6 +41,11 @@ T = TypeVar("T")
 #: JSON each, plus its gzip form) or thousands of TensorBoard-sized ones, and keeps a laptop's
 #: daemon near 100 MiB RSS under a polling client (bench/bench_soak.py).
 DEFAULT_MAX_BYTES = 64 * 2**20
+#: The largest answer the memory tier keeps (or the whole bound, if smaller): one answer near
+#: the whole bound would evict every other for an answer rarely asked twice, and would stay
+#: resident until evicted in turn. Larger answers are built for each request (the data API
+#: streams its own: api/data.py).
+LARGEST_ENTRY_BYTES = 8 * 2**20
 #: Bodies at least this large are sent gzip-compressed to clients that accept it.
 GZIP_MIN_BYTES = 1024
 #: zlib's level for answers: 1, nginx's default. Answers change with every commit of their
@@ -118,6 +123,8 @@ class ResponseCache:
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
+        #: Entries larger than this are not stored.
+        self.largest = min(max_bytes, LARGEST_ENTRY_BYTES)
         #: key → [version, entry, the bytes counted for it]. The count is per key: an entry
         #: filed under two keys (an alias) is counted twice, conservatively.
         self._entries: OrderedDict[Hashable, tuple[Hashable, Encoded, int]] = OrderedDict()
@@ -139,7 +146,7 @@ class ResponseCache:
 
     def put(self, key: Hashable, entry: Encoded, version: Hashable = None) -> None:
         """Stores an entry for ``version``, replacing whatever ``key`` held (one larger than
-        the whole cache is not stored, and drops the superseded one)."""
+        :attr:`largest` is not stored, and drops the superseded one)."""
         size = entry.size
         with self._lock:
             old = self._entries.pop(key, None)
@@ -147,7 +154,7 @@ class ResponseCache:
                 self._bytes -= old[2]
                 if old[0] != version:
                     self.stats.replaced += 1
-            if size > self.max_bytes:
+            if size > self.largest:
                 return
             self._entries[key] = (version, entry, size)
             self._bytes += size
