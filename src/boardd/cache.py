@@ -6,12 +6,12 @@ An entry is filed under the request's identity (route, query, experiment) and re
 per-series generations for series reads). A lookup names the current version; an entry of
 another version is a miss, and the answer built for the new version **replaces** it. So a cached
 answer is never older than the last commit, and on live data the cache holds one answer per
-distinct request rather than one per request and commit (superseded answers can never hit
-again, and used to fill the cache to its bound). Entries are bounded by their total size in
-bytes, not by count, and none over :data:`LARGEST_ENTRY_BYTES` is kept. The second tier (:class:`DiskTier`, diskcache) holds expensive derived
-answers under the identity and version together, shared by worker processes and kept across
-restarts. ETags and disk keys also carry boardd's version: an upgrade that encodes an answer
-differently never serves an old body nor 304s an old validator.
+distinct request rather than one per request and commit (superseded answers can never hit again,
+and used to fill the cache to its bound). Entries are bounded by their total size in bytes, not
+by count, and none over :data:`LARGEST_ENTRY_BYTES` is kept. The second tier (:class:`DiskTier`,
+diskcache) holds expensive derived answers under the identity and version together, shared by
+worker processes and kept across restarts. ETags and disk keys also carry boardd's version: an
+upgrade that encodes an answer differently never serves an old body nor 304s an old validator.
 """
 
 from __future__ import annotations
