@@ -16,6 +16,7 @@ from tensorboardX import SummaryWriter
 
 from boardd.cli import ExitCode
 from tests.daemon.conftest import ServeFactory, boardd_env
+from tests.damaging import pages_of, scramble_page
 
 STEPS = range(0, 200)
 
@@ -128,3 +129,27 @@ def test_store_on_a_read_only_mount_is_served(serve: ServeFactory, tmp_path: Pat
     with read_only_mount(db.parent, mounted):
         assert_ingest_refused(logdir, mounted / db.name)
         assert_served_read_only(serve, logdir, mounted / db.name)
+
+
+def test_damaged_store_on_a_read_only_mount_is_not_served(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    logdir, db = make_store(tmp_path)
+    page = pages_of(db, "scalar_points")[0]
+    scramble_page(db, page)
+    before = sorted(db.parent.iterdir())
+    mounted = tmp_path / "ro"
+    with read_only_mount(db.parent, mounted):
+        daemon = serve(logdir, "--db", mounted / db.name)
+        entry = daemon.wait_for_state("damaged")
+        assert "cannot be set aside" in entry["error"], entry
+        assert daemon.health()["status"] == "degraded"
+        assert daemon.client is not None
+        response = daemon.client.get(
+            "/api/v1/scalars", params={"plugin": "scalars", "run": "run1", "tag": "loss"}
+        )
+        assert response.status_code == 503, response.text
+        assert "damaged" in response.json()["error"]["message"]
+        assert "Traceback" not in daemon.stderr()
+        assert daemon.stop() == 0
+    assert sorted(db.parent.iterdir()) == before  # nothing moved

@@ -420,17 +420,9 @@ class ExperimentRunner:
                 continue
             except StoreReadOnlyError as exc:
                 # Nothing can be ingested, but the store may well be complete: served as it
-                # is, and opened for writing again from time to time (permissions fixed).
-                if self.state is not RunnerState.READ_ONLY or self.error != str(exc):
-                    log.warning(
-                        "%s: %s. Serving what it holds; the logdir is not followed until "
-                        "it can be written.",
-                        self.spec.name,
-                        exc,
-                    )
-                    self.error = str(exc)
-                    self.state = RunnerState.READ_ONLY
-                    self.opened.set()
+                # is (once checked whole), and opened for writing again from time to time.
+                if self.state not in (RunnerState.READ_ONLY, RunnerState.DAMAGED):
+                    self._read_only(exc)
                 self._idle(READ_ONLY_RETRY_SECONDS)
                 continue
             except StoreError as exc:
@@ -463,6 +455,28 @@ class ExperimentRunner:
             self.opened.set()
             return True
         return False
+
+    def _read_only(self, exc: StoreReadOnlyError) -> None:
+        """The store cannot be written: served as it is if it checks whole; if damaged, it
+        cannot be set aside either, and nothing of it is served."""
+        name, db = self.spec.name, self.spec.db
+        found = integrity.check_file(db)
+        if found is not None:
+            self.error = f"store {db} is damaged ({found}) and cannot be set aside: {exc}"
+            damage.mark(db, f"experiment {name}: {self.error}")
+            self.damage = {"found": found, "set_aside": None, "since": time.time()}
+            self.state = RunnerState.DAMAGED
+            log.error("%s: %s", name, self.error)
+        else:
+            log.warning(
+                "%s: %s. Serving what it holds; the logdir is not followed until it can be "
+                "written.",
+                name,
+                exc,
+            )
+            self.error = str(exc)
+            self.state = RunnerState.READ_ONLY
+        self.opened.set()
 
     def _set_aside(self, exc: StoreDamagedError) -> None:
         """The store is damaged: readers answer 503 for it from now on; the file (with its

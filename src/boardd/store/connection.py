@@ -132,6 +132,11 @@ def open_writer(path: str | os.PathLike[str], *, check: bool = True) -> apsw.Con
     written or served. Whoever calls this must hold, or be about to take, the store's lease.
     """
     target = Path(path)
+    # Said before any check: a store that cannot be written is served as it is, and the
+    # writer tries it again now and then (without reading it whole each time).
+    reason = read_only_reason(target)
+    if reason is not None:
+        raise StoreReadOnlyError(f"store {target} cannot be written: {reason}; it can only be read")
     if check:
         problem = file_size_problem(target)
         if problem is not None:
