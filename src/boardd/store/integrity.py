@@ -110,21 +110,30 @@ def check_file(path: str | os.PathLike[str], pragma: str = "quick_check") -> str
 
 
 def known_runs(path: str | os.PathLike[str]) -> list[str] | None:
-    """The run names a (damaged) store knows, as far as they can still be read; None if none
-    can."""
-    uri = Path(path).resolve().as_uri() + "?immutable=1"
-    try:
-        connection = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-    except apsw.Error:
-        return None
-    try:
-        return sorted(
-            str(name) for (name,) in connection.execute("SELECT name FROM runs WHERE deleted = 0")
-        )
-    except apsw.Error:
-        return None
-    finally:
-        connection.close()
+    """The run names a (damaged) store knows, as far as they can still be read (with its
+    write-ahead log, else from the main file alone); None if they cannot."""
+    target = Path(path)
+    names = (
+        (str(target), apsw.SQLITE_OPEN_READONLY),
+        (
+            target.resolve().as_uri() + "?immutable=1",
+            apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI,
+        ),
+    )
+    for name, flags in names:
+        try:
+            connection = apsw.Connection(name, flags=flags)
+        except apsw.Error:
+            continue
+        try:
+            return sorted(
+                str(run) for (run,) in connection.execute("SELECT name FROM runs WHERE deleted = 0")
+            )
+        except apsw.Error:
+            continue
+        finally:
+            connection.close()
+    return None
 
 
 def set_aside(db: str | os.PathLike[str]) -> Path:
