@@ -4,11 +4,13 @@ whole (every kind and format, gzip or not, with the same validator), and never c
 from __future__ import annotations
 
 import gzip
+import json
 from typing import Any
 
 import httpx
 import pytest
 
+from boardd.api import common as api_common
 from boardd.api import data as api_data
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
@@ -43,10 +45,10 @@ def test_large_answers_are_streamed_as_the_same_bytes_and_not_cached(
     for response in whole:
         assert "content-length" in response.headers  # built whole and cached
     # Every answer is now too large to hold, and long series are encoded in many slices.
-    monkeypatch.setattr(api_data, "HOLD_BYTES", 100)
+    monkeypatch.setattr(api_common, "HOLD_BYTES", 100)
     monkeypatch.setattr(api_data, "SLICE_POINTS", 7)
     monkeypatch.setattr(api_data, "SLICE_TENSORS", 3)
-    monkeypatch.setattr(api_data, "BLOCK_BYTES", 1000)
+    monkeypatch.setattr(api_common, "BLOCK_BYTES", 1000)
     server = ThreadedServer(create_app([spec_all])).start()
     servers.append(server)
     with httpx.Client(base_url=server.url, timeout=WAIT, trust_env=False) as client:
@@ -84,7 +86,7 @@ def test_empty_answers_streamed_are_still_complete(
     spec_all: ExperimentSpec, monkeypatch: pytest.MonkeyPatch, servers: list[ThreadedServer]
 ) -> None:
     # Over a bound of one byte even an empty answer is streamed: its framing alone.
-    monkeypatch.setattr(api_data, "HOLD_BYTES", 1)
+    monkeypatch.setattr(api_common, "HOLD_BYTES", 1)
     server = ThreadedServer(create_app([spec_all])).start()
     servers.append(server)
     with httpx.Client(base_url=server.url, timeout=WAIT, trust_env=False) as client:
@@ -92,3 +94,35 @@ def test_empty_answers_streamed_are_still_complete(
         assert answer.content == b"{}"
         answer = _get(client, {"plugin": "scalars", "run": "no-such-run", "format": "csv"})
         assert answer.content == b"run,tag,step,wall_time,value\n"
+
+
+def test_tensorboard_time_series_too_large_to_hold_is_streamed_as_the_same_bytes(
+    spec_all: ExperimentSpec, monkeypatch: pytest.MonkeyPatch, servers: list[ThreadedServer]
+) -> None:
+    wanted = [
+        {"plugin": "scalars", "tag": "loss"},
+        {"plugin": "scalars", "tag": "acc", "run": "train"},
+        {"plugin": "histograms", "tag": "weights"},
+        {"plugin": "scalars", "tag": "no-such-tag"},
+    ]
+    form = {"requests": json.dumps(wanted)}
+    headers = {"x-xsrf-protected": "1", "accept-encoding": "identity"}
+    path = "/data/plugin/timeseries/timeSeries"
+    whole_server = ThreadedServer(create_app([spec_all])).start()
+    servers.append(whole_server)
+    with httpx.Client(base_url=whole_server.url, timeout=WAIT, trust_env=False) as client:
+        whole = client.post(path, data=form, headers=headers)
+    assert whole.status_code == 200 and "content-length" in whole.headers
+    monkeypatch.setattr(api_common, "HOLD_BYTES", 100)
+    monkeypatch.setattr(api_common, "BLOCK_BYTES", 100)
+    server = ThreadedServer(create_app([spec_all])).start()
+    servers.append(server)
+    with httpx.Client(base_url=server.url, timeout=WAIT, trust_env=False) as client:
+        streamed = client.post(path, data=form, headers=headers)
+        assert streamed.status_code == 200
+        assert "content-length" not in streamed.headers
+        assert streamed.content == whole.content
+        assert streamed.headers["etag"] == whole.headers["etag"]
+        zipped = client.post(path, data=form, headers={**headers, "accept-encoding": "gzip"})
+        assert zipped.headers["content-encoding"] == "gzip"
+        assert zipped.content == whole.content  # decoded by httpx

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import os
 import threading
-from collections.abc import Callable, Hashable, Mapping
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.types import Message
 
 from boardd.api.errors import ApiError
-from boardd.cache import Encoded, ResponseCache, TwoTierCache, make_etag
+from boardd.cache import GZIP_LEVEL, Encoded, ResponseCache, TwoTierCache, make_etag
 from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS, ExperimentSpec
 from boardd.data import experiments
 from boardd.data.pool import ReadPool
@@ -155,6 +157,104 @@ async def read_form(request: Request, limit: int = MAX_BODY_BYTES) -> FormData:
     form = await Request(request.scope, replay).form()
     await form.close()
     return form
+
+
+#: An answer larger than this (that can be sent in parts) is streamed instead of built whole,
+#: and not cached: holding it would cost its size in memory per concurrent request.
+HOLD_BYTES = 4 << 20
+#: A streamed answer is read and encoded in blocks of about this many bytes (one worker-thread
+#: hop each).
+BLOCK_BYTES = 256 << 10
+#: Answers too large to hold whose blocks are read and encoded at once (per app); the others
+#: wait their turn between blocks, so a slow client never holds up the rest.
+HEAVY_READS = 2
+
+
+class TooLargeToHold(Exception):
+    """An answer grew past what its route holds while being built: the pieces built so far
+    (the rest is streamed after them: :func:`stream_rest`)."""
+
+    def __init__(self, held: list[bytes]) -> None:
+        super().__init__("answer too large to hold")
+        self.held = held
+
+
+#: What a block of a streamed answer is read with (a store connection, or nothing).
+_X = TypeVar("_X")
+
+
+def stream_rest(
+    request: Request,
+    held: list[bytes],
+    block: Callable[[_X], tuple[bytes, bool]],
+    run: Callable[[Callable[[_X], tuple[bytes, bool]]], Awaitable[tuple[bytes, bool]]],
+    media_type: str,
+    etag: str,
+) -> Response:
+    """An answer too large to hold: ``held``, then ``block``'s blocks (the next bytes, and
+    whether they are the last) each read by ``run`` in a worker thread, gzip-compressed as
+    they go for a client that takes it; 304 for a client that has this version. It is not
+    cached. At most :data:`HEAVY_READS` blocks are read at once; each is sent after the gate
+    is let go."""
+    if etag in etags_of(request.headers.get("if-none-match", "")):
+        return Response(status_code=304, headers={"etag": etag})
+    headers = {"etag": etag, "cache-control": "no-cache", "vary": "accept-encoding"}
+    gzipped = "gzip" in request.headers.get("accept-encoding", "")
+    if gzipped:
+        headers["content-encoding"] = "gzip"
+    state = state_of(request)
+    if state.heavy_reads is None:
+        state.heavy_reads = asyncio.Semaphore(HEAVY_READS)
+    gate = state.heavy_reads
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31) if gzipped else None
+
+    def first() -> bytes:
+        data = b"".join(held)
+        held.clear()
+        return compressor.compress(data) if compressor is not None else data
+
+    def step(x: _X) -> tuple[bytes, bool]:
+        data, done = block(x)
+        if compressor is not None:
+            data = compressor.compress(data) + (compressor.flush() if done else b"")
+        return data, done
+
+    async def body() -> AsyncIterator[bytes]:
+        async with gate:
+            data = await run_in_threadpool(first)
+        yield data
+        done = False
+        while not done:
+            async with gate:
+                data, done = await run(step)
+            if data:
+                yield data
+        if not gate.locked():
+            await run_in_threadpool(_give_back_free_memory)
+
+    return StreamingResponse(body(), media_type=media_type, headers=headers)
+
+
+def _give_back_free_memory() -> None:
+    """Returns the free pages of glibc's heaps to the system. A streamed answer allocates and
+    frees far more than the daemon keeps; what it frees in the middle of a heap stays
+    resident (glibc only shrinks a heap from its top) until trimmed. Nothing elsewhere."""
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            trim = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):  # not glibc
+            _malloc_trim = False
+            return
+        trim.argtypes = [ctypes.c_size_t]
+        trim.restype = ctypes.c_int
+        _malloc_trim = trim
+    if _malloc_trim:
+        _malloc_trim(0)
+
+
+#: glibc's malloc_trim once looked up (False: there is none).
+_malloc_trim: Any = None
 
 
 def experiment_from(request: Request) -> ExperimentHandle:

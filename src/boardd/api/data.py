@@ -4,14 +4,11 @@ through the response cache."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import ctypes
 import io
 import itertools
 import re
-import zlib
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -20,18 +17,20 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from boardd.api import common
 from boardd.api.common import (
     ExperimentHandle,
+    TooLargeToHold,
     cached_reply,
-    etags_of,
     experiment_from,
     experiment_id,
     json_bytes,
     respond_cached,
     state_of,
+    stream_rest,
 )
 from boardd.api.routes import Query, RouteDef
-from boardd.cache import GZIP_LEVEL, make_etag
+from boardd.cache import make_etag
 from boardd.data import experiments
 from boardd.data import series as data_series
 from boardd.data.blobs import BlobStream, open_blob, parse_blob_key, unknown_key
@@ -106,8 +105,8 @@ def _metadata(kind: Kind, s: SeriesInfo) -> dict[str, Any]:
 
 async def read_series(request: Request, query: Query, route: RouteDef) -> Response:
     """``GET /api/v1/{kind}``: ``{RUN: {TAG: [datum, ...]}}`` sorted by step (or columns, or
-    CSV for scalars). An answer up to :data:`HOLD_BYTES` is built whole and cached; a larger
-    one is streamed a block at a time and never held whole (:func:`_streamed`)."""
+    CSV for scalars). An answer up to :data:`common.HOLD_BYTES` is built whole and cached; a
+    larger one is streamed a block at a time and never held whole (:func:`stream_rest`)."""
     kind = _kind(route)
     handle = experiment_from(request)
     fmt = query.text("format") or "json"
@@ -135,8 +134,8 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
         while (part := pieces.next(c)) is not None:
             held.append(part)
             size += len(part)
-            if size > HOLD_BYTES:
-                raise _TooLargeToHold(held)
+            if size > common.HOLD_BYTES:
+                raise TooLargeToHold(held)
         return b"".join(held)
 
     # Downsampled tensor reads decode and re-encode every kept tensor (histograms above all):
@@ -146,112 +145,27 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
         response = await respond_cached(
             request, handle, key, version, build, media, expensive=expensive, alias=fast
         )
-    except _TooLargeToHold as begun:
+    except TooLargeToHold as begun:
         etag = make_etag((handle.store_id, key, version))
-        response = _streamed(request, handle, pieces, begun.held, media, etag)
+
+        def block(c: apsw.Connection) -> tuple[bytes, bool]:
+            parts: list[bytes] = []
+            size = 0
+            while size < common.BLOCK_BYTES and (part := pieces.next(c)) is not None:
+                parts.append(part)
+                size += len(part)
+            return b"".join(parts), pieces.done
+
+        response = stream_rest(request, begun.held, block, handle.pool.run, media, etag)
     return _named(response, handle, kind, fmt)
 
 
-#: An answer larger than this is streamed instead of built whole, and not cached: holding it
-#: would cost its size in memory per concurrent request (and again in the cache).
-HOLD_BYTES = 4 << 20
-#: A streamed answer is read and encoded in blocks of about this many bytes (one worker-thread
-#: hop each).
-BLOCK_BYTES = 256 << 10
 #: Scalar points encoded at once within a series: a long series is encoded a slice at a time,
 #: so that its Python objects (a dict per point) never exist all at once.
 SLICE_POINTS = 4096
 #: Tensor points decoded and encoded at once within a series (a decoded histogram takes many
 #: times its stored bytes).
 SLICE_TENSORS = 8
-#: Streamed answers whose blocks are read and encoded at once (per app); others wait their
-#: turn between blocks, so a slow client never holds up the rest.
-HEAVY_READS = 2
-
-
-class _TooLargeToHold(Exception):
-    """An answer passed :data:`HOLD_BYTES` while being built: what was built so far."""
-
-    def __init__(self, held: list[bytes]) -> None:
-        super().__init__("answer too large to hold")
-        self.held = held
-
-
-def _streamed(
-    request: Request,
-    handle: ExperimentHandle,
-    pieces: _Pieces,
-    held: list[bytes],
-    media_type: str,
-    etag: str,
-) -> Response:
-    """The rest of an answer too large to hold, streamed after ``held`` (gzip-compressed as it
-    goes for a client that takes it); 304 for a client that has this version."""
-    headers = {"etag": etag, "cache-control": "no-cache", "vary": "accept-encoding"}
-    if etag in etags_of(request.headers.get("if-none-match", "")):
-        return Response(status_code=304, headers={"etag": etag})
-    gzipped = "gzip" in request.headers.get("accept-encoding", "")
-    if gzipped:
-        headers["content-encoding"] = "gzip"
-    state = state_of(request)
-    if state.heavy_reads is None:
-        state.heavy_reads = asyncio.Semaphore(HEAVY_READS)
-    gate = state.heavy_reads
-    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31) if gzipped else None
-
-    def first() -> bytes:
-        block = b"".join(held)
-        held.clear()
-        return compressor.compress(block) if compressor is not None else block
-
-    def block(c: apsw.Connection) -> tuple[bytes, bool]:
-        parts: list[bytes] = []
-        size = 0
-        while size < BLOCK_BYTES and (part := pieces.next(c)) is not None:
-            parts.append(part)
-            size += len(part)
-        data = b"".join(parts)
-        if compressor is not None:
-            data = compressor.compress(data) + (compressor.flush() if pieces.done else b"")
-        return data, pieces.done
-
-    async def body() -> AsyncIterator[bytes]:
-        # The gate is let go before each block is sent: a slow client holds up no other.
-        async with gate:
-            data = await run_in_threadpool(first)
-        yield data
-        done = False
-        while not done:
-            async with gate:
-                data, done = await handle.pool.run(block)
-            if data:
-                yield data
-        if not gate.locked():
-            await run_in_threadpool(_give_back_free_memory)
-
-    return StreamingResponse(body(), media_type=media_type, headers=headers)
-
-
-def _give_back_free_memory() -> None:
-    """Returns the free pages of glibc's heaps to the system. A streamed answer allocates and
-    frees far more than the daemon keeps; what it frees in the middle of a heap stays
-    resident (glibc only shrinks a heap from its top) until trimmed. Nothing elsewhere."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        try:
-            trim = ctypes.CDLL(None).malloc_trim
-        except (OSError, AttributeError):  # not glibc
-            _malloc_trim = False
-            return
-        trim.argtypes = [ctypes.c_size_t]
-        trim.restype = ctypes.c_int
-        _malloc_trim = trim
-    if _malloc_trim:
-        _malloc_trim(0)
-
-
-#: glibc's malloc_trim once looked up (False: there is none).
-_malloc_trim: Any = None
 
 
 class _Pieces:

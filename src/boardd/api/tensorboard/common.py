@@ -230,6 +230,12 @@ async def answer(
     return reply(request, cache, request_part, entry)
 
 
+def answer_etag(request: Request, scope: Scope, form: Hashable = None) -> str:
+    """The validator :func:`answer` gives this request's answer now (blocking: it may read the
+    stores' generations)."""
+    return make_etag((request_key(request, form), _generations(scope)))
+
+
 def _fast_hit(request: Request, scope: Scope, request_part: Hashable) -> Response | None:
     """The cached answer, when this process writes every addressed store (the daemon): the
     writers' generations are then known without a store access, and a hit is answered on the

@@ -4,21 +4,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from boardd.api import common
 from boardd.api.common import read_form
 from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import (
     Reader,
     Series,
     answer,
+    answer_etag,
     param,
     require_xsrf,
     scope_of,
@@ -220,11 +223,50 @@ async def time_series(request: Request) -> Response:
         text = param(request, "requests")
     wanted = parse_requests(text)
     samples = {p: sampling_hint(request, p, n) for p, n in DEFAULT_SAMPLES.items()}
+    scope = scope_of(request)
+    # The list's items are encoded one request at a time: an answer that grows too large to
+    # hold is sent as it is built (common.stream_rest), from the first request not yet sent.
+    taken = 0
+
+    def item(reader: Reader) -> bytes:
+        nonlocal taken
+        encoded = tb_json(series_response(reader, wanted[taken], samples))
+        taken += 1
+        return encoded if taken == 1 else b"," + encoded
 
     def build(reader: Reader) -> bytes:
-        return tb_json([series_response(reader, w, samples) for w in wanted])
+        held = [b"["]
+        size = 1
+        while taken < len(wanted):
+            held.append(item(reader))
+            size += len(held[-1])
+            if size > common.HOLD_BYTES and taken < len(wanted):
+                raise common.TooLargeToHold(held)
+        held.append(b"]")
+        return b"".join(held)
 
-    return await answer(request, build, form=text)
+    try:
+        return await answer(request, build, form=text, scope=scope)
+    except common.TooLargeToHold as begun:
+        held = begun.held
+    etag = await asyncio.to_thread(answer_etag, request, scope, text)
+
+    def block(_: None) -> tuple[bytes, bool]:
+        reader = Reader(scope)
+        parts: list[bytes] = []
+        size = 0
+        while size < common.BLOCK_BYTES and taken < len(wanted):
+            parts.append(item(reader))
+            size += len(parts[-1])
+        done = taken == len(wanted)
+        if done:
+            parts.append(b"]")
+        return b"".join(parts), done
+
+    async def run(step: Callable[[None], tuple[bytes, bool]]) -> tuple[bytes, bool]:
+        return await asyncio.to_thread(step, None)
+
+    return common.stream_rest(request, held, block, run, "application/json", etag)
 
 
 async def image_data(request: Request) -> Response:
