@@ -72,6 +72,15 @@ def framed(page: Watched, page_url: str, base: str) -> list[Frame]:
     return frames
 
 
+def shown(page: Watched, frames: list[Frame], base: str) -> None:
+    """Waits until the frames show ``base``'s UIs (a frame's URL is set once its document
+    commits)."""
+    wanted = [f"{base}{path}" for path in FRAMED]
+    page.until(lambda: [f.url for f in frames] == wanted or None)
+    for frame in frames:
+        frame.wait_for_load_state("load")
+
+
 def test_a_notebook_on_localhost_may_frame_the_uis(
     serve: ServeFactory, logdir: Path, page: Watched
 ) -> None:
@@ -80,9 +89,8 @@ def test_a_notebook_on_localhost_may_frame_the_uis(
     with embedding_page("127.0.0.1") as port:
         for origin in [f"http://localhost:{port}", f"http://127.0.0.1:{port}"]:
             frames = framed(page, origin, base)
-            assert [f.url for f in frames] == [f"{base}{path}" for path in FRAMED], page.errors
+            shown(page, frames, base)
             for frame in frames:
-                frame.wait_for_load_state("load")
                 assert frame.evaluate("document.body.children.length") > 0, frame.url
         page.screenshot("notebook")
     # Nothing refused by a policy. (A page of another site, localhost's here, framing
@@ -103,14 +111,22 @@ def test_a_page_elsewhere_may_not_unless_given(
     with embedding_page("127.0.0.2") as port:
         elsewhere = f"http://127.0.0.2:{port}"
         frames = framed(page, elsewhere, base)
-        for frame in frames:
-            assert frame.url.startswith("chrome-error://"), frame.url
-        refusals = [e for e in page.errors if "frame-ancestors" in e]
-        assert len(refusals) == len(FRAMED), page.errors
+
+        # The refusals (the frames' error pages, the console's messages) may come after the
+        # page's load.
+        def refused() -> list[str] | None:
+            refusals = [e for e in page.errors if "frame-ancestors" in e]
+            urls = [frame.url for frame in frames]
+            done = len(refusals) == len(FRAMED) and all(
+                u.startswith("chrome-error://") for u in urls
+            )
+            return refusals if done else None
+
+        refusals = page.until(refused)
+        assert all(base in refusal for refusal in refusals), refusals
         page.errors.clear()
 
         allowed = serve(logdir, "--frame-ancestor", "http://127.0.0.2:*")
         base = f"http://127.0.0.1:{allowed.port}"
-        frames = framed(page, elsewhere, base)
-        assert [f.url for f in frames] == [f"{base}{path}" for path in FRAMED], page.errors
+        shown(page, framed(page, elsewhere, base), base)
     assert not [e for e in page.errors if "Content Security Policy" in e], page.errors
