@@ -102,10 +102,14 @@ def test_chunked_body_is_refused_once_past_the_limit(
         _assert_too_large(_response(sock), limit)
 
 
-def test_bodies_within_the_limit_are_read(lineage_server: ThreadedServer) -> None:
+def test_the_limit_is_exact_and_bodies_within_it_are_read(lineage_server: ThreadedServer) -> None:
+    limit = api_common.MAX_BODY_BYTES
+    at_limit = b"{}" + b" " * (limit - 2)
     with httpx.Client(base_url=lineage_server.url, timeout=WAIT, trust_env=False) as client:
-        answer = client.post("/data/plugin/hparams/session_groups", content=b"{}")
+        answer = client.post("/data/plugin/hparams/session_groups", content=at_limit)
         assert answer.status_code == 200, answer.text
+        over = client.post("/data/plugin/hparams/session_groups", content=at_limit + b" ")
+        assert over.status_code == 413, over.text
         answer = client.post(
             "/data/plugin/scalars/scalars_multirun",
             data={"tag": "loss", "runs": ["train", "eval"]},
