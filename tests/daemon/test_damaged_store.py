@@ -80,6 +80,17 @@ def answer(daemon: Daemon, run: str, tag: str) -> tuple[int, Any]:
     return 200, [(p["step"], p["value"]) for p in points]
 
 
+def wait_for_the_opening_read(daemon: Daemon) -> None:
+    """Waits until the store has been read whole since it opened (its open checks only the
+    file's size, so that a restart answers at once; the read follows in the background)."""
+    wait_until(
+        lambda: daemon.status()["store_checked"],
+        timeout=30,
+        what="the store read whole",
+        alive=daemon.check_alive,
+    )
+
+
 def assert_every_answer_right(daemon: Daemon, runs: tuple[str, ...] = RUNS) -> bool:
     """Every series answers what a fresh ingest gives, or 503 (never other data, never a 500);
     returns whether all answered 200."""
@@ -156,6 +167,7 @@ def test_damage_at_rest_is_set_aside_and_rebuilt(
     logdir, db = copy_of(pristine, tmp_path)
     AT_REST[shape](db)
     daemon = serve(logdir, "--db", db)
+    wait_for_the_opening_read(daemon)
     assert_every_answer_right(daemon)
     assert_mended(daemon, db)
     assert daemon.health()["status"] == "ok"

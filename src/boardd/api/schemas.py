@@ -171,6 +171,13 @@ SCHEMAS: dict[str, Any] = {
                             "the file was set aside, since when, and lost_runs (runs it had "
                             "that the logdir no longer holds; null until rebuilt)",
                         },
+                        "store_checked": {
+                            "type": "boolean",
+                            "description": "whether the store has been read whole since it "
+                            "opened: its open checks only the file's size, the read follows "
+                            "at once in the background (damage within a page is known from "
+                            "then on, or when a read meets it)",
+                        },
                         "error": {
                             "type": ["string", "null"],
                             "description": "the real cause of the last failure, e.g. "

@@ -170,6 +170,10 @@ class RunnerStatus:
     #: The last damaged store: {found, set_aside (its path), since, lost_runs (runs it had
     #: that the logdir no longer has, None until the rebuild is done or if unknown)}.
     damage: dict[str, object] | None = None
+    #: Whether the store has been read whole since it opened (its open checks only its size;
+    #: the read follows at once, in the background: until then damage within a page is not
+    #: known, unless a read meets it).
+    store_checked: bool = False
 
 
 class ExperimentRunner:
@@ -246,6 +250,8 @@ class ExperimentRunner:
         self._remote_logged: tuple[float, dict[str, int]] | None = None
         #: See RunnerStatus.damage; the runs the damaged store knew (None: unreadable).
         self.damage: dict[str, object] | None = None
+        #: Set once the opening read of the whole store is done (see RunnerStatus).
+        self.scanned = threading.Event()
         self._damaged_runs: list[str] | None = None
         #: Rebuilding a damaged store: readers get 503 until the new one has caught up.
         self._mending = False
@@ -362,6 +368,7 @@ class ExperimentRunner:
                 self.remote_counts.as_dict() if self.remote_counts is not None else None
             ),
             damage=None if self.damage is None else dict(self.damage),
+            store_checked=self.scanned.is_set(),
         )
 
     # -- the thread -----------------------------------------------------------------------
@@ -404,8 +411,10 @@ class ExperimentRunner:
         """Opens the store as its writer; while another process holds it, stays read-only."""
         while not self._stop.is_set():
             try:
+                # Only the store's size is checked here; it is read whole right after, in the
+                # background (_check_in_background), so a restart answers at once.
                 self._session = WriteSession(
-                    self.spec.db, self.spec.logdir, sampling=self.settings.sampling
+                    self.spec.db, self.spec.logdir, sampling=self.settings.sampling, scan=False
                 )
             except LeaseHeldError as exc:
                 if self.state is not RunnerState.READ_ONLY:
@@ -453,6 +462,7 @@ class ExperimentRunner:
                 self._claim = self._bus.claim(self.spec.name, writer)
             self.state = RunnerState.DAMAGED if self._mending else RunnerState.CATCHING_UP
             self.opened.set()
+            self._start_checker()
             return True
         return False
 
@@ -533,30 +543,52 @@ class ExperimentRunner:
             known = "" if lost is not None else " (the damaged store's runs could not be read)"
             log.info("%s: store rebuilt from the logdir%s", self.spec.name, known)
 
+    def _start_checker(self) -> None:
+        """Starts the background check (once per runner)."""
+        if self._checker is None:
+            self._checker = threading.Thread(
+                target=self._check_in_background, name=f"boardd-{self.spec.name}-check"
+            )
+            self._checker.start()
+
     def _check_in_background(self) -> None:
-        """Checks the whole store now and then (see INTEGRITY_FIRST_SECONDS), on a read-only
-        connection of its own, at the lowest CPU priority (a thread's own nice value on Linux):
-        it holds no lock the writer waits for, and SQLite runs it without the GIL. What it
-        finds is taken by the runner's thread, which sets the store aside."""
+        try:
+            self._check_now_and_then()
+        finally:
+            # Whatever ended the thread, the catch-up waiting for the first read goes on.
+            self.scanned.set()
+
+    def _check_now_and_then(self) -> None:
+        """Reads the whole store as soon as it is open (quick_check: the open itself checked
+        only its size), then checks it with its indexes now and then (integrity_check, see
+        INTEGRITY_FIRST_SECONDS). On a read-only connection of its own, at the lowest CPU
+        priority (a thread's own nice value on Linux): it holds no lock the writer waits for,
+        and SQLite runs it without the GIL. What it finds is taken by the runner's thread,
+        which sets the store aside."""
         with contextlib.suppress(OSError, AttributeError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        wait = INTEGRITY_FIRST_SECONDS
+        pragma, wait = "quick_check", 0.0
         while not self._stop.wait(wait):
-            wait = INTEGRITY_EVERY_SECONDS
+            first = pragma == "quick_check"
+            wait = INTEGRITY_FIRST_SECONDS if first else INTEGRITY_EVERY_SECONDS
+            check, pragma = pragma, "integrity_check"
             if self._mending or not self.spec.db.exists():
+                self.scanned.set()
                 continue
             started = time.monotonic()
-            found = integrity.check_file(self.spec.db, "integrity_check")
+            found = integrity.check_file(self.spec.db, check)
             if found is None:
                 log.info(
-                    "%s: the store checks whole (integrity_check, %.1f s)",
+                    "%s: the store checks whole (%s, %.1f s)",
                     self.spec.name,
+                    check,
                     time.monotonic() - started,
                 )
-                continue
-            if not self._stop.is_set():
+            elif not self._stop.is_set():
                 self._found_damage = found
                 self._wake.set()
+            # After the finding is in place: the catch-up waits for this, then looks at it.
+            self.scanned.set()
 
     def _check_if_asked(self) -> None:
         """A reader met damage: checks this store, at most every SUSPICION_CHECK_SECONDS;
@@ -774,6 +806,11 @@ class ExperimentRunner:
 
     def _catch_up(self) -> None:
         self._await_first_answer()
+        # Nothing is written into a store not yet read whole (the catch-up would purge runs
+        # the logdir lost, which a damaged store's rebuild must still be able to name).
+        while not self.scanned.wait(0.05) and not self._stop.is_set():
+            self._beat(self.spec.name)
+        self._check_if_asked()
         # Imported after the wait, not beside the start's first answer.
         from boardd.ingest.progress import catch_up_reporter
 
@@ -874,11 +911,7 @@ class ExperimentRunner:
                 watcher.mode,
             )
         threading.Thread(target=self._preload, name="preload", daemon=True).start()
-        if self._checker is None:
-            self._checker = threading.Thread(
-                target=self._check_in_background, name=f"boardd-{self.spec.name}-check"
-            )
-            self._checker.start()
+        self._start_checker()
         unwatched = watcher.unwatched_reason()
         if unwatched is not None:
             log.warning(

@@ -124,12 +124,16 @@ def store_error(target: Path, exc: BaseException, doing: str = "open") -> StoreO
     return StoreOpenError(f"cannot {doing} store {target}: {exc}")
 
 
-def open_writer(path: str | os.PathLike[str], *, check: bool = True) -> apsw.Connection:
+def open_writer(
+    path: str | os.PathLike[str], *, check: bool = True, scan: bool = True
+) -> apsw.Connection:
     """Opens (creating if needed) the store for writing and migrates its schema.
 
-    With ``check``, an existing file is checked whole first (its size against its header,
-    then SQLite's quick_check): a damaged store raises StoreDamagedError, and is never
-    written or served. Whoever calls this must hold, or be about to take, the store's lease.
+    With ``check``, an existing file's size is checked against its header (cheap); with
+    ``scan`` too, the file is read whole (SQLite's quick_check). A damaged store raises
+    StoreDamagedError, and is never written or served. ``boardd serve`` opens without the scan
+    (its cost grows with the store, and a restart answers first) and runs it right after, in
+    the background. Whoever calls this must hold, or be about to take, the store's lease.
     """
     target = Path(path)
     # Said before any check: a store that cannot be written is served as it is, and the
@@ -157,7 +161,7 @@ def open_writer(path: str | os.PathLike[str], *, check: bool = True) -> apsw.Con
         for policy in policies:
             policy(connection)
         use_foreign_keys(connection)
-        found = quick_check(connection) if check else None
+        found = quick_check(connection) if check and scan else None
         if found is not None:
             raise damaged_error(target, found)
         migrate(connection)

@@ -37,7 +37,10 @@ class WriteSession:
         sampling: Mapping[str, int | None] | None = None,
         rebuild: bool = False,
         lease_expiry: float = DEFAULT_EXPIRY_SECONDS,
+        scan: bool = True,
     ) -> None:
+        """``scan``: read the existing store whole at open (quick_check); without it only its
+        size is checked, and the caller scans it later (``boardd serve``, in the background)."""
         self.db = Path(db)
         self.rebuild = rebuild
         self._old: apsw.Connection | None = None
@@ -60,7 +63,7 @@ class WriteSession:
             target = self.db.with_name(self.db.name + ".rebuild")
             _remove_store_files(target)
         self.path = target
-        self.connection = open_writer(target)
+        self.connection = open_writer(target, scan=scan)
         self.lease = Lease(self.connection, expiry_seconds=lease_expiry)
         try:
             self.lease.acquire()
