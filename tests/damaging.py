@@ -4,6 +4,7 @@ file cut where SQLite keeps a given page."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import subprocess
@@ -55,15 +56,21 @@ def page_size(db: Path) -> int:
 def pages_of(db: Path, name: str, kind: str = "leaf") -> list[int]:
     """The pages (1-based) of table or index ``name`` of that kind ("leaf", "internal"), by
     SQLite's dbstat table."""
+    query = "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = ? ORDER BY pageno"
     connection = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        rows = connection.execute(
-            "SELECT pageno FROM dbstat WHERE name = ? AND pagetype = ? ORDER BY pageno",
-            (name, kind),
-        )
-        return [int(pageno) for (pageno,) in rows]
+        return [int(pageno) for (pageno,) in connection.execute(query, (name, kind))]
+    except apsw.SQLError as exc:
+        if "dbstat" not in str(exc):
+            raise
     finally:
         connection.close()
+    # An APSW whose SQLite was built without dbstat (older wheels): the standard library's
+    # SQLite reads the same file format.
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)) as std:
+        return [int(pageno) for (pageno,) in std.execute(query, (name, kind))]
 
 
 def scramble(path: Path, offset: int, length: int = 4096, seed: int = 1) -> None:
