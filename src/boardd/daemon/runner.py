@@ -410,6 +410,9 @@ class ExperimentRunner:
     def _open(self) -> bool:
         """Opens the store as its writer; while another process holds it, stays read-only."""
         while not self._stop.is_set():
+            # A store made now has nothing to read whole: its catch-up need not wait.
+            if not self.spec.db.exists():
+                self.scanned.set()
             try:
                 # Only the store's size is checked here; it is read whole right after, in the
                 # background (_check_in_background), so a restart answers at once.
@@ -567,7 +570,12 @@ class ExperimentRunner:
         which sets the store aside."""
         with contextlib.suppress(OSError, AttributeError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        pragma, wait = "quick_check", 0.0
+        # A new store (scanned already) is first checked with its indexes, later.
+        pragma, wait = (
+            ("integrity_check", INTEGRITY_FIRST_SECONDS)
+            if self.scanned.is_set()
+            else ("quick_check", 0.0)
+        )
         while not self._stop.wait(wait):
             first = pragma == "quick_check"
             wait = INTEGRITY_FIRST_SECONDS if first else INTEGRITY_EVERY_SECONDS
