@@ -122,6 +122,8 @@ def test_sigkill_at_random_moments_then_resume(
     db = tmp_path / "killed.db"
     rng = random.Random(20240611)
     interrupted = 0
+    #: Kills that left the store short of the whole logdir (work really was cut).
+    cut_short = 0
     last: dict[str, int] | None = None
     for attempt in range(8):
         started = time.monotonic()
@@ -153,6 +155,7 @@ def test_sigkill_at_random_moments_then_resume(
                 # The dead process's lease stays behind (the next run takes it over at once),
                 # unless the kill came after its last commit, as it was releasing the lease.
                 finished = now == progress(reference)
+                cut_short += not finished
                 if attempt > 0 and not finished:
                     assert holder is not None and holder.pid == process.pid
                 else:
@@ -164,7 +167,8 @@ def test_sigkill_at_random_moments_then_resume(
             assert (now or {}).get(path, 0) >= consumed
         last = now
     assert interrupted >= 5
-    assert last != progress(reference), "the kills all came too late to interrupt anything"
+    # On a fast machine the last attempts may finish the logdir; some kill must have cut work.
+    assert cut_short >= 1, "the kills all came too late to interrupt anything"
 
     resume_equals_reference(big_logdir, db, reference)
 
