@@ -132,7 +132,13 @@ class Daemon:
             params["experiment"] = experiment
         if latest is not None:
             params["latest"] = latest
-        points = self.get("scalars", **params).get(run, {}).get(tag, [])
+        assert self.client is not None, "the daemon is not ready"
+        response = self.client.get("/api/v1/scalars", params=params)
+        if response.status_code == 503 and response.json()["error"]["code"] == "unavailable":
+            # A new store between its port file and its first commit: no points yet.
+            return []
+        assert response.status_code == 200, f"GET scalars {params}: {response.text}"
+        points = response.json().get(run, {}).get(tag, [])
         assert isinstance(points, list)
         return points
 
