@@ -271,6 +271,30 @@ def test_request_bodies_arrive_whole_chunked_or_not(
         assert answer.json() == {"length": 7, "body": "one,two"}
 
 
+def test_an_answer_before_the_body_is_read_ends_the_connection(
+    app: App, servers: list[ThreadedServer]
+) -> None:
+    # An app that answers without reading the body (a 413 for a body over a limit does):
+    # the rest of the body must not be read as the next request's head.
+    server = start(app, servers)
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        size = 3 * 2**20
+        sock.sendall(
+            f"POST /unread HTTP/1.1\r\nhost: x\r\ncontent-length: {size}\r\n\r\n".encode()
+            + b"x" * 200_000
+        )
+        buffered = bytearray()
+        line, headers, body = read_response(sock, buffered)
+        assert line == b"HTTP/1.1 200 OK" and body == b"POST /unread?"
+        assert headers.get("connection") == "close", headers
+        assert closed_within(sock, 5.0)
+    # The server goes on answering others.
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(b"GET /again HTTP/1.1\r\nhost: x\r\n\r\n")
+        line, _headers, body = read_response(sock, bytearray())
+        assert line == b"HTTP/1.1 200 OK" and body == b"GET /again?"
+
+
 def test_pipelined_requests_are_answered_one_at_a_time_in_order(
     app: App, servers: list[ThreadedServer]
 ) -> None:

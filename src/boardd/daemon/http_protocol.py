@@ -606,6 +606,10 @@ class _Cycle:
                 self.keep_alive = False
                 close_said = True
             parts += (name, b": ", value, b"\r\n")
+        if self.more_body:
+            # Answered before its body was all received (a 413, an error): what is left of
+            # the body would be read as the next request's head, so the connection ends.
+            self.keep_alive = False
         bodiless = self.is_head or status in (204, 304) or status < 200
         if chunked:
             length = None
