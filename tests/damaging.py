@@ -44,6 +44,17 @@ def boardd_ingest(logdir: Path, db: Path, *more: str) -> subprocess.CompletedPro
     )
 
 
+def ingested_logdir(root: Path) -> tuple[Path, Path]:
+    """A logdir written under ``root`` and its store, ingested once by ``boardd ingest``
+    (what the damage tests copy and damage)."""
+    logdir = root / "logs"
+    write_logdir(logdir)
+    db = root / "store.sqlite"
+    done = boardd_ingest(logdir, db)
+    assert done.returncode == 0, done.stderr
+    return logdir, db
+
+
 def page_size(db: Path) -> int:
     """The store's page size."""
     connection = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)

@@ -22,10 +22,10 @@ from tests.damaging import (
     POINTS,
     RUNS,
     boardd_ingest,
+    ingested_logdir,
     pages_of,
     scramble_page,
     truncate_to_half,
-    write_logdir,
 )
 
 #: tag → its steps, as write_logdir writes them (every run has both).
@@ -41,13 +41,7 @@ def expected(tag: str) -> list[tuple[int, float]]:
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A logdir and its store, ingested once; each test damages a copy of both."""
-    root = tmp_path_factory.mktemp("pristine")
-    logdir = root / "logs"
-    write_logdir(logdir)
-    db = root / "store.sqlite"
-    done = boardd_ingest(logdir, db)
-    assert done.returncode == 0, done.stderr
-    return logdir, db
+    return ingested_logdir(tmp_path_factory.mktemp("pristine"))
 
 
 def copy_of(

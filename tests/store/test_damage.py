@@ -17,23 +17,17 @@ from boardd.store.errors import StoreDamagedError, StoreOpenError
 from tests.damaging import (
     POINTS,
     boardd_ingest,
+    ingested_logdir,
     pages_of,
     scramble_page,
     truncate_to_half,
-    write_logdir,
 )
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A logdir and its store, ingested once; each test damages a copy."""
-    root = tmp_path_factory.mktemp("pristine")
-    logdir = root / "logs"
-    write_logdir(logdir)
-    db = root / "store.sqlite"
-    done = boardd_ingest(logdir, db)
-    assert done.returncode == 0, done.stderr
-    return logdir, db
+    return ingested_logdir(tmp_path_factory.mktemp("pristine"))
 
 
 def mid_page_of_points(db: Path) -> None:
