@@ -307,6 +307,7 @@ async def respond_cached(
     shared with other processes and kept across restarts, under the same key and version.
     ``alias``: the fast key (and its version) to file the answer under as well.
     """
+    handle.pool.refuse_if_damaged()
     state = state_of(request)
     cache = state.cache
     entry = cache.get(key, version)
@@ -355,6 +356,7 @@ def cached_reply(
     fast = handle.fast_key(request)
     if fast is None:
         return None, None
+    handle.pool.refuse_if_damaged()
     cache = state_of(request).cache
     key, version = fast
     entry = cache.get(key, version)

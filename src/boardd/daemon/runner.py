@@ -593,6 +593,13 @@ class ExperimentRunner:
                     time.monotonic() - started,
                 )
             elif not self._stop.is_set():
+                # Readers answer 503 from here on, not once the runner's thread has taken it:
+                # damage inside a page can read as fewer rows, never as an error.
+                damage.mark(
+                    self.spec.db,
+                    f"experiment {self.spec.name}: store {self.spec.db} is damaged ({found}); "
+                    "it is being rebuilt from its logdir",
+                )
                 self._found_damage = found
                 self._wake.set()
             # After the finding is in place: the catch-up waits for this, then looks at it.

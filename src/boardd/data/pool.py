@@ -83,12 +83,17 @@ class ReadPool:
         self._stores: list[str] = []
         self.swaps = 0
 
-    def connection(self) -> apsw.Connection:
-        """This thread's connection to the current store file, opened on first use;
-        :class:`Unavailable` while the store cannot be opened or the pool is closed."""
+    def refuse_if_damaged(self) -> None:
+        """:class:`Unavailable` while the store is known damaged: also asked before an answer
+        is taken from a cache (it may have been built from a damaged page)."""
         refused = damage.damaged(self.db)
         if refused is not None:
             raise Unavailable(refused)
+
+    def connection(self) -> apsw.Connection:
+        """This thread's connection to the current store file, opened on first use;
+        :class:`Unavailable` while the store cannot be opened or the pool is closed."""
+        self.refuse_if_damaged()
         identity = self._stat()
         connection: apsw.Connection | None = getattr(self._local, "connection", None)
         if connection is not None and getattr(self._local, "identity", None) != identity:
