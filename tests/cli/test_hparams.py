@@ -214,6 +214,42 @@ def test_errors_and_exit_codes(official: Path, tmp_path: Path) -> None:
     assert done.returncode == ExitCode.USAGE and "two --filter" in done.stderr
 
 
+def test_flags_and_their_errors_in_the_command_lines_words(official: Path, tmp_path: Path) -> None:
+    db = tmp_path / "s.sqlite"
+    # A descending sort written as two words: argparse would take '-score' for a flag.
+    joined = boardd("hparams", official, "--db", db, "--csv", "--sort=-score")
+    split = boardd("hparams", official, "--db", db, "--sort", "-score", "--csv")
+    assert split.returncode == ExitCode.OK, split.stderr
+    assert split.stdout == joined.stdout
+    split = boardd("hparams", official, "--db", db, "--sort", "-validation/accuracy,layers")
+    assert split.returncode == ExitCode.OK, split.stderr
+    # A filter that does not fit its column's values: the flag, the column, what works.
+    cases = {
+        "learning_rate=^0.1": [
+            "--filter 'learning_rate=^0.1': learning_rate holds numbers",
+            "--filter 'learning_rate==0.1'",
+            "--filter 'learning_rate=0.1..0.1'",
+        ],
+        "validation/accuracy=high": [
+            "validation/accuracy holds numbers",
+            "--filter 'validation/accuracy=MIN..MAX'",
+        ],
+        "batch_norm=tru": ["batch_norm holds true/false", "--filter 'batch_norm==true'"],
+        "optimizer=1..2": ["optimizer holds strings", "--filter 'optimizer==adam,sgd'"],
+        "nope=x": ["--filter nope=x: no hparam or metric column 'nope'"],
+    }
+    for spec, messages in cases.items():
+        done = boardd("hparams", official, "--db", db, "--filter", spec)
+        assert done.returncode == ExitCode.USAGE, (spec, done.stderr)
+        for message in messages:
+            assert message in done.stderr, (spec, done.stderr)
+        for api_word in ("colParams", "filterRegexp", "filterInterval", "Traceback"):
+            assert api_word not in done.stderr, (spec, done.stderr)
+    done = boardd("hparams", official, "--db", db, "--sort", "-nope")
+    assert done.returncode == ExitCode.USAGE
+    assert "--sort -nope: no hparam or metric column 'nope'" in done.stderr
+
+
 def test_a_reader_that_goes_away_gets_no_traceback(official: Path, tmp_path: Path) -> None:
     # `boardd hparams LOGDIR --csv | head -1`: the pipe is closed before the command writes.
     proc = subprocess.Popen(

@@ -78,6 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # runs as usual (boardd.daemon.service's warm-up).
         gc.disable()
     parser = build_parser(command)
+    if command is not None:
+        module = importlib.import_module(f"boardd.cli.{COMMANDS[command]}")
+        words = _join_dash_values(words, getattr(module, "DASH_VALUE_FLAGS", ()))
     args = parser.parse_args(words)
     if args.command is None:
         parser.print_help(sys.stderr)
@@ -91,3 +94,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.ERROR
     return code
+
+
+def _join_dash_values(words: list[str], flags: Sequence[str]) -> list[str]:
+    """``--sort -accuracy`` → ``--sort=-accuracy`` for each of ``flags`` (whose values may
+    start with '-'): argparse takes a word that starts with '-' for a flag, and says "expected
+    one argument" of the flag before it. A word that is a flag (``--csv``, ``-h``), and
+    everything after ``--``, stays as it is."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            out.extend(words[i:])
+            break
+        value = words[i + 1] if i + 1 < len(words) else ""
+        if word in flags and value[:1] == "-" and value[1:2] not in ("", "-") and value != "-h":
+            out.append(f"{word}={value}")
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out

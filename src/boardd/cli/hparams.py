@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +17,9 @@ from boardd.config import SettingsError, check_logdir
 from boardd.exitcodes import ExitCode, describe
 
 NAME = "hparams"
+#: Flags whose value may start with '-' (``--sort -accuracy``: descending), which argparse
+#: would take for a flag of its own (boardd.cli.main joins such a value to its flag).
+DASH_VALUE_FLAGS = ("--sort", "--filter")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,7 +64,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=None,
         help=(
             "sort by these columns, the first the most significant; '-' before a name sorts "
-            "descending; missing values last (groups of repeated trials sort by their average)"
+            "descending (--sort -accuracy); missing values last (groups of repeated trials "
+            "sort by their average)"
         ),
     )
     parser.add_argument(
@@ -89,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         return settings_failed(NAME, exc)
     filters: dict[str, Filter] = {}
+    texts: dict[str, str] = {}
     try:
         for text in args.filter:
             column, spec = parse_filter(text)
@@ -97,15 +103,18 @@ def run(args: argparse.Namespace) -> int:
                     f"{column} has two --filter: give one per column (a regular expression "
                     "may say 'adam|sgd', and COL==adam,sgd lists values)"
                 )
-            filters[column] = spec
-        sort = parse_sort(args.sort.split(",") if args.sort else None)
+            filters[column], texts[column] = spec, text
+        try:
+            sort = parse_sort(args.sort.split(",") if args.sort else None)
+        except ValueError as exc:
+            raise ValueError(f"--sort {shlex.quote(args.sort)}: {exc}") from exc
     except ValueError as exc:
         return fail(NAME, exc, ExitCode.USAGE)
     db = _catch_up(logdir, args.db)
     if isinstance(db, int):
         return db
     try:
-        header, rows = _table(db, [("-" if d else "") + c for c, d in sort], filters)
+        header, rows = _table(db, args.sort, sort, filters, texts)
     except _Failed as exc:
         return fail(NAME, exc.message, exc.code)
     out = sys.stdout
@@ -154,9 +163,13 @@ def _catch_up(logdir: Path, db: str | None) -> Path | int:
 
 
 def _table(
-    db: Path, sort: Sequence[str], filters: dict[str, Any]
+    db: Path,
+    sort_text: str | None,
+    sort: Sequence[tuple[str, bool]],
+    filters: dict[str, Any],
+    texts: dict[str, str],
 ) -> tuple[list[str], list[dict[str, Any]]]:
-    from boardd.client.hparams import Columns, build_request, session_rows
+    from boardd.client.hparams import Columns, FilterMismatch, build_request, session_rows
     from boardd.data import experiments
     from boardd.data import hparams as data_hparams
     from boardd.data.errors import DataError
@@ -176,8 +189,28 @@ def _table(
                 ExitCode.ERROR,
             )
         columns = Columns.of(data_hparams.experiment(connection, row.id))
+        # Each column checked against the flag that names it, so that an error names the flag.
+        for column, _ in sort:
+            try:
+                columns.col_params(column)
+            except ValueError as exc:
+                raise _Failed(
+                    f"--sort {shlex.quote(sort_text or '')}: {exc}", ExitCode.USAGE
+                ) from exc
+        for column, spec in filters.items():
+            try:
+                columns.col_params(column)
+                columns.check_filter(column, spec)
+            except FilterMismatch as exc:
+                raise _Failed(_mismatch(texts[column], exc), ExitCode.USAGE) from exc
+            except ValueError as exc:
+                raise _Failed(
+                    f"--filter {shlex.quote(texts[column])}: {exc}", ExitCode.USAGE
+                ) from exc
         try:
-            request = build_request(columns, sort=sort or None, filters=filters)
+            request = build_request(
+                columns, sort=[("-" if d else "") + c for c, d in sort] or None, filters=filters
+            )
         except ValueError as exc:
             raise _Failed(str(exc), ExitCode.USAGE) from exc
         groups = []
@@ -193,6 +226,40 @@ def _table(
         return columns.names, session_rows(columns, groups)
     finally:
         connection.close()
+
+
+def _mismatch(text: str, exc: Any) -> str:
+    """A --filter its column's values cannot match, in the command line's words: what the
+    column holds, and the --filter forms that work on it (with the value the user gave when
+    there is one)."""
+    column, kind, spec = exc.column, exc.kind, exc.spec
+    if kind == "string":
+        return (
+            f"--filter {shlex.quote(text)}: {column} holds strings, and COL=MIN..MAX takes "
+            f"numbers: give a regular expression (--filter '{column}=^adam') or values "
+            f"(--filter '{column}==adam,sgd')"
+        )
+    given = "COL=REGEX matches strings only"
+    if kind == "bool":
+        return (
+            f"--filter {shlex.quote(text)}: {column} holds true/false, and {given}: give "
+            f"--filter '{column}==true' or --filter '{column}==false'"
+        )
+    # A number column: the number the regular expression was written around, if any.
+    number = spec.strip("^$").replace("\\.", ".") if isinstance(spec, str) else ""
+    try:
+        value = f"{float(number):g}"
+    except ValueError:
+        return (
+            f"--filter {shlex.quote(text)}: {column} holds numbers, and {given}: give a range "
+            f"(--filter '{column}=MIN..MAX', either end may be left out) or exact values "
+            f"(--filter '{column}==V1,V2')"
+        )
+    return (
+        f"--filter {shlex.quote(text)}: {column} holds numbers, and {given}: for {value}, give "
+        f"--filter '{column}=={value}' (exact) or a range, --filter '{column}={value}..{value}' "
+        "(either end may be left out)"
+    )
 
 
 def _text(value: Any) -> str:

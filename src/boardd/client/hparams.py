@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf import struct_pb2
@@ -41,19 +42,62 @@ def metric_label(name: api.MetricName) -> str:
     return f"{name.group}/{name.tag}" if name.group else name.tag
 
 
+#: An hparam's kind of values by its declared type (a metric's values are numbers).
+_KINDS = {
+    api.DATA_TYPE_STRING: "string",
+    api.DATA_TYPE_BOOL: "bool",
+    api.DATA_TYPE_FLOAT64: "number",
+}
+
+
+class FilterMismatch(ValueError):
+    """A filter its column's values cannot match: a regular expression on a column of numbers
+    or booleans, an interval on a column of strings. ``column``, ``kind`` (the column's values:
+    number, bool or string) and ``spec`` (the filter) let a caller word its own message."""
+
+    def __init__(self, column: str, kind: str, spec: Filter) -> None:
+        self.column, self.kind, self.spec = column, kind, spec
+        given = "a regular expression" if isinstance(spec, str) else "an interval (MIN, MAX)"
+        super().__init__(
+            f"filter of {column!r}: {given} does not apply to {_KIND_WORDS[kind]}; give "
+            f"{_FITS[kind]}"
+        )
+
+
+_KIND_WORDS = {"number": "numbers", "bool": "true/false values", "string": "strings"}
+_FITS = {
+    "number": "an interval (MIN, MAX) or a list of exact values",
+    "bool": "a list of exact values ([True] or [False])",
+    "string": "a regular expression or a list of exact values",
+}
+
+
 @dataclass(frozen=True)
 class Columns:
-    """The hparam and metric columns of an experiment."""
+    """The hparam and metric columns of an experiment, and what kind of values each holds
+    (``kinds``: number, string or bool; a column of undeclared type is absent)."""
 
     hparams: list[str]
     metrics: dict[str, api.MetricName]
+    kinds: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, experiment: api.Experiment) -> Columns:
-        return cls(
-            [info.name for info in experiment.hparam_infos],
-            {metric_label(info.name): info.name for info in experiment.metric_infos},
-        )
+        metrics = {metric_label(info.name): info.name for info in experiment.metric_infos}
+        kinds = {i.name: _KINDS[i.type] for i in experiment.hparam_infos if i.type in _KINDS}
+        kinds.update(dict.fromkeys(metrics, "number"))
+        return cls([info.name for info in experiment.hparam_infos], metrics, kinds)
+
+    def check_filter(self, column: str, spec: Filter) -> None:
+        """FilterMismatch when ``spec`` cannot match ``column``'s kind of values (a column of
+        undeclared type is left to the server)."""
+        kind = self.kinds.get(column)
+        if kind is None:
+            return
+        if (isinstance(spec, str) and kind != "string") or (
+            isinstance(spec, tuple) and kind == "string"
+        ):
+            raise FilterMismatch(column, kind, spec)
 
     @property
     def names(self) -> list[str]:
@@ -95,30 +139,34 @@ def parse_filter(text: str) -> tuple[str, Filter]:
     ValueError says what is wrong."""
     column, sep, spec = text.partition("=")
     if not sep or not column:
-        raise ValueError(f"filter {text!r}: write COL=REGEX, COL=MIN..MAX or COL==VALUE,...")
+        raise ValueError(
+            f"--filter {shlex.quote(text)}: write COL=REGEX, COL=MIN..MAX or COL==VALUE,..."
+        )
     if spec.startswith("="):
         values = [_exact(v) for v in spec[1:].split(",")]
         if values == [""]:
-            raise ValueError(f"filter {text!r}: give at least one value after '=='")
+            raise ValueError(f"--filter {shlex.quote(text)}: give at least one value after '=='")
         return column, values
     lo, dots, hi = spec.partition("..")
     if dots and _is_number_or_empty(lo) != _is_number_or_empty(hi):
         raise ValueError(
-            f"filter {text!r}: MIN..MAX takes numbers (for a regular expression with '..' in "
-            "it, write the dots as [.][.])"
+            f"--filter {shlex.quote(text)}: MIN..MAX takes numbers (for a regular expression "
+            "with '..' in it, write the dots as [.][.])"
         )
     if dots and _is_number_or_empty(lo) and _is_number_or_empty(hi):
         if not lo.strip() and not hi.strip():
-            raise ValueError(f"filter {text!r}: give MIN, MAX or both around '..'")
+            raise ValueError(f"--filter {shlex.quote(text)}: give MIN, MAX or both around '..'")
         low = float(lo) if lo.strip() else None
         high = float(hi) if hi.strip() else None
         if low is not None and high is not None and low > high:
-            raise ValueError(f"filter {text!r}: MIN {low:g} is above MAX {high:g}")
+            raise ValueError(f"--filter {shlex.quote(text)}: MIN {low:g} is above MAX {high:g}")
         return column, (low, high)
     try:
         re.compile(spec)
     except re.error as exc:
-        raise ValueError(f"filter {text!r}: {spec!r} is no regular expression ({exc})") from exc
+        raise ValueError(
+            f"--filter {shlex.quote(text)}: {spec!r} is no regular expression ({exc})"
+        ) from exc
     return column, spec
 
 
