@@ -49,6 +49,21 @@ describe("logSplits", () => {
     expect(ticks.length).toBeLessThanOrEqual(4);
     expect(ticks.every((v) => Number.isInteger(Math.round(Math.log10(v) * 1e9) / 1e9))).toBe(true);
   });
+  it("spreads ticks over a range of one to two decades, not only near its top", () => {
+    // A learning rate from 0.01 down to 1.8e-4 on a chart with room for 5 ticks: 0.005 and
+    // 0.01 only, the lower 80 % of the axis unlabelled (a within-a-decade linear step).
+    expect(logSplits(1.5e-4, 0.012, 140)).toEqual([0.0003, 0.001, 0.003, 0.01]);
+    for (const [lo, hi] of [[1.5e-4, 0.012], [0.9, 50], [0.02, 3], [7, 900]] as const) {
+      for (const room of [84, 112, 140, 200]) {
+        const ticks = logSplits(lo, hi, room);
+        expect(ticks.length, `${lo}..${hi} in ${room}px: ${ticks}`).toBeGreaterThanOrEqual(2);
+        expect(ticks.length).toBeLessThanOrEqual(Math.max(2, Math.floor(room / 28)));
+        // The lowest tick in the lower half of the axis (in log space).
+        const at = (Math.log(ticks[0]) - Math.log(lo)) / (Math.log(hi) - Math.log(lo));
+        expect(at, `${lo}..${hi} in ${room}px: ${ticks}`).toBeLessThan(0.5);
+      }
+    }
+  });
   it("writes negative powers exactly", () => {
     expect(logSplits(0.0009, 0.011, 120)).toEqual([0.001, 0.002, 0.005, 0.01]);
   });

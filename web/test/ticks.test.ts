@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { tickLabels } from "../src/views/ticks";
+import { logSplits } from "../src/views/axes";
+import { logTickLabels, tickLabels } from "../src/views/ticks";
 
 describe("tick labels", () => {
   it("leaves ordinary magnitudes to uPlot", () => {
@@ -74,3 +75,45 @@ function parse(label: string): number {
   const last = label.slice(-1);
   return last in units ? Number(label.slice(0, -1)) * units[last] : Number(label);
 }
+
+describe("log tick labels", () => {
+  it("writes each tick by its own magnitude: an exponent for tiny ones, not all the zeros", () => {
+    // Before: "0.0000000001" (the decimals the smallest gap needs, for every tick).
+    expect(logTickLabels([1e-10, 1e-8, 1e-6, 1e-4, 0.01])).toEqual(["1e-10", "1e-8", "1e-6", "0.0001", "0.01"]);
+    expect(logTickLabels([2e-7, 5e-7, 1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 0.0001, 0.0002, 0.0005, 0.001])).toEqual([
+      "2e-7", "5e-7", "1e-6", "2e-6", "5e-6", "1e-5", "2e-5", "5e-5", "0.0001", "0.0002", "0.0005", "0.001",
+    ]);
+    expect(logTickLabels([0.001, 0.01, 0.1, 1, 10])).toEqual(["0.001", "0.01", "0.1", "1", "10"]);
+  });
+
+  it("writes large ticks with an SI prefix (from 1k on an axis that reaches 100k), past it an exponent", () => {
+    expect(logTickLabels([1, 100, 10000, 1e6, 1e8])).toEqual(["1", "100", "10k", "1M", "100M"]);
+    expect(logTickLabels([1, 10, 100, 1000, 10000])).toEqual(["1", "10", "100", "1000", "10000"]);
+    expect(logTickLabels([10, 1000, 1e5, 1e18, 1e22, 1e24])).toEqual(["10", "1000", "1e5", "1e18", "1e22", "1e24"]);
+  });
+
+  it("writes a log axis's evenly spaced ticks within a decade with the digits they need", () => {
+    expect(logTickLabels([1.06, 1.08, 1.1, 1.12, 1.14])).toEqual(["1.06", "1.08", "1.1", "1.12", "1.14"]);
+    expect(logTickLabels([0.0012, 0.0014, 0.0016])).toEqual(["0.0012", "0.0014", "0.0016"]);
+    expect(logTickLabels([1.2e-7, 1.4e-7, 1.6e-7])).toEqual(["1.2e-7", "1.4e-7", "1.6e-7"]);
+    expect(logTickLabels([250000, 300000, 350000])).toEqual(["250k", "300k", "350k"]);
+  });
+
+  it("is short, and reads back to its tick, on any log axis logSplits makes", () => {
+    for (const [lo, hi] of [[1e-12, 1e12], [1e-10, 0.011], [3e-9, 2e-8], [0.9, 1.2], [5, 5e7]] as const) {
+      for (const room of [100, 200, 400, 800]) {
+        const splits = logSplits(lo, hi, room);
+        const labels = logTickLabels(splits);
+        expect(new Set(labels).size, `${labels}`).toBe(labels.length);
+        for (const [i, label] of labels.entries()) {
+          expect(label.length, label).toBeLessThanOrEqual(7);
+          expect(parse(label) / splits[i], label).toBeCloseTo(1, 9);
+        }
+      }
+    }
+  });
+
+  it("leaves a blank where a tick is not a number", () => {
+    expect(logTickLabels([1, Number.NaN, 100])).toEqual(["1", "", "100"]);
+  });
+});

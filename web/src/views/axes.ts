@@ -4,7 +4,7 @@
 
 import uPlot from "uplot";
 
-import { tickLabels } from "./ticks";
+import { logTickLabels, tickLabels } from "./ticks";
 
 /** uPlot's own y axis width, kept as the least. */
 const MIN_SIZE = 50;
@@ -36,27 +36,21 @@ export function axisSize(u: uPlot, values: string[] | null, axisIdx: number): nu
 }
 
 /** A numeric y axis; `log`: its scale is a log scale over a range of logLimits (see logSplits),
- * and `onTicks` hears each set of ticks made (tests read them: the canvas is pixels). */
-export function numericY(log = false, onTicks?: (ticks: number[]) => void): uPlot.Axis {
+ * its ticks each labelled by their own magnitude (logTickLabels), and `onTicks` hears each set
+ * of ticks made with their labels (tests read them: the canvas is pixels). */
+export function numericY(log = false, onTicks?: (ticks: number[], labels: string[]) => void): uPlot.Axis {
   if (!log) return { values: axisValues, size: axisSize };
   return {
-    values: (_u, splits) => tickLabels(splits, smallestGap(splits)) ?? splits.map((v) => uPlot.fmtNum(v)),
-    size: axisSize,
-    splits: (u, _axis, min, max) => {
-      const ticks = logSplits(min, max, u.bbox.height / uPlot.pxRatio);
-      onTicks?.(ticks);
-      return ticks;
+    values: (_u, splits) => {
+      const labels = logTickLabels(splits);
+      onTicks?.(splits, labels);
+      return labels;
     },
+    size: axisSize,
+    splits: (u, _axis, min, max) => logSplits(min, max, u.bbox.height / uPlot.pxRatio),
     // Every tick is labelled: logSplits spaces them (uPlot's own filter expects whole decades).
     filter: (_u, splits) => splits,
   };
-}
-
-/** The least gap between successive ticks (what their labels must tell apart). */
-function smallestGap(splits: readonly number[]): number {
-  let gap = Infinity;
-  for (let i = 1; i < splits.length; i++) gap = Math.min(gap, splits[i] - splits[i - 1]);
-  return Number.isFinite(gap) ? gap : 1;
 }
 
 /** Pixels a y tick label needs, at the least. */
@@ -74,8 +68,9 @@ export function logLimits(lo: number, hi: number): [number, number] {
 }
 
 /** Ticks of a log axis from `min` to `max` (> 0, any range: not snapped to decades) for an axis
- * `room` px high. Over a decade or more: 1, 2 and 5 times powers of ten (or powers alone, or
- * every second or third power, as room allows; 1 to 9 times when there is room for them all);
+ * `room` px high. Over a decade or more: 1, 2 and 5 times powers of ten (or 1 and 3 times, or
+ * powers alone, or every second or third power, as room allows; 1 to 9 times when there is room
+ * for them all);
  * within a decade, where few or none of those fall: evenly spaced round values, as on a linear
  * axis (the lines' spread there is nearly linear). */
 export function logSplits(min: number, max: number, room: number): number[] {
@@ -94,7 +89,7 @@ export function logSplits(min: number, max: number, room: number): number[] {
     }
     return within(out);
   };
-  for (const mantissas of [[1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 5], [1]]) {
+  for (const mantissas of [[1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 5], [1, 3], [1]]) {
     const ticks = decades(mantissas);
     if (ticks.length >= 3 && ticks.length <= most) return ticks;
   }
@@ -105,6 +100,8 @@ export function logSplits(min: number, max: number, room: number): number[] {
       if (ticks.length <= most) return ticks;
     }
   }
+  // Two powers of ten in range: a decade or more, which linear ticks would crowd at its top.
+  if (powers.length === 2) return powers;
   // Fewer than 3 round log ticks: linear ones, a round step (1, 2 or 5 times a power of ten).
   const raw = (max - min) / Math.min(most, 6);
   const power = 10 ** Math.floor(Math.log10(raw));

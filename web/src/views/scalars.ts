@@ -7,7 +7,8 @@
 // of the runs drawn); also data-runs (JSON list of the runs drawn), data-smoothing (the
 // weight), data-last-value (JSON {run: last value, smoothed when smoothing is on}),
 // data-y-scale ("linear" or "log") and data-zoom ("min,max" of the x window, "" when not
-// zoomed). A card out of view is not drawn (IntersectionObserver), but its attributes say
+// zoomed); a drawn card also data-y-range ("min,max" of its y axis), and on a log axis
+// data-y-ticks and data-y-tick-labels (JSON lists: the ticks and their labels). A card out of view is not drawn (IntersectionObserver), but its attributes say
 // what it will draw. Cards filtered out by the tag filter are not in the page.
 
 import "uplot/dist/uPlot.min.css";

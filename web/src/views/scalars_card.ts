@@ -381,7 +381,12 @@ export class ScalarCard {
       },
       axes: [
         options.x === "wall" ? {} : options.x === "relative" ? numericX("relative (s)") : numericX(undefined, true),
-        logY ? numericY(true, (ticks) => (this.root.dataset.yTicks = JSON.stringify(ticks))) : numericY(),
+        logY
+          ? numericY(true, (ticks, labels) => {
+              this.root.dataset.yTicks = JSON.stringify(ticks);
+              this.root.dataset.yTickLabels = JSON.stringify(labels);
+            })
+          : numericY(),
       ],
       series: [{}],
       cursor: {

@@ -65,3 +65,22 @@ export function tickLabels(splits: readonly number[], incr: number): string[] | 
   else return null;
   return splits.map((v) => (Number.isFinite(v) ? write(v, incr) : ""));
 }
+
+/** Labels for the ticks of a log axis (1, 2 and 5 times powers of ten, or evenly spaced round
+ * values within a decade: see axes.ts's logSplits). Their magnitudes differ by decades, so each
+ * is written by its own, with the digits it has: "1e-10", "1e-8", "0.0001", "0.01" (the
+ * decimals that the smallest gap needs, given to every tick, wrote "0.0000000001"). An
+ * exponent below TINY; an SI prefix from 1000 up when the axis reaches LARGE ("10k", "1M"),
+ * an exponent from LARGE up when it reaches HUGE. */
+export function logTickLabels(splits: readonly number[]): string[] {
+  const largest = Math.max(0, ...splits.filter((v) => Number.isFinite(v)).map((v) => Math.abs(v)));
+  return splits.map((v) => {
+    if (!Number.isFinite(v)) return "";
+    const a = Math.abs(v);
+    // Its own digits: a tick is its own increment (decimals() writes it exactly).
+    if (a > 0 && a < TINY) return exponential(v, a);
+    if (largest >= HUGE && a >= LARGE) return exponential(v, a);
+    if (largest >= LARGE && largest < HUGE && a >= 1000) return prefixed(v, a);
+    return fixed(v, a);
+  });
+}
