@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import shutil
 import socket
 import time
@@ -288,10 +287,11 @@ def test_log_y(serve: ServeFactory, logdir: Path, page: Watched) -> None:
 
 
 def test_ignore_outliers(serve: ServeFactory, tmp_path: Path, page: Watched) -> None:
-    """By default, as in TensorBoard, the y axis spans the 5th to the 95th percentile of the
-    values drawn: a loss whose first steps are a hundred times the rest no longer flattens
-    the curve along the bottom. Unticking "ignore outliers" spans every value; the URL keeps
-    the choice."""
+    """By default, as TensorBoard's "ignore outliers", a loss whose first steps are a hundred
+    times the rest no longer flattens the curve along the bottom: those few points far from
+    the rest run off the chart, and the rest of the curve is whole (TensorBoard's 5th to 95th
+    percentile cut its top off too). Unticking "ignore outliers" spans every value; the URL
+    keeps the choice."""
     root = tmp_path / "spiky"
     values = [100.0 if step < 3 else 1.0 + 0.01 * step for step in range(100)]
     with SummaryWriter(str(root / "run"), filename_suffix=".spiky") as w:
@@ -308,10 +308,9 @@ def test_ignore_outliers(serve: ServeFactory, tmp_path: Path, page: Watched) -> 
         bottom, top = (float(v) for v in cards(page)["loss"]["yRange"].split(","))
         return bottom, top
 
-    ordered = sorted(values)
-    lo, hi = ordered[math.ceil(0.05 * 99)], ordered[math.floor(0.95 * 99)]
+    rest = [v for v in values if v < 100]
     bottom, top = y_range()
-    assert bottom <= lo and hi <= top < 10, (bottom, top)  # the first steps' 100 left out
+    assert bottom <= min(rest) and max(rest) <= top < 10, (bottom, top)  # the 100s left out
     page.screenshot("outliers-ignored")
     page.page.uncheck("#ignore-outliers")
     page.page.wait_for_function(
@@ -325,6 +324,49 @@ def test_ignore_outliers(serve: ServeFactory, tmp_path: Path, page: Watched) -> 
     wait_drawn(page, ("loss",), 99)
     assert not page.page.is_checked("#ignore-outliers")
     assert y_range()[1] >= 100
+    page.assert_no_errors()
+
+
+def test_a_learning_rate_schedule_is_no_outlier(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """With outliers ignored (the default), a learning rate of 0.01 decaying is drawn whole:
+    the y axis used to stop at the 95th percentile (0.008), cutting the schedule's start off.
+    On a log axis over ten decades, each tick is written by its own magnitude ("1e-10", not
+    "0.0000000001")."""
+    root = tmp_path / "schedule"
+    steps = range(200)
+    lr = [0.01 * 0.98**step for step in steps]
+    tiny = [0.01 * 10 ** (-8 * step / 199) for step in steps]
+    with SummaryWriter(str(root / "run"), filename_suffix=".lr") as w:
+        for step in steps:
+            w.add_scalar("lr", lr[step], step, walltime=WALL + step)
+            w.add_scalar("lr_tiny", tiny[step], step, walltime=WALL + step)
+    daemon = serve(root)
+    daemon.wait_for_steps("run", "lr_tiny", list(steps), timeout=30)
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/?smoothing=0")
+    wait_drawn(page, ("lr", "lr_tiny"), 199)
+    assert page.page.is_checked("#ignore-outliers")
+    bottom, top = (float(v) for v in cards(page)["lr"]["yRange"].split(","))
+    assert bottom <= min(lr) and top >= max(lr) == pytest.approx(0.01), (bottom, top)
+    page.screenshot("lr-schedule-whole")
+
+    page.page.check("#log-y")
+    page.page.wait_for_function(
+        """() => ['lr', 'lr_tiny'].every((t) => {
+            const c = document.querySelector(`[data-tag="${t}"]`);
+            return c.dataset.yScale === 'log' && c.dataset.yTickLabels; })"""
+    )
+    found = cards(page)
+    bottom, top = (float(v) for v in found["lr"]["yRange"].split(","))
+    assert bottom <= min(lr) and top >= max(lr), (bottom, top)
+    ticks = json.loads(found["lr_tiny"]["yTicks"])
+    labels = json.loads(found["lr_tiny"]["yTickLabels"])
+    assert len(labels) == len(ticks) >= 3, (ticks, labels)
+    assert "1e-10" in labels and "0.01" in labels, labels
+    for tick, label in zip(ticks, labels, strict=True):
+        assert len(label) <= 6 and float(label) == pytest.approx(tick), (tick, label)
+    page.screenshot("lr-schedule-log")
     page.assert_no_errors()
 
 

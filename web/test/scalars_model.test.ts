@@ -157,60 +157,94 @@ describe("the chart's extents (its scales, without aligning the runs for uPlot)"
     expect(l[0]).toBeCloseTo(10, 4);
   });
 
-  it("ignores outliers: the 5th to the 95th percentile of the main lines' values", () => {
-    // 0..99 and a spike of 10,000 at step 50: the spike and the lowest values are left out.
+  it("ignores outliers: a spike beyond the 5th or 95th percentile, far from the rest", () => {
+    // 0..99 and a spike of 10,000 at step 50: the spike is left out, the line is whole.
     const values = Array.from({ length: 100 }, (_, i) => (i === 50 ? 10000 : i));
     const steps = values.map((_, i) => i);
     const spiky = new Map([["a", series(steps, values)]]);
     const m = prepareCard(spiky, ["a"], base);
     expect(yExtent(m, null)).toEqual([0, 10000]);
-    // Sorted: 0..49, 51..99, 10000; indices floor(0.05 * 99) = 4 and ceil(0.95 * 99) = 95 (4
-    // and 96), and the line's latest value, 99, always in range.
-    expect(yExtent(m, null, false, true)).toEqual([4, 99]);
-    const falling = prepareCard(new Map([["a", series(steps, values.map((v) => -v))]]), ["a"], base);
-    expect(yExtent(falling, null, false, true)).toEqual([-99, -4]);
-    // In a zoom window, of the values in it (and where the line crosses its edges); the latest
-    // value is the line's at the window's right end.
-    // 40..49, 51..60, 10000: indices 1 and 19.
-    expect(yExtent(prepareCard(spiky, ["a"], { ...base, range: [40, 60] }), [40, 60], false, true)).toEqual([41, 60]);
-    // Between points: the crossings at 40.5 and 59.5 count, the right one as the latest (21
-    // values: the lowest and the highest left out).
-    expect(yExtent(prepareCard(spiky, ["a"], { ...base, range: [40.5, 59.5] }), [40.5, 59.5], false, true)).toEqual([41, 59.5]);
+    expect(yExtent(m, null, false, true)).toEqual([0, 99]);
+    const falling = prepareCard(new Map([["a", series(steps, values.map((v) => 0 - v))]]), ["a"], base);
+    expect(yExtent(falling, null, false, true)).toEqual([-99, 0]);
+    // In a zoom window, of the values in it (and where the line crosses its edges).
+    // 40..49, 51..60, 10000: 21 values, the spike left out.
+    expect(yExtent(prepareCard(spiky, ["a"], { ...base, range: [40, 60] }), [40, 60], false, true)).toEqual([40, 60]);
+    // Between points: the crossings at 40.5 and 59.5 count (21 values).
+    expect(yExtent(prepareCard(spiky, ["a"], { ...base, range: [40.5, 59.5] }), [40.5, 59.5], false, true)).toEqual([40.5, 59.5]);
     // 20 values: none left out, the spike neither.
     expect(yExtent(prepareCard(spiky, ["a"], { ...base, range: [40.5, 58.5] }), [40.5, 58.5], false, true)).toEqual([40.5, 10000]);
-    // Three runs of two points each (a final metric): every line in range (the lowest point of
-    // six used to be left out, and most of its line with it).
+    // Three runs of two points each (a final metric): every line in range.
     const finals = new Map([0, 1, 2].map((r) => [`r${r}`, series([0, 10], [1 + r, 2 + r])]));
     expect(yExtent(prepareCard(finals, ["r0", "r1", "r2"], base), null, false, true)).toEqual([1, 4]);
     // Two values or fewer: both kept.
     const two = prepareCard(new Map([["a", series([0, 1], [1, 1000])]]), ["a"], base);
     expect(yExtent(two, null, false, true)).toEqual([1, 1000]);
-    // Smoothing: the smoothed lines' values only (the faint raw ones may leave the chart).
+    // Smoothing: the smoothed lines' values only (the faint raw spike may leave the chart);
+    // the smoothed bump it makes is a smooth curve, whole.
     const smoothed = prepareCard(spiky, ["a"], { ...base, smoothing: 0.9 });
     const [lo, hi] = yExtent(smoothed, null, false, true)!;
-    const main = [...smoothed.traces[0].smoothed!].filter((y): y is number => y !== null).sort((a, b) => a - b);
-    // ... and each run's latest values, smoothed and raw (99).
-    const newest = smoothed.traces[0].smoothed![smoothed.traces[0].smoothed!.length - 1]!;
-    expect([lo, hi]).toEqual([
-      Math.min(main[Math.floor(0.05 * (main.length - 1))], newest, 99),
-      Math.max(main[Math.ceil(0.95 * (main.length - 1))], newest, 99),
-    ]);
+    const main = smoothed.traces[0].smoothed!.filter((y): y is number => y !== null);
+    expect([lo, hi]).toEqual([Math.min(...main, 99), Math.max(...main, 99)]);
     expect(hi).toBeLessThan(10000);
     // Nothing drawn: null.
     expect(yExtent(prepareCard(new Map(), [], base), null, false, true)).toBeNull();
-    // The same percentiles as a sort, at any size (selection, not a sort, finds them).
+  });
+
+  it("keeps a learning-rate schedule whole: a monotone curve's start is no outlier", () => {
+    const steps = Array.from({ length: 300 }, (_, i) => i);
+    const wide = { ...base, width: 10000 };
+    const extent = (ys: number[], logY = false): [number, number] | null =>
+      yExtent(prepareCard(new Map([["lr", series(steps, ys)]]), ["lr"], { ...wide, logY }), null, logY, true);
+    // 0.01 decaying exponentially: the axis stopped at 0.0086 (the 95th percentile).
+    const decay = steps.map((s) => 0.01 * 0.99 ** s);
+    expect(extent(decay)).toEqual([decay[299], 0.01]);
+    expect(extent(decay, true)).toEqual([decay[299], 0.01]);
+    // A step schedule: 0.01 for 10 steps, then 0.001, then 0.0001.
+    const stepped = steps.map((s) => (s < 10 ? 0.01 : s < 200 ? 0.001 : 0.0001));
+    expect(extent(stepped)).toEqual([0.0001, 0.01]);
+    expect(extent(stepped, true)).toEqual([0.0001, 0.01]);
+    // A linear warm-up to 0.01 then a cosine decay to 0: not monotone, but smooth.
+    const cosine = steps.map((s) => (s < 20 ? (0.01 * s) / 20 : 0.005 * (1 + Math.cos((Math.PI * (s - 20)) / 279))));
+    expect(extent(cosine)).toEqual([0, 0.01]);
+    // A plateau (a schedule's phase, 20 steps at 0.01 between 0.001s) is no spike either.
+    const plateau = steps.map((s) => (s >= 10 && s < 30 ? 0.01 : 0.001));
+    expect(extent(plateau)).toEqual([0.001, 0.01]);
+  });
+
+  it("leaves out a real spike of a curve, and keeps the curve whole", () => {
+    const steps = Array.from({ length: 200 }, (_, i) => i);
+    const wide = { ...base, width: 10000 };
+    // A loss from 1 down to 0.3, noisy, with a burst of 2 steps at 25 (and one below, at -5).
+    let seed = 11;
+    const noise = (): number => ((seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5) * 0.02;
+    const loss = steps.map((s) => 0.3 + 0.7 * Math.exp(-s / 60) + noise());
+    const spiked = loss.map((y, s) => (s === 100 || s === 101 ? 25 : s === 150 ? -5 : y));
+    const card = prepareCard(new Map([["loss", series(steps, spiked)]]), ["loss"], wide);
+    const rest = spiked.filter((_, s) => s !== 100 && s !== 101 && s !== 150);
+    expect(yExtent(card, null, false, true)).toEqual([Math.min(...rest), Math.max(...rest)]);
+    expect(yExtent(card, null, false, false)).toEqual([-5, 25]);
+    // On a log scale, of the positive values: the spike up is left out too.
+    const logged = prepareCard(new Map([["loss", series(steps, spiked)]]), ["loss"], { ...wide, logY: true });
+    expect(yExtent(logged, null, true, true)).toEqual([Math.min(...rest), Math.max(...rest)]);
+    // A loss whose first 3 steps are a hundred times the rest (not monotone: it then rises).
+    const first = steps.map((s) => (s < 3 ? 100 : 1 + 0.01 * s));
+    expect(yExtent(prepareCard(new Map([["a", series(steps, first)]]), ["a"], wide), null, false, true)).toEqual([1.03, 2.99]);
+    // The same spike in one of several runs: left out; each run's latest value stays in range.
+    const other = steps.map((s) => 0.5 + 0.001 * s);
+    const runs = new Map([["loss", series(steps, spiked)], ["other", series(steps, other)]]);
+    const both = yExtent(prepareCard(runs, ["loss", "other"], wide), null, false, true)!;
+    expect(both).toEqual([Math.min(...rest, ...other), Math.max(...rest, ...other)]);
+  });
+
+  it("ignores no outlier of noise: its whole range", () => {
+    // Uniform noise has no value far from the rest (and fewer than 21 values are all kept).
     let seed = 7;
     const random = (): number => ((seed = (seed * 16807) % 2147483647) / 2147483647) * 200 - 100;
     for (const n of [3, 4, 5, 21, 99, 600, 601, 2500]) {
       const ys = Array.from({ length: n }, () => Math.round(random() * 1000) / 1000);
       const card = prepareCard(new Map([["a", series(ys.map((_, i) => i), ys)]]), ["a"], { ...base, width: 10000 });
-      const sorted = [...ys].sort((a, b) => a - b);
-      const last = n - 1;
-      const newest = ys[last];
-      expect(yExtent(card, null, false, true), `n=${n}`).toEqual([
-        Math.min(sorted[Math.floor(0.05 * last)], newest),
-        Math.max(sorted[Math.ceil(0.95 * last)], newest),
-      ]);
+      expect(yExtent(card, null, false, true), `n=${n}`).toEqual([Math.min(...ys), Math.max(...ys)]);
     }
   });
 

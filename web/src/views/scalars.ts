@@ -169,7 +169,7 @@ export class ScalarsView {
       el("label", { title: "logarithmic y axis (values ≤ 0 are not drawn)" }, logY, "log y"),
       el(
         "label",
-        { title: "the y axis spans the middle 90 % of the values drawn (the smoothed lines' when smoothing), as TensorBoard's \"Ignore outliers in chart scaling\": a spike runs off the chart instead of flattening the rest" },
+        { title: "a spike (a few points far beyond the rest of the values drawn, the smoothed lines' when smoothing) runs off the chart instead of flattening the rest, as TensorBoard's \"Ignore outliers in chart scaling\"; a curve that starts high (a learning-rate schedule, a loss) stays whole" },
         outliers,
         "ignore outliers",
       ),

@@ -234,12 +234,16 @@ export function xExtent(model: CardModel): [number, number] | null {
  *
  * `ignoreOutliers` (TensorBoard's "Ignore outliers in chart scaling"): of those values, only
  * the main lines' (the smoothed ones when smoothing, not the faint raw ones; on a log scale the
- * positive ones), and between the 5th and the 95th percentile of them, as TensorBoard's Time
- * Series takes them: a loss's first steps, ten times what it comes down to, no longer flatten
- * the rest of the curve along the bottom. A value is left out only when it is among the lowest
- * or highest 5 % of at least 21 values: TensorBoard leaves out the lowest and the highest of as
- * few as 3, which cut most of a two-point line off a chart. Each run's latest values (smoothed
- * and raw) stay in range. */
+ * positive ones), and of them, spikes are left out: a spike runs off the chart instead of
+ * flattening the rest of the lines along an edge. TensorBoard's Time Series spans the 5th to
+ * the 95th percentile, which cut the top off every curve that starts high and comes down (a
+ * learning rate of 0.01 decaying: the axis stopped at 0.008). Here the values below the 5th
+ * or above the 95th percentile (of at least 21 values) are only candidates, and of them are
+ * left out those that are all of these (see outlierExtent):
+ * - far from the rest: past the widest gap of that tail, a gap wider than what is kept spans;
+ * - in short bursts: at most 3 points in a row of their line (or 1 % of its points);
+ * - of a line that is not monotone: a schedule's start, a monotone curve's, is never left out.
+ * Each run's latest values (smoothed and raw) stay in range. */
 export function yExtent(model: CardModel, range: XRange, logY = false, ignoreOutliers = false): [number, number] | null {
   if (ignoreOutliers) return percentileExtent(model, range, logY);
   let lo = Infinity;
@@ -254,7 +258,11 @@ export function yExtent(model: CardModel, range: XRange, logY = false, ignoreOut
   return lo <= hi ? [lo, hi] : null;
 }
 
-/** yExtent without outliers: the 5th to the 95th percentile of the main lines' values. */
+/** A run of consecutive points beyond the percentiles is a spike while at most this long (or
+ * 1 % of its line's points in the window, when that is more). */
+const SPIKE_POINTS = 3;
+
+/** yExtent without outliers (see yExtent): the main lines' extent, less their spikes. */
 function percentileExtent(model: CardModel, range: XRange, logY: boolean): [number, number] | null {
   const values: number[] = [];
   // Each run's latest values in the window, smoothed and raw: always in range (a live chart's
@@ -279,10 +287,106 @@ function percentileExtent(model: CardModel, range: XRange, logY: boolean): [numb
   const low = Math.floor(0.05 * last);
   const high = Math.ceil(0.95 * last);
   quickselect(values, low);
-  const bottom = values[low];
   // Everything after `low` is at least values[low]: the high one is among them.
   if (high > low) quickselect(values, high, low + 1, last);
-  return [Math.min(bottom, ...latest), Math.max(values[high], ...latest)];
+  // The tails (at most 5 % of the values each) are on either side of them: sorted, cheaply.
+  const scale = logY ? Math.log : (y: number): number => y;
+  let bottom = tailEnd(values.slice(0, low), values[low], values[high], scale);
+  let top = tailEnd(values.slice(high + 1), values[high], values[low], scale);
+  const [cutBottom, cutTop] = [bottom, top];
+  // What is left out must be spikes of lines that are not monotone.
+  for (const t of model.traces) {
+    const [lo, hi] = keptOfLine(t.xs, t.smoothed ?? t.raw, range, logY, cutBottom, cutTop);
+    bottom = Math.min(bottom, lo);
+    top = Math.max(top, hi);
+  }
+  return [Math.min(bottom, ...latest), Math.max(top, ...latest)];
+}
+
+/** Where the y range ends on a tail's side: `edge` is the percentile's value, `tail` the values
+ * beyond it (in any order), `other` the other percentile's. The values past the tail's widest
+ * gap (from `edge` on, measured on `scale`: log on a log axis) are outliers when that gap is
+ * wider than what would be kept spans (from `other` to the last value before the gap): the
+ * range ends before the gap. Otherwise the tail is no more than the rest's continuation (a
+ * curve's start, noise), and the range takes it whole. */
+export function tailEnd(tail: number[], edge: number, other: number, scale: (y: number) => number): number {
+  if (tail.length === 0) return edge;
+  const up = edge >= other;
+  tail.sort(up ? (a, b) => a - b : (a, b) => b - a);
+  let widest = 0;
+  let past = -1;
+  let previous = scale(edge);
+  for (let i = 0; i < tail.length; i++) {
+    const at = scale(tail[i]);
+    const gap = Math.abs(at - previous);
+    if (gap > widest) {
+      widest = gap;
+      past = i;
+    }
+    previous = at;
+  }
+  const end = tail[tail.length - 1];
+  if (past < 0) return end;
+  const kept = past === 0 ? edge : tail[past - 1];
+  return widest > Math.abs(scale(kept) - scale(other)) ? kept : end;
+}
+
+/** The least and greatest y of a line's points in the window that ignoring outliers must keep,
+ * given the range [bottom, top] its tails would be cut to: every point of a monotone line (a
+ * learning-rate schedule, a step schedule), else those of each run of consecutive points beyond
+ * the range that is too long to be a spike (a schedule's phase, a plateau). [Infinity,
+ * -Infinity] when none. */
+function keptOfLine(xs: number[], ys: (number | null)[], range: XRange, logY: boolean, bottom: number, top: number): [number, number] {
+  const from = range === null ? 0 : lowerBound(xs, range[0]);
+  const to = range === null ? xs.length : upperBound(xs, range[1]);
+  let count = 0;
+  let rising = true;
+  let falling = true;
+  let previous = NaN;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = from; i < to; i++) {
+    const y = ys[i];
+    if (y === null || !Number.isFinite(y) || (logY && y <= 0)) continue;
+    count++;
+    if (y < previous) rising = false;
+    if (y > previous) falling = false;
+    previous = y;
+    if (y < lo) lo = y;
+    if (y > hi) hi = y;
+  }
+  if (count === 0) return [Infinity, -Infinity];
+  if (rising || falling) return [lo, hi];
+  // Runs of points beyond the range (a missing point ends a run), the long ones kept.
+  const longest = Math.max(SPIKE_POINTS, Math.ceil(0.01 * count));
+  let keptLo = Infinity;
+  let keptHi = -Infinity;
+  let side = 0;
+  let length = 0;
+  let extreme = 0;
+  const close = (): void => {
+    if (length > longest) {
+      if (side < 0) keptLo = Math.min(keptLo, extreme);
+      else keptHi = Math.max(keptHi, extreme);
+    }
+    side = 0;
+    length = 0;
+  };
+  for (let i = from; i < to; i++) {
+    const y = ys[i];
+    const usable = y !== null && Number.isFinite(y) && !(logY && y <= 0);
+    const now = !usable ? 0 : y < bottom ? -1 : y > top ? 1 : 0;
+    if (now !== side) close();
+    if (now === 0) continue;
+    if (side === 0) {
+      side = now;
+      extreme = y as number;
+    }
+    length++;
+    extreme = now < 0 ? Math.min(extreme, y as number) : Math.max(extreme, y as number);
+  }
+  close();
+  return [keptLo, keptHi];
 }
 
 /** Hands `take` each finite y of a line inside the x window, and the line's y where it
