@@ -8,18 +8,23 @@ import json
 import os
 import pwd
 import shutil
+import socket
 import subprocess
+import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from boardd.cli import main
 from boardd.exitcodes import ExitCode
+from boardd.systemd.checks import find_manager, port_holder, systemd_booted
 from boardd.systemd.errors import InstallError
 from boardd.systemd.escape import quote_exec_path, systemd_escape_path
 from boardd.systemd.install import InstallPlan, apply_install, find_boardd_executable, plan_install
 from boardd.systemd.verify import verify_unit_file
+from tests.daemon.conftest import boardd_env, wait_until
 
 ANALYZE = shutil.which("systemd-analyze")
 
@@ -27,13 +32,40 @@ ANALYZE = shutil.which("systemd-analyze")
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh home directory for --user installs."""
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh home directory for --user installs, in a session whose user manager runs: a
+    listening socket where ``systemctl --user`` looks for it ($XDG_RUNTIME_DIR/systemd/private;
+    these tests never run systemctl)."""
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return home
+    with _listening(tmp_path / "run") as runtime:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+        yield home
+
+
+@contextlib.contextmanager
+def _listening(runtime: Path) -> Iterator[Path]:
+    """``runtime`` with a Unix socket listening at systemd/private while the block runs."""
+    (runtime / "systemd").mkdir(parents=True, exist_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(str(runtime / "systemd" / "private"))
+        sock.listen(8)
+        yield runtime
+
+
+def _free_ports(count: int) -> list[int]:
+    """The first ``count`` ports from 6007 that no program on this machine holds now (the
+    ports install-service hands out)."""
+    found: list[int] = []
+    port = 6007
+    while len(found) < count:
+        if port_holder(port) is None:
+            found.append(port)
+        port += 1
+    return found
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
@@ -59,7 +91,7 @@ def test_user_dry_run_prints_everything_and_writes_nothing(home: Path, tmp_path:
     config = home / ".config"
     assert f"# would write {config / 'systemd' / 'user' / unit}:" in out
     assert f"ExecStart={quote_exec_path(find_boardd_executable())} serve %f " in out
-    assert "BOARDD_PORT=6007" in out
+    assert f"BOARDD_PORT={_free_ports(1)[0]}" in out
     assert "systemctl --user daemon-reload" in out
     assert "systemctl --user enable --now" in out
     assert "warning" not in err
@@ -77,7 +109,7 @@ def test_user_install_writes_unit_and_env_into_home(home: Path, tmp_path: Path) 
     text = unit.read_text()
     assert text.startswith(f"# Written by `boardd install-service` for {logdir}\n")
     assert "\nUser=" not in text
-    assert "BOARDD_PORT=6007\n" in env.read_text()
+    assert f"BOARDD_PORT={_free_ports(1)[0]}\n" in env.read_text()
     assert f"wrote {unit}" in out
     assert "loginctl enable-linger" in out
     assert oct(unit.stat().st_mode & 0o777) == "0o644"
@@ -93,29 +125,140 @@ def test_ports_are_handed_out_kept_and_checked(home: Path, tmp_path: Path) -> No
         text = (env_dir / f"{systemd_escape_path(str(logdir))}.env").read_text()
         return next(line for line in text.splitlines() if line.startswith("BOARDD_PORT="))
 
+    one, two = _free_ports(2)  # 6007 and 6008 unless a program holds one now
     assert _run("--user", str(first))[0] == ExitCode.OK
     assert _run("--user", str(second))[0] == ExitCode.OK
-    assert port_of(first) == "BOARDD_PORT=6007"
-    assert port_of(second) == "BOARDD_PORT=6008"
+    assert port_of(first) == f"BOARDD_PORT={one}"
+    assert port_of(second) == f"BOARDD_PORT={two}"
     # Reinstalling keeps the port, and the user's own edits to the file.
     env_first = env_dir / f"{systemd_escape_path(str(first))}.env"
     env_first.write_text(env_first.read_text().replace("BOARDD_ARGS=", "BOARDD_ARGS=--poll"))
     assert _run("--user", str(first))[0] == ExitCode.OK
-    assert port_of(first) == "BOARDD_PORT=6007"
+    assert port_of(first) == f"BOARDD_PORT={one}"
     assert "BOARDD_ARGS=--poll\n" in env_first.read_text()
     # An explicit port replaces the old one, still keeping the edits.
     assert _run("--user", "--port", "7000", str(first))[0] == ExitCode.OK
     assert port_of(first) == "BOARDD_PORT=7000"
     assert "BOARDD_ARGS=--poll\n" in env_first.read_text()
     # A port another boardd already has is refused, naming the file and a free port.
-    code, _, err = _run("--user", "--port", "6008", str(third))
+    code, _, err = _run("--user", "--port", str(two), str(third))
     assert code == ExitCode.USAGE
     assert str(env_dir / f"{systemd_escape_path(str(second))}.env") in err
-    assert "--port 6007" in err
+    assert f"--port {one}" in err
     # Port 0 (a free port at each start) never collides.
     assert _run("--user", "--port", "0", str(third))[0] == ExitCode.OK
     assert port_of(third) == "BOARDD_PORT=0"
     assert _run("--user", "--port", "70000", str(third))[0] == ExitCode.USAGE
+
+
+@contextlib.contextmanager
+def _serving(logdir: Path, port: int, state: Path) -> Iterator[None]:
+    """A real ``boardd serve LOGDIR --port PORT`` while the block runs."""
+    port_file = state / "port"
+    command = [sys.executable, "-m", "boardd", "serve", str(logdir), "--port", str(port)]
+    proc = subprocess.Popen(
+        [*command, "--port-file", str(port_file)],
+        env=boardd_env(STATE_DIRECTORY=str(state)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(port_file.exists, what="boardd serve's port file", timeout=30)
+        yield
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
+
+
+def test_a_port_held_now_is_said(home: Path, tmp_path: Path) -> None:
+    served, other = tmp_path / "served", tmp_path / "other"
+    served.mkdir()
+    other.mkdir()
+    port = _free_ports(1)[0]
+    with _serving(served, port, tmp_path):
+        _a_port_held_now_is_said(served, other, port)
+
+
+def _a_port_held_now_is_said(served: Path, other: Path, port: int) -> None:
+    # Another logdir: the port is passed over, and said.
+    code, out, err = _run("--user", "--dry-run", str(other))
+    assert code == ExitCode.OK, err
+    assert f"port {port} is in use by a running boardd serving {served}" in err
+    assert "the service gets port" in err
+    assert f"BOARDD_PORT={port}\n" not in out
+    # The logdir that boardd serves: the service will take over its port once it stops.
+    code, out, err = _run("--user", "--dry-run", str(served))
+    assert f"BOARDD_PORT={port}\n" in out
+    assert f"serving {served} now: stop it before you start the service" in err
+    # A port asked for while held: the service could not start.
+    code, out, err = _run("--user", "--dry-run", "--port", str(port), str(other))
+    assert code == ExitCode.OK and f"BOARDD_PORT={port}\n" in out
+    assert f"port {port} is in use by a running boardd serving {served}" in err
+    assert "the service cannot start while it is held (boardd serve exits 7)" in err
+    # Held by a program that is no boardd.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        taken = held.getsockname()[1]
+        code, out, err = _run("--user", "--dry-run", "--port", str(taken), str(other))
+    assert f"port {taken} is in use by another program: the service cannot start" in err
+
+
+def test_where_systemctl_would_find_its_manager(tmp_path: Path) -> None:
+    booted, base, uid = tmp_path / "run-systemd-system", tmp_path / "run-user", os.getuid()
+    runtime = base / str(uid)
+    kw = {"booted_marker": booted, "runtime_base": base, "uid": uid}
+    # No systemd at all (a container): neither systemctl nor systemctl --user reaches one.
+    assert not find_manager(user=False, environ={}, **kw).reachable
+    found = find_manager(user=True, environ={"XDG_RUNTIME_DIR": str(runtime)}, **kw)
+    assert (found.reachable, found.booted, found.runtime_dir) == (False, False, None)
+    booted.mkdir()
+    assert find_manager(user=False, environ={}, **kw).reachable
+    # The user's manager is not running: a socket file left behind does not answer.
+    (runtime / "systemd").mkdir(parents=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as gone:
+        gone.bind(str(runtime / "systemd" / "private"))
+    found = find_manager(user=True, environ={"XDG_RUNTIME_DIR": str(runtime)}, **kw)
+    assert (found.reachable, found.booted, found.runtime_dir) == (False, True, None)
+    (runtime / "systemd" / "private").unlink()
+    with _listening(runtime):
+        # It runs: reachable from a login session, and from a shell after su (no
+        # XDG_RUNTIME_DIR) once that is exported.
+        assert find_manager(user=True, environ={"XDG_RUNTIME_DIR": str(runtime)}, **kw).reachable
+        found = find_manager(user=True, environ={}, **kw)
+        assert (found.reachable, found.runtime_dir) == (False, runtime)
+    # A session bus without XDG_RUNTIME_DIR: systemctl goes through it, taken as reachable.
+    bus = {"DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"}
+    assert find_manager(user=True, environ=bus, **kw).reachable
+
+
+def test_no_user_manager_here_is_said_with_what_to_do(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's systemd does not answer where this environment points: the unit is written,
+    and instead of commands that would fail ("Failed to connect to bus"), what works here."""
+    empty = tmp_path / "empty-runtime"
+    empty.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(empty))
+    logdir = tmp_path / "logs"
+    logdir.mkdir()
+    code, out, err = _run("--user", str(logdir))
+    assert code == ExitCode.OK, err
+    assert (home / ".config" / "systemd" / "user").is_dir()
+    usual = Path(f"/run/user/{os.getuid()}/systemd/private")
+    if not systemd_booted():
+        assert "warning: this machine does not run systemd" in err
+        assert f"run the daemon directly: boardd serve {logdir}" in err
+        assert "Once systemd runs for it (see the warning above)" in out
+    elif usual.exists():  # a running user manager this environment does not point to
+        assert "note: your user's systemd runs, but this shell does not say where" in err
+        assert f"export XDG_RUNTIME_DIR=/run/user/{os.getuid()}" in out
+    else:
+        assert "warning: your user's systemd is not running" in err
+        assert "sudo loginctl enable-linger" in err
+        assert f"sudo boardd install-service {logdir}" in err
+        assert "Once systemd runs for it (see the warning above)" in out
 
 
 def test_boardd_env_of_the_single_service_counts_as_taken(home: Path, tmp_path: Path) -> None:
@@ -123,7 +266,7 @@ def test_boardd_env_of_the_single_service_counts_as_taken(home: Path, tmp_path: 
     env_dir.mkdir(parents=True)
     (env_dir / "boardd.env").write_text("BOARDD_LOGDIR=/srv/logs\n")  # default port 6007
     plan = plan_install(tmp_path, user=True, boardd_path=find_boardd_executable())
-    assert plan.port == 6008
+    assert plan.port == next(p for p in _free_ports(2) if p != 6007)
 
 
 def test_xdg_config_home_is_honoured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,6 +325,8 @@ def test_system_dry_run_plans_etc_and_writes_nothing() -> None:
     assert "\nsystemctl enable --now " in out
     assert not Path(f"/etc/systemd/system/boardd@{instance}.service").exists()
     assert not Path(f"/etc/boardd/{instance}.env").exists()
+    # Where systemd is not the init system (a container), the commands could not run here.
+    assert ("warning: this machine does not run systemd" in err) == (not systemd_booted())
 
 
 def test_system_service_runs_as_the_logdir_owner() -> None:

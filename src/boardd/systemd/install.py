@@ -18,6 +18,7 @@ from typing import TextIO
 
 from boardd.config import DEFAULT_PORT
 from boardd.exitcodes import ExitCode
+from boardd.systemd.checks import Manager, PortHolder, find_manager, port_holder
 from boardd.systemd.errors import InstallError
 from boardd.systemd.escape import quote_exec_path, systemd_escape_path
 from boardd.systemd.units import render_env, render_unit
@@ -48,6 +49,8 @@ class InstallPlan:
     port: int
     user: bool
     commands: tuple[str, ...]
+    #: What the user should know about the port (held now by another program, or by a boardd).
+    notes: tuple[str, ...] = ()
 
 
 # --- planning ---------------------------------------------------------------------------------
@@ -93,7 +96,9 @@ def plan_install(
     ``%f`` (the logdir), ``%i`` and ``%N`` work as in the template.
 
     ``port`` None keeps the port of an earlier installation of the same logdir, else takes the
-    first port from 6007 that no other boardd environment file in the same directory claims.
+    first port from 6007 that no other boardd environment file in the same directory claims and
+    that no program holds now (but the port of a boardd serving this logdir now, which the
+    service takes over once that one stops). A port that is held now is said in ``notes``.
     ``run_as`` (system units) defaults to the logdir's owner.
     """
     absolute = Path(os.path.abspath(logdir))
@@ -140,15 +145,32 @@ def plan_install(
     env_path = env_dir / f"{instance}.env"
     previous_env = _read_text(env_path)
     taken = _ports_taken(env_dir, exclude=env_path)
+    notes: list[str] = []
     if port is None:
         previous = _env_port(previous_env) if previous_env is not None else None
-        port = previous if previous is not None else _first_free(taken)
+        if previous is None:
+            port = _first_unheld(taken, absolute, notes)
+        else:
+            port = previous
+            holder = port_holder(port)
+            # Held by this logdir's boardd: most likely this very service, installed before.
+            if holder is not None and not _serves(holder, absolute):
+                notes.append(
+                    f"{holder.describe()} (the port of this logdir's earlier install): the "
+                    "service cannot start while it is held (boardd serve exits 7); stop that "
+                    f"program, or install again with another port (e.g. --port "
+                    f"{_first_free(taken, skip_held=True)})"
+                )
     elif port != 0 and port in taken:
         raise InstallError(
             f"--port {port} is already set in {taken[port]} for another boardd; choose another "
-            f"port (e.g. --port {_first_free(taken)})",
+            f"port (e.g. --port {_first_free(taken, skip_held=True)})",
             ExitCode.USAGE,
         )
+    elif port != 0:
+        holder = port_holder(port)
+        if holder is not None:
+            notes.append(_held_note(holder, absolute, taken))
     systemctl = "systemctl --user" if user else "systemctl"
     if previous_env is None:
         restart = f"{systemctl} restart {shlex.quote(unit_name)}"
@@ -182,6 +204,7 @@ def plan_install(
         port=port,
         user=user,
         commands=commands,
+        notes=tuple(notes),
     )
 
 
@@ -281,11 +304,54 @@ def _ports_taken(env_dir: Path, *, exclude: Path) -> dict[int, Path]:
     return taken
 
 
-def _first_free(taken: Mapping[int, Path]) -> int:
+def _first_free(taken: Mapping[int, Path], *, skip_held: bool = False) -> int:
+    """The first port from 6007 no environment file claims (and, with ``skip_held``, that no
+    program holds now)."""
     port = DEFAULT_PORT
-    while port in taken:
+    while port in taken or (skip_held and port < 65535 and port_holder(port) is not None):
         port += 1
     return port
+
+
+#: How many ports held now the automatic choice passes over before it takes one anyway.
+_HELD_SEARCH = 100
+
+
+def _first_unheld(taken: Mapping[int, Path], logdir: Path, notes: list[str]) -> int:
+    """The automatic port: the first one free of environment files and of programs, or the
+    port of a boardd that serves ``logdir`` now (``notes`` say which ports were held)."""
+    skipped: list[PortHolder] = []
+    port = _first_free(taken)
+    while len(skipped) < _HELD_SEARCH and port < 65535:
+        holder = port_holder(port)
+        if holder is None:
+            break
+        if _serves(holder, logdir):
+            notes.append(_held_note(holder, logdir, taken))
+            return port
+        skipped.append(holder)
+        port = _first_free({**taken, **{h.port: logdir for h in skipped}})
+    for holder in skipped:
+        notes.append(f"{holder.describe()}: the service gets port {port} instead")
+    return port
+
+
+def _serves(holder: PortHolder, logdir: Path) -> bool:
+    same = {str(logdir), os.path.realpath(logdir)}
+    return holder.boardd and any(d in same or os.path.realpath(d) in same for d in holder.logdirs)
+
+
+def _held_note(holder: PortHolder, logdir: Path, taken: Mapping[int, Path]) -> str:
+    if _serves(holder, logdir):
+        return (
+            f"{holder.describe()} now: stop it before you start the service, which takes over "
+            "its port (both would write this logdir's store)"
+        )
+    return (
+        f"{holder.describe()}: the service cannot start while it is held (boardd serve exits "
+        f"7); stop that program, or choose another port (e.g. --port "
+        f"{_first_free(taken, skip_held=True)})"
+    )
 
 
 def _with_port(text: str, port: int) -> str:
@@ -358,33 +424,100 @@ def run(args: argparse.Namespace) -> int:
         diagnostics = verify_unit_text(plan.unit_name, plan.unit_text, user=plan.user)
         for line in diagnostics or ():
             print(f"boardd install-service: warning: systemd-analyze verify: {line}", file=err)
+        for note in plan.notes:
+            print(f"boardd install-service: warning: {note}", file=err)
+        manager = find_manager(user=plan.user)
+        said = _manager_problem(manager, plan, os.path.abspath(args.logdir))
+        if said is not None:
+            print(f"boardd install-service: {said}", file=err)
         if args.dry_run:
-            _print_dry_run(plan, out)
+            _print_dry_run(plan, out, manager)
         else:
             apply_install(plan)
-            _print_done(plan, out)
+            _print_done(plan, out, manager)
     except InstallError as exc:
         print(f"boardd install-service: {exc}", file=err)
         return exc.exit_code
     return ExitCode.OK
 
 
-def _print_dry_run(plan: InstallPlan, out: TextIO) -> None:
+def _manager_problem(manager: Manager, plan: InstallPlan, logdir: str) -> str | None:
+    """Why the printed systemctl commands would fail here ("Failed to connect to bus"), and
+    what to do instead; None when they can work.
+
+    A warning, not an error: the unit is written and right (for this machine once its manager
+    runs, or for the image being built here), and a failing exit code would stop scripts that
+    install units before the manager runs (image builds, provisioning before lingering).
+    """
+    if manager.reachable:
+        return None
+    serve = f"boardd serve {shlex.quote(logdir)}"
+    if manager.runtime_dir is not None:
+        now = os.environ.get("XDG_RUNTIME_DIR")
+        return (
+            "note: your user's systemd runs, but this shell does not say where "
+            f"(XDG_RUNTIME_DIR is {now or 'unset'}, as after su or sudo -u), so "
+            '`systemctl --user` alone would fail with "Failed to connect to bus": the '
+            f"commands below set XDG_RUNTIME_DIR={manager.runtime_dir} first"
+        )
+    if not manager.booted:
+        what = (
+            "no manager of your user runs either, so `systemctl --user`"
+            if plan.user
+            else ("so `systemctl`")
+        )
+        return (
+            "warning: this machine does not run systemd (/run/systemd/system is missing: a "
+            f'container, or WSL without systemd enabled), {what} cannot reach one ("Failed '
+            'to connect to bus", "System has not been booted with systemd"). The unit is '
+            "written for a machine that runs systemd (an image built here, say); to serve the "
+            f"logdir here, run the daemon directly: {serve} (under your container's "
+            "supervisor, tmux or nohup)"
+        )
+    user = shlex.quote(_current_user())
+    return (
+        "warning: your user's systemd is not running (no login session of yours started it: "
+        "usual after su or sudo -u, over some ssh setups, and in containers), so `systemctl "
+        '--user` cannot reach it ("Failed to connect to bus") and nothing starts this unit. '
+        f"Either start it for good: sudo loginctl enable-linger {user} (now and at every boot, "
+        f"without a login), then export XDG_RUNTIME_DIR=/run/user/{os.getuid()} and run the "
+        f"commands below; or log in as {user} (ssh or a desktop session, not su) and run "
+        "them there; or install a system-wide service instead: sudo boardd install-service "
+        f"{shlex.quote(logdir)}"
+    )
+
+
+def _commands(plan: InstallPlan, manager: Manager) -> list[str]:
+    """The commands that start the service, from this shell."""
+    prefix = []
+    if manager.runtime_dir is not None:
+        prefix = [f"export XDG_RUNTIME_DIR={shlex.quote(str(manager.runtime_dir))}"]
+    return [*prefix, *plan.commands]
+
+
+def _print_dry_run(plan: InstallPlan, out: TextIO, manager: Manager) -> None:
     print(f"# would write {plan.unit_path}:", file=out)
     print(plan.unit_text, file=out)
     print(f"# would write {plan.env_path}:", file=out)
     print(plan.env_text, file=out)
-    print("# then run:", file=out)
-    for command in plan.commands:
+    reachable = manager.reachable or manager.runtime_dir is not None
+    print("# then run:" if reachable else "# then, once systemd runs (see above):", file=out)
+    for command in _commands(plan, manager):
         print(command, file=out)
 
 
-def _print_done(plan: InstallPlan, out: TextIO) -> None:
+def _print_done(plan: InstallPlan, out: TextIO, manager: Manager) -> None:
     print(f"wrote {plan.unit_path}", file=out)
     print(f"wrote {plan.env_path} (port {plan.port or 'chosen at each start'})", file=out)
     when = "at every login" if plan.user else "at every boot"
-    print(f"\nStart it now and {when}:", file=out)
-    for command in plan.commands:
+    if manager.reachable or manager.runtime_dir is not None:
+        print(f"\nStart it now and {when}:", file=out)
+    else:
+        print(
+            f"\nOnce systemd runs for it (see the warning above), start it now and {when}:",
+            file=out,
+        )
+    for command in _commands(plan, manager):
         print(f"  {command}", file=out)
     flag = "--user " if plan.user else ""
     name = shlex.quote(plan.unit_name)
