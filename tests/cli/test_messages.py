@@ -97,3 +97,41 @@ def test_a_bad_path_prefix_is_named(
     err = capsys.readouterr().err
     assert f"--path-prefix {prefix!r}" in err
     assert "/tensorboard" in err  # an example of what to give
+
+
+def test_a_bad_flag_gets_its_commands_usage_and_the_flag_meant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # TensorBoard's --reload_interval with a dash: serve's usage, and the flag meant.
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--reload-interval", "5", str(tmp_path)])
+    assert exited.value.code == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("usage: boardd serve "), err
+    assert (
+        "boardd serve: error: unrecognized arguments: --reload-interval; did you mean "
+        "--reload_interval?"
+    ) in err
+    # A near miss, and a command of another shape.
+    with pytest.raises(SystemExit):
+        main(["serve", str(tmp_path), "--rescan-intreval", "5"])
+    assert "did you mean --rescan-interval?" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["hparams", str(tmp_path), "--csvv"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: boardd hparams ") and "did you mean --csv?" in err
+    # Nothing like any flag: the command's usage still, and where its flags are listed.
+    with pytest.raises(SystemExit):
+        main(["export", str(tmp_path), "--out", str(tmp_path / "x"), "--zzz"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: boardd export ") and "did you mean" not in err
+    assert "(boardd export --help lists its flags)" in err
+    # Without a command: the serve command line that was meant.
+    assert main(["--reload-interval", "5", str(tmp_path)]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert f"did you mean: boardd serve --reload_interval 5 {tmp_path}" in err
+    # A flag of no command: boardd's own usage.
+    with pytest.raises(SystemExit):
+        main(["--bogus"])
+    err = capsys.readouterr().err
+    assert err.startswith("usage: boardd [-h]") and "unrecognized arguments: --bogus" in err

@@ -5,9 +5,11 @@ returns the exit code."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import gc
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -34,6 +36,11 @@ _TENSORBOARD_FLAGS = {"--logdir", "--logdir_spec", "--bind_all"}
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argument parser: of every command, or of ``only`` that one (a command starts
     without importing the other commands' modules)."""
+    return _build(only)[0]
+
+
+def _build(only: str | None) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The argument parser, and each command's own parser by name."""
     parser = argparse.ArgumentParser(
         prog="boardd",
         description=(
@@ -51,7 +58,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, module in COMMANDS.items():
         if only is None or name == only:
             importlib.import_module(f"boardd.cli.{module}").add_parser(sub)
-    return parser
+    return parser, dict(sub.choices or {})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,17 +78,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return ExitCode.USAGE
+    if command is None and _flags_before_a_command(words):
+        return ExitCode.USAGE
     if command == "serve" and argv is None:
         # A start-up makes long-lived objects only (modules, classes, functions): the cyclic
         # collector, which would walk them again and again as they pile up, is off until the
         # daemon's first answer has been sent; they are then frozen out of its reach and it
         # runs as usual (boardd.daemon.service's warm-up).
         gc.disable()
-    parser = build_parser(command)
+    parser, commands = _build(command)
     if command is not None:
         module = importlib.import_module(f"boardd.cli.{COMMANDS[command]}")
         words = _join_dash_values(words, getattr(module, "DASH_VALUE_FLAGS", ()))
-    args = parser.parse_args(words)
+    args, extra = parser.parse_known_args(words)
+    if extra:
+        # What the command's parser did not know: its error, with its usage, not boardd's.
+        own = commands.get(args.command) if args.command else None
+        if own is None:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        own.error(_unrecognized(extra, own))
     if args.command is None:
         parser.print_help(sys.stderr)
         return ExitCode.USAGE
@@ -116,3 +131,70 @@ def _join_dash_values(words: list[str], flags: Sequence[str]) -> list[str]:
         out.append(word)
         i += 1
     return out
+
+
+#: A flag as a command's help names it (its hidden TensorBoard flags are named there too).
+_FLAG = re.compile(r"(?<![\w-])--[A-Za-z][A-Za-z0-9_-]*")
+
+
+def _known_flags(parser: argparse.ArgumentParser) -> list[str]:
+    """The flags ``parser``'s help names, in order (hidden test-only flags are not named)."""
+    return list(dict.fromkeys(_FLAG.findall(parser.format_help())))
+
+
+def _meant(flag: str, known: Sequence[str]) -> str | None:
+    """The flag of ``known`` that ``flag`` most likely means: the same with '-' for '_' or the
+    other way round (TensorBoard spells its flags with '_'), else a near miss."""
+
+    def plain(f: str) -> str:
+        return f.lower().replace("_", "-")
+
+    same = [k for k in known if plain(k) == plain(flag)]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(plain(flag), [plain(k) for k in known], n=1, cutoff=0.8)
+    return next((k for k in known if close and plain(k) == close[0]), None)
+
+
+def _unrecognized(extra: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's "unrecognized arguments", with the flag each unknown one may mean."""
+    known = _known_flags(parser)
+    hints = []
+    for word in extra:
+        name = word.split("=", 1)[0]
+        meant = _meant(name, known) if name.startswith("--") else None
+        if meant is not None:
+            hints.append((meant, name))
+    text = f"unrecognized arguments: {' '.join(extra)}"
+    if len(hints) == 1 and len([w for w in extra if w.startswith("-")]) == 1:
+        text += f"; did you mean {hints[0][0]}?"
+    elif hints:
+        text += "; did you mean " + ", ".join(f"{m} (for {n})" for m, n in hints) + "?"
+    return text + f" ({parser.prog} --help lists its flags)"
+
+
+def _flags_before_a_command(words: Sequence[str]) -> bool:
+    """Flags given without a command (``boardd --reload-interval 5``): when each is a flag of
+    ``boardd serve``, or a near miss of one, says the serve command line meant (true);
+    otherwise leaves the words to argparse (false)."""
+    flags = [
+        w for w in words if w.startswith("--") and w.split("=")[0] not in ("--help", "--version")
+    ]
+    if not flags or words[0] in ("-h", "--help", "--version"):
+        return False
+    serve = _build("serve")[1]["serve"]
+    known = _known_flags(serve)
+    fixed = []
+    for word in words:
+        name, eq, value = word.partition("=")
+        meant = _meant(name, known) if word in flags else name
+        if meant is None:
+            return False
+        fixed.append(meant + eq + value)
+    print(_build(None)[0].format_usage(), end="", file=sys.stderr)
+    print(
+        f"boardd: error: {', '.join(f.split('=')[0] for f in flags)}: flags go after the "
+        f"command; did you mean: boardd serve {' '.join(fixed)}",
+        file=sys.stderr,
+    )
+    return True
