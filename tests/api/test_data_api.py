@@ -341,6 +341,26 @@ def test_runs_and_tags_filter_as_a_cross_product(api: TestClient) -> None:
     assert read(run=["eval", "eval"], tag="acc") == {"eval": ["acc"]}
 
 
+def test_the_scalars_routes_read_the_scalars_plugin_by_default(api: TestClient) -> None:
+    for path in ("/api/v1/scalars", "/api/v1/scalars/list"):
+        named = get_json(api, path, plugin="scalars", run="train")
+        assert named and get_json(api, path, run="train") == named, path
+        # Another plugin is still asked for by name; an empty one is no plugin.
+        error = assert_error(api.get(path, params={"plugin": ""}), 400)
+        assert "plugin=''" in error["message"], error
+    # The routes of other kinds of data serve many plugins: they keep asking for one.
+    for path in ("/api/v1/tensors", "/api/v1/blob_sequences/list"):
+        error = assert_error(api.get(path), 400)
+        assert "plugin= is required" in error["message"], (path, error)
+    # As the OpenAPI document says.
+    paths = get_json(api, "/api/v1/openapi.json")["paths"]
+    for path in ("/api/v1/scalars", "/api/v1/scalars/list", "/api/v1/tensors"):
+        (plugin,) = [p for p in paths[path]["get"]["parameters"] if p["name"] == "plugin"]
+        scalars = path.startswith("/api/v1/scalars")
+        assert plugin["required"] is not scalars, path
+        assert plugin["schema"].get("default") == ("scalars" if scalars else None), path
+
+
 def test_step_range_is_inclusive(api: TestClient) -> None:
     def steps(kind: str, plugin: str, **params: Any) -> list[int]:
         answer = get_json(api, f"/api/v1/{kind}", plugin=plugin, run="train", **params)

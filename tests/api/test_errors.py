@@ -103,12 +103,12 @@ BAD_PARAMETERS: dict[str, list[str]] = {
     "/api/v1/hparams/metric_evals": ["/api/v1/hparams/metric_evals?request=%7B%22x%22%3A1%7D"],
     **by_path(
         [
-            "/api/v1/scalars/list",
+            "/api/v1/tensors/list",
             "/api/v1/scalars/list?plugin=",
             "/api/v1/scalars/list?plugin=scalar",
             "/api/v1/tensors/list?plugin=histograms&latest=3",
             "/api/v1/blob_sequences/list?plugin=images&index_min=1",
-            "/api/v1/scalars",
+            "/api/v1/tensors",
             "/api/v1/scalars?plugin=Scalars",
             "/api/v1/scalars?plugin=scalars&step_min=ten",
             "/api/v1/scalars?plugin=scalars&step_min=1.5",
@@ -262,7 +262,7 @@ def test_messages_say_what_to_change(api: TestClient) -> None:
     def message(url: str) -> str:
         return assert_error(request(api, "GET", url), 400)["message"]
 
-    assert "plugin= is required" in message("/api/v1/scalars")
+    assert "plugin= is required" in message("/api/v1/tensors")
     assert "whole number" in message("/api/v1/scalars?plugin=scalars&latest=x")
     assert "from 1 to" in message("/api/v1/scalars?plugin=scalars&latest=0")
     assert "greater than step_max" in message(

@@ -46,9 +46,11 @@ def _kind(route: RouteDef) -> Kind:
     return route.kind
 
 
-def _selection(query: Query) -> Selection:
+def _selection(query: Query, route: RouteDef) -> Selection:
     plugin = query.text("plugin")
-    assert plugin is not None  # required by the route table
+    if plugin is None:  # not given: the route's default (the route table requires it else)
+        plugin = next(p.default for p in route.params if p.name == "plugin")
+    assert plugin is not None, route.path
     return Selection(plugin, query.texts("run"), query.texts("tag"))
 
 
@@ -72,7 +74,7 @@ async def list_series(request: Request, query: Query, route: RouteDef) -> Respon
     hit, fast = cached_reply(request, handle)
     if hit is not None:
         return hit
-    selection = _selection(query)
+    selection = _selection(query, route)
     exp_id = await experiment_id(handle)
     generation = await handle.pool.run(experiments.generation)
     key = ("list", handle.spec.name, kind.name, selection)
@@ -113,7 +115,7 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
     hit, fast = cached_reply(request, handle)
     if hit is not None:
         return _named(hit, handle, kind, fmt)
-    selection = _selection(query)
+    selection = _selection(query, route)
     bounds = _bounds(query)
     exp_id = await experiment_id(handle)
 

@@ -202,6 +202,13 @@ PLUGIN = Param(
     required=True,
     hint="e.g. plugin=scalars",
 )
+#: The scalars routes name their plugin: without plugin= they read TensorBoard's scalars.
+SCALARS_PLUGIN = PLUGIN._replace(
+    description=PLUGIN.description + " (default: scalars)",
+    required=False,
+    default="scalars",
+    hint="",
+)
 RUN = Param("run", "keep only this run; repeat for several (default: every run)", repeatable=True)
 TAG = Param("tag", "keep only this tag; repeat for several (default: every tag)", repeatable=True)
 STEP_MIN = Param("step_min", "keep steps ≥ this (inclusive)", "integer")
@@ -359,7 +366,7 @@ def _kind_routes(kind: Kind) -> list[RouteDef]:
     text = _KIND_TEXT[kind.name]
     blobs = kind.name == "blob_sequences"
     meta = "BlobSequenceTimeSeries" if blobs else "TimeSeries"
-    filters = (EXPERIMENT, PLUGIN, RUN, TAG)
+    filters = (EXPERIMENT, SCALARS_PLUGIN if kind.name == "scalars" else PLUGIN, RUN, TAG)
     values = (
         *filters,
         STEP_MIN,

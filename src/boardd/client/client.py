@@ -186,7 +186,10 @@ class Client:
         series = found.get(run, {}).get(tag)
         if series is None:
             raise BoarddError(
-                404, "not_found", f"no {plugin} scalar series run={run!r} tag={tag!r}"
+                404,
+                "not_found",
+                f"no scalar series for run {run!r}, tag {tag!r} (plugin {plugin}): "
+                "list_scalars() lists the runs and tags there are",
             )
         return series
 
