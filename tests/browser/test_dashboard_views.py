@@ -11,6 +11,7 @@ event file with a zeroed hole (data loss), and TensorBoard's official hparams AP
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 import time
@@ -551,6 +552,119 @@ def test_a_run_has_the_same_colour_in_every_view_whichever_opens_first(
     assert seen[0] == seen[1]
     # Distinct while the palette lasts (16 colours).
     assert len(set(seen[0][1].values())) == min(16, len(seen[0][1]))
+    page.assert_no_errors()
+
+
+#: A sweep as a new user writes one: a run per configuration, named after it, each ending with
+#: tensorboardX's ``add_hparams`` under its default name (a timestamped sub-run).
+SWEEP = ((0.1, 32, "sgd"), (0.01, 128, "sgd"), (0.001, 64, "adam"), (0.0001, 128, "adamw"))
+
+
+def write_sweep(root: Path) -> dict[str, str]:
+    """The sweep's runs (``lr0.01_bs128_sgd``: ``train/loss``, then ``add_hparams``): each
+    run → the sub-run ``add_hparams`` wrote its session in (``RUN/<time.time()>``)."""
+    sessions = {}
+    for k, (lr, bs, opt) in enumerate(SWEEP):
+        run = f"lr{lr}_bs{bs}_{opt}"
+        with SummaryWriter(str(root / run)) as w:
+            for step in range(0, 100, 10):
+                w.add_scalar(
+                    "train/loss", 2.0 / (1 + step * lr) - k / 10, step, walltime=WALL + step
+                )
+            w.add_hparams(
+                {"lr": lr, "bs": bs, "opt": opt},
+                {"hparam/best_loss": 0.5 - k / 20, "hparam/final_accuracy": 0.6 + k / 20},
+            )
+        (sub,) = [p.name for p in (root / run).iterdir() if p.is_dir()]
+        sessions[run] = f"{run}/{sub}"
+    return sessions
+
+
+def serve_sweep(serve: ServeFactory, tmp_path: Path) -> tuple[dict[str, str], str]:
+    """The sweep served, once every session's metrics are in the store."""
+    sessions = write_sweep(tmp_path / "sweep")
+    daemon = serve(tmp_path / "sweep")
+    for session in sessions.values():
+        daemon.wait_for_steps(session, "hparam/final_accuracy", [0], timeout=30)
+    return sessions, f"http://127.0.0.1:{daemon.port}"
+
+
+#: The parallel coordinates' axis titles and tick labels, in the plot's own coordinates.
+PARALLEL_LAYOUT = """() => {
+    const svg = document.querySelector('.parallel svg.pc');
+    const box = svg.getBoundingClientRect();
+    const rel = (r) => ({left: r.left - box.left, right: r.right - box.left,
+                         top: r.top - box.top, bottom: r.bottom - box.top});
+    const titles = [...svg.querySelectorAll('.axis .axis-label')].map((t) => ({
+        text: t.textContent, full: t.querySelector('title')?.textContent ?? t.textContent,
+        ...rel(t.getBoundingClientRect())}));
+    const ticks = [...svg.querySelectorAll('.axis')].flatMap((g) => {
+        const line = rel(g.querySelector('line').getBoundingClientRect());
+        return [...g.querySelectorAll('text.tick')].map((t) => {
+            const back = t.previousElementSibling;
+            const backed = back && back.tagName === 'rect';
+            return {text: t.textContent, numeric: g.classList.contains('numeric'),
+                    lineTop: line.top, lineBottom: line.bottom, ...rel(t.getBoundingClientRect()),
+                    back: backed ? rel(back.getBoundingClientRect()) : null};
+        });
+    });
+    // What the plot's frame shows of it (it scrolls sideways when the plot is wider).
+    const frame = svg.parentElement;
+    const edge = frame.getBoundingClientRect().left + frame.clientLeft - box.left;
+    return {width: Math.min(box.width, edge + frame.clientWidth), height: box.height,
+            left: Math.max(0, edge), titles, ticks};
+}"""
+
+
+def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        min(a["right"], b["right"]) - max(a["left"], b["left"]) > 0.5
+        and min(a["bottom"], b["bottom"]) - max(a["top"], b["top"]) > 0.5
+    )
+
+
+def test_parallel_coordinates_titles_and_labels_fit_and_stay_off_the_lines(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """Every axis title is whole inside the plot and its frame (the last one was cut:
+    "hparam/final_accur"), no two overlap, at a wide and a narrow width; a numeric axis's
+    labels (its least and greatest value) sit beyond the axis's ends, off the lines; a
+    category's label is on a background over the lines that cross it."""
+    sessions, base = serve_sweep(serve, tmp_path)
+    labels = ["lr", "bs", "opt", "hparam/best_loss", "hparam/final_accuracy"]
+    for width in (1400, 700):
+        page.page.set_viewport_size({"width": width, "height": 1000})
+        open_view(page, base, "hparams")
+        page.page.locator(f'.hp-table[data-rows="{len(sessions)}"]').wait_for()
+        page.page.locator(".parallel svg.pc .axis").first.wait_for()
+        found = page.page.evaluate(PARALLEL_LAYOUT)
+        titles = found["titles"]
+        assert sorted(t["full"] for t in titles) == sorted(labels), titles
+        assert titles[-1]["full"] == "hparam/final_accuracy"
+        if width == 1400:
+            assert [t["text"] for t in titles] == [t["full"] for t in titles]
+        for t in titles:
+            assert t["text"] == t["full"] or t["text"].endswith("…"), t
+            assert t["left"] >= found["left"] - 0.5, (width, t)
+            assert t["right"] <= found["width"] + 0.5, (width, t)
+            assert t["top"] >= -0.5 and t["bottom"] <= found["height"] + 0.5, (width, t)
+        for a, b in itertools.pairwise(titles):
+            assert not overlap(a, b), (width, a, b)
+        ticks = found["ticks"]
+        assert any(t["numeric"] for t in ticks) and any(not t["numeric"] for t in ticks)
+        for t in ticks:
+            assert t["left"] >= found["left"] - 0.5, (width, t)
+            assert t["right"] <= found["width"] + 0.5, (width, t)
+            if t["numeric"]:
+                # Beyond the axis's ends: the lines run between them.
+                assert t["bottom"] <= t["lineTop"] + 0.5 or t["top"] >= t["lineBottom"] - 0.5, t
+            else:
+                back = t["back"]
+                assert back is not None, t
+                assert back["left"] <= t["left"] + 0.5 and t["right"] <= back["right"] + 0.5, t
+            for title in titles:
+                assert not overlap(t, title), (t, title)
+        page.screenshot(f"hparams-parallel-{width}")
     page.assert_no_errors()
 
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { axisOf, compareCells, filterRows, hasRepeatedTrials, metricKey, parseFilter, type Row, sortRows, tableOf, trialStatus } from "../src/views/hptable";
+import { axisOf, compareCells, filterRows, fitText, hasRepeatedTrials, metricKey, PLOT_EDGE, parallelLayout, parseFilter, type Row, sortRows, tableOf, TITLE_GAP, trialStatus } from "../src/views/hptable";
 
 // The shapes /api/v1/hparams/experiment and /session_groups answer (proto3 JSON).
 const experiment = {
@@ -199,5 +199,64 @@ describe("axisOf", () => {
     const axis = axisOf({ key: "o", label: "o", kind: "hparam", numeric: false }, rowsOf([{ o: "sgd" }, { o: "adam" }, { o: "rmsprop" }]));
     expect(["adam", "rmsprop", "sgd", "other"].map((v) => axis.position(v))).toEqual([0, 0.5, 1, null]);
     expect(axis.ticks.map(([, t]) => t)).toEqual(["adam", "rmsprop", "sgd"]);
+  });
+});
+
+describe("the parallel coordinates' layout", () => {
+  // 6.5 px a character, as an 11 px bold font about.
+  const measure = (t: string): number => 6.5 * [...t].length;
+  const check = (titles: string[], width: number, edges: [number, number] = [0, 0]): ReturnType<typeof parallelLayout> => {
+    const layout = parallelLayout(titles, width, measure, edges);
+    const { xs, rows } = layout;
+    layout.titles.forEach((t, i) => {
+      // Inside the plot, and the edge axes' labels too.
+      expect(xs[i] - measure(t) / 2, `${t} at ${xs[i]}`).toBeGreaterThanOrEqual(PLOT_EDGE - 1e-9);
+      expect(xs[i] + measure(t) / 2, `${t} at ${xs[i]}`).toBeLessThanOrEqual(width - PLOT_EDGE + 1e-9);
+      expect(t === titles[i] || t.endsWith("…")).toBe(true);
+      // No two titles of a row overlap.
+      for (let j = i + 1; j < titles.length; j++) {
+        if (rows[j] !== rows[i]) continue;
+        expect(xs[j] - xs[i], `${t} and ${layout.titles[j]}`).toBeGreaterThanOrEqual((measure(t) + measure(layout.titles[j])) / 2 + TITLE_GAP - 1e-9);
+      }
+    });
+    expect(xs[0]).toBeGreaterThanOrEqual(PLOT_EDGE + edges[0] - 1e-9);
+    expect(xs[xs.length - 1]).toBeLessThanOrEqual(width - PLOT_EDGE - edges[1] + 1e-9);
+    return layout;
+  };
+
+  it("leaves room at the edges for the first and last titles: the last is whole", () => {
+    const titles = ["bs", "lr", "opt", "hparam/best_loss", "hparam/final_accuracy"];
+    const layout = check(titles, 1350);
+    expect(layout.titles).toEqual(titles);
+    expect(layout.rows).toEqual([0, 0, 0, 0, 0]);
+    // The last title was centred 60 px from the edge, half of it (68 px) past it.
+    expect(layout.xs[4] + measure("hparam/final_accuracy") / 2).toBeLessThanOrEqual(1350 - PLOT_EDGE);
+    // The labels' room beside the edge axes.
+    const roomy = check(titles, 1350, [30, 120]);
+    expect(roomy.xs[4]).toBeLessThanOrEqual(1350 - PLOT_EDGE - 120);
+  });
+
+  it("alternates rows when neighbouring titles would overlap, and cuts them past that", () => {
+    const long = ["validation/accuracy", "validation/loss", "train/accuracy", "train/loss", "learning_rate", "weight_decay"];
+    const two = check(long, 600);
+    expect(two.rows).toEqual([0, 1, 0, 1, 0, 1]);
+    expect(two.titles).toEqual(long);
+    const cut = check([...long, ...long.map((t) => `${t}_2`)], 600);
+    expect(cut.titles.some((t) => t.endsWith("…"))).toBe(true);
+    expect(cut.rows).toEqual(cut.titles.map((_, i) => i % 2));
+  });
+
+  it("centres a single axis, its title cut to the plot", () => {
+    expect(check(["score"], 600).xs).toEqual([300]);
+    expect(parallelLayout(["x".repeat(200)], 600, measure).titles[0].endsWith("…")).toBe(true);
+    expect(parallelLayout([], 600, measure)).toEqual({ xs: [], rows: [], titles: [] });
+  });
+
+  it("cuts text to a width with an ellipsis", () => {
+    expect(fitText("hparam/final_accuracy", 1000, measure)).toBe("hparam/final_accuracy");
+    const cut = fitText("hparam/final_accuracy", 65, measure);
+    expect(cut).toBe("hparam/fi…");
+    expect(measure(cut)).toBeLessThanOrEqual(65);
+    expect(fitText("abc", 1, measure)).toBe("…");
   });
 });

@@ -17,12 +17,15 @@
 import { colorsReady, runColor, runColors } from "../colors";
 import { api, Debouncer, el, notice, retrying, type ViewContext, type ViewDef } from "./common";
 import {
+  type Axis,
   axisOf,
   type Cell,
   type Column,
   filterRows,
+  fitText,
   hasRepeatedTrials,
   type HparamsExperiment,
+  parallelLayout,
   type Row,
   type RowsOf,
   type SessionGroups,
@@ -33,6 +36,26 @@ import {
 const SVG = "http://www.w3.org/2000/svg";
 /** Sessions fetched (one page; the table shows them all). */
 const SLICE = 10000;
+/** The parallel coordinates' fonts (as views.css sets them: .pc .axis-label, .pc .tick), the
+ * height of a row of titles, a category label's offset from its axis and its widest (px). */
+const TITLE_PX = 11;
+const TICK_PX = 10;
+const TITLE_LINE = 14;
+const CATEGORY_DX = 6;
+const MAX_CATEGORY_PX = 160;
+
+/** The width of a text in a CSS font, in px (a canvas measures it: no layout needed). */
+function textMeasure(font: string): (text: string) => number {
+  const context = document.createElement("canvas").getContext("2d");
+  if (!context) return (text) => text.length * 0.6 * TITLE_PX;
+  context.font = font;
+  const known = new Map<string, number>();
+  return (text) => {
+    let w = known.get(text);
+    if (w === undefined) known.set(text, (w = context.measureText(text).width));
+    return w;
+  };
+}
 
 function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string> = {}): SVGElementTagNameMap[K] {
   const node = document.createElementNS(SVG, tag);
@@ -273,18 +296,39 @@ class HparamsView {
   }
 
   /** The parallel coordinates: an axis per column with values among the rows shown (hparams,
-   * then metrics), a polyline per session; a missing value breaks its line. */
+   * then metrics), a polyline per session; a missing value breaks its line. The titles are
+   * laid out whole inside the plot (parallelLayout: alternate rows, or cut with the whole
+   * title as a tooltip, when the axes are too close); a numeric axis's labels (its least and
+   * greatest value) sit beyond its ends, off the lines; a category's label, beside its point,
+   * is on a background over the lines that cross it. */
   private drawParallel(rows: Row[]): void {
     const columns = this.columns.filter((c) => c.kind !== "status" && c.kind !== "trial" && c.kind !== "sessions" && rows.some((r) => r.values[c.key] !== null && r.values[c.key] !== undefined));
-    const width = Math.max(600, this.main.clientWidth - 24);
-    const height = 260;
-    const top = 34;
-    const bottom = height - 22;
-    const left = 60;
-    const right = width - 60;
-    const root = svg("svg", { width: String(width), height: String(height), viewBox: `0 0 ${width} ${height}`, class: "pc" });
+    // The frame's own width (it scrolls sideways below 600 px).
+    const width = Math.max(600, this.plot.clientWidth || this.main.clientWidth - 24);
     const axes = columns.map((c) => axisOf(c, rows));
-    const x = (i: number): number => (axes.length === 1 ? (left + right) / 2 : left + (i * (right - left)) / (axes.length - 1));
+    const family = getComputedStyle(this.plot).fontFamily || "sans-serif";
+    const titleWidth = textMeasure(`600 ${TITLE_PX}px ${family}`);
+    const tickWidth = textMeasure(`${TICK_PX}px ${family}`);
+    // Room beside the edge axes: half a numeric label (centred on its axis), or the whole of
+    // a category's (to the right of its axis) on the last one.
+    const labelRoom = (axis: Axis | undefined, side: "left" | "right"): number => {
+      if (!axis) return 0;
+      const widest = Math.max(0, ...axis.ticks.map(([, text]) => tickWidth(text)));
+      if (axis.column.numeric) return widest / 2;
+      return side === "right" ? Math.min(widest, MAX_CATEGORY_PX) + CATEGORY_DX + 4 : 0;
+    };
+    const layout = parallelLayout(
+      axes.map((a) => a.column.label),
+      width,
+      titleWidth,
+      [labelRoom(axes[0], "left"), labelRoom(axes[axes.length - 1], "right")],
+    );
+    const titleRows = Math.max(1, ...layout.rows.map((r) => r + 1));
+    const top = 38 + (titleRows - 1) * TITLE_LINE;
+    const bottom = top + 200;
+    const height = bottom + 22;
+    const root = svg("svg", { width: String(width), height: String(height), viewBox: `0 0 ${width} ${height}`, class: "pc" });
+    const x = (i: number): number => layout.xs[i];
     const y = (f: number): number => bottom - f * (bottom - top);
     const lines = svg("g", { class: "lines" });
     for (const r of rows) {
@@ -309,14 +353,38 @@ class HparamsView {
     }
     root.append(lines);
     axes.forEach((axis, i) => {
-      const g = svg("g", { class: `axis ${axis.column.kind}` });
+      const numeric = axis.column.numeric;
+      const g = svg("g", { class: `axis ${axis.column.kind} ${numeric ? "numeric" : "categorical"}`, "data-key": axis.column.key });
       g.append(svg("line", { x1: String(x(i)), x2: String(x(i)), y1: String(top), y2: String(bottom) }));
-      const label = svg("text", { x: String(x(i)), y: String(top - 14), class: "axis-label" });
-      label.textContent = axis.column.label;
+      const label = svg("text", { x: String(x(i)), y: String(14 + layout.rows[i] * TITLE_LINE), class: "axis-label" });
+      label.textContent = layout.titles[i];
+      if (layout.titles[i] !== axis.column.label) {
+        const whole = svg("title");
+        whole.textContent = axis.column.label;
+        label.append(whole);
+      }
       g.append(label);
+      // A category's label reaches at most to the next axis.
+      const room = i < axes.length - 1 ? Math.min(MAX_CATEGORY_PX, x(i + 1) - x(i) - 2 * CATEGORY_DX) : MAX_CATEGORY_PX;
       for (const [f, text] of axis.ticks) {
-        const t = svg("text", { x: String(x(i) + 5), y: String(y(f) + 4), class: "tick" });
-        t.textContent = text;
+        if (numeric) {
+          // The greatest value above the axis's top, the least below its bottom (a single
+          // value, in the middle, above it too).
+          const t = svg("text", { x: String(x(i)), y: String(f >= 0.5 ? top - 9 : bottom + 16), class: "tick" });
+          t.textContent = text;
+          g.append(t);
+          continue;
+        }
+        const shown = fitText(text, room, tickWidth);
+        const w = tickWidth(shown);
+        g.append(svg("rect", { x: (x(i) + CATEGORY_DX - 2).toFixed(1), y: (y(f) - 7).toFixed(1), width: (w + 4).toFixed(1), height: "13", rx: "2", class: "tick-bg" }));
+        const t = svg("text", { x: String(x(i) + CATEGORY_DX), y: (y(f) + 3.5).toFixed(1), class: "tick category" });
+        t.textContent = shown;
+        if (shown !== text) {
+          const whole = svg("title");
+          whole.textContent = text;
+          t.append(whole);
+        }
         g.append(t);
       }
       root.append(g);

@@ -265,3 +265,67 @@ export function axisOf(column: Column, rows: readonly Row[]): Axis {
     ticks: values.map((v, i) => [at(i), v]),
   };
 }
+
+/** What the parallel coordinates keep clear of the plot's left and right edges, and between
+ * two titles of one row (px). */
+export const PLOT_EDGE = 6;
+export const TITLE_GAP = 12;
+
+/** `text` whole if it is at most `max` px wide, else its longest start that fits with "…". */
+export function fitText(text: string, max: number, measure: (text: string) => number): string {
+  if (measure(text) <= max) return text;
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (measure(`${text.slice(0, mid)}…`) <= max) lo = mid;
+    else hi = mid - 1;
+  }
+  return `${text.slice(0, lo)}…`;
+}
+
+/** Where the parallel coordinates' axes and their titles go. */
+export interface ParallelLayout {
+  /** Each axis's x. */
+  xs: number[];
+  /** Each title's row: 0, or 1 (below it) when neighbouring titles alternate rows. */
+  rows: number[];
+  /** Each title as shown: whole, or cut with "…" when even alternate rows cannot hold it. */
+  titles: string[];
+}
+
+/** The axes of a plot `width` px wide, spread evenly, with room at the edges for the first and
+ * last titles (centred on their axes) and for `edges` px of the first axis's labels to its left
+ * and the last one's to its right: a title is no longer cut by the plot's edge (the last one
+ * read "hparam/final_accur"). Titles too wide for the space between axes take alternate rows,
+ * and past twice that space they are cut. `measure`: a title's width in px. */
+export function parallelLayout(titles: readonly string[], width: number, measure: (text: string) => number, edges: readonly [number, number] = [0, 0]): ParallelLayout {
+  const n = titles.length;
+  if (n === 0) return { xs: [], rows: [], titles: [] };
+  if (n === 1) return { xs: [width / 2], rows: [0], titles: [fitText(titles[0], width - 2 * PLOT_EDGE, measure)] };
+  let shown = [...titles];
+  let widths = shown.map(measure);
+  const place = (): number[] => {
+    const left = PLOT_EDGE + Math.max(widths[0] / 2, edges[0]);
+    const right = width - PLOT_EDGE - Math.max(widths[n - 1] / 2, edges[1]);
+    return shown.map((_, i) => left + (i * (right - left)) / (n - 1));
+  };
+  let xs = place();
+  const fits = (apart: number): boolean => {
+    for (let i = 0; i + apart < n; i++) {
+      if ((widths[i] + widths[i + apart]) / 2 + TITLE_GAP > xs[i + apart] - xs[i]) return false;
+    }
+    return true;
+  };
+  if (fits(1)) return { xs, rows: shown.map(() => 0), titles: shown };
+  const rows = shown.map((_, i) => i % 2);
+  if (!fits(2)) {
+    // Cut to what two spaces between axes hold as the whole titles leave them: cut titles
+    // leave the edges more room, so the spaces only widen.
+    const room = Math.max(2 * TITLE_GAP, 2 * (xs[1] - xs[0]) - TITLE_GAP);
+    shown = shown.map((t) => fitText(t, room, measure));
+    widths = shown.map(measure);
+    xs = place();
+  }
+  return { xs, rows, titles: shown };
+}
