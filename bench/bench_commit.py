@@ -25,6 +25,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
+import results as bench_results  # noqa: E402  (bench/, put on the path above)
 from anchors import AnchorError, Stats, total_bytes, warm_page_cache  # noqa: E402
 from bench_ingest import CONFIGS, child_env, measure, remove_store  # noqa: E402
 
@@ -238,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell (default 1)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per child")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    bench_results.add_argument(parser)
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(BENCH_DIR.parent / "src"))
@@ -281,6 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rank_key = "cpu_seconds" if args.rank_by == "cpu" else "seconds"
     pick = recommend(results, rank_key)
     defaults = _defaults()
+    write_results(results, pick, defaults, args, nbytes, argv)
     if args.json:
         print(
             json.dumps(
@@ -341,6 +344,73 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"commit_seconds={c.commit_seconds:g}"
     )
     return 0
+
+
+def write_results(
+    measured: list[Result],
+    pick: Result,
+    defaults: dict[str, Any],
+    args: argparse.Namespace,
+    nbytes: int,
+    argv: Sequence[str],
+) -> None:
+    """bench/results/bench_commit.json: the recommended setting and the current defaults'
+    (no anchor: the grid compares boardd with itself)."""
+    figures = []
+    current = next(
+        (
+            r
+            for r in measured
+            if defaults
+            and r.cell.commit_bytes == defaults["commit_bytes"]
+            and r.cell.batch_bytes == defaults["batch_bytes"]
+            and r.cell.commit_seconds == defaults["commit_seconds"]
+            and r.cell.workers is None
+            and r.cell.segment_bytes is None
+        ),
+        None,
+    )
+    for what, result in (("recommended", pick), ("current defaults", current)):
+        if result is None:
+            continue
+        c = result.cell
+        label = (
+            f"{what} (commit {c.commit_bytes // MIB} MiB, batch {c.batch_bytes // MIB} MiB, "
+            f"commit_seconds {c.commit_seconds:g})"
+        )
+        figures += [
+            bench_results.figure(
+                f"{label}: in-process seconds",
+                result.stat("seconds").median,
+                unit="s",
+                better="lower",
+            ),
+            bench_results.figure(
+                f"{label}: CPU seconds", result.stat("cpu_seconds").median, unit="s", better="lower"
+            ),
+            bench_results.figure(
+                f"{label}: peak PSS of the process tree",
+                result.stat("peak_pss_mib").median,
+                unit="MiB",
+                better="lower",
+            ),
+        ]
+    bench_results.write(
+        args.results,
+        "bench_commit",
+        title="Ingest: commit and batch sizes",
+        anchor=None,
+        workload=f"{nbytes / 1e6:.1f} MB, sampling ({args.config}), --crc {args.crc}; "
+        f"{len(measured)} settings, {args.repeat} run(s) each",
+        figures=figures,
+        notes="No anchor: the grid compares boardd's own ingest settings.",
+        detail={
+            "current_defaults": defaults,
+            "recommended": asdict(pick.cell),
+            "results": [{"cell": asdict(r.cell), "samples": r.samples} for r in measured],
+        },
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":

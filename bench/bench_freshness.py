@@ -36,6 +36,7 @@ REPO_DIR = BENCH_DIR.parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
+import results  # noqa: E402  (bench/, put on the path above)
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     boardd_serve_argv,
     child_env,
@@ -795,6 +796,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="exit 1 unless boardd (inotify) meets its target"
     )
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     if args.points < 1 or args.spacing <= 0 or not 0 <= args.jitter < 1:
         parser.error("--points ≥ 1, --spacing > 0 and 0 ≤ --jitter < 1")
@@ -829,7 +831,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(_finite(report), indent=2, allow_nan=False))
     else:
         print_report(report)
+    write_results(report, args.results, argv)
     return 0 if not args.check or verdict(report) else 1
+
+
+def write_results(report: dict[str, Any], path: str | None, argv: Sequence[str]) -> None:
+    """bench/results/bench_freshness.json: boardd's columns beside TensorBoard's."""
+    columns = {c["name"]: c for c in report["columns"]}
+    boardd, polled = columns.get("boardd"), columns.get("boardd-poll")
+    tensorboard = columns.get("tensorboard", {})
+    figures = []
+    for column, label in ((boardd, "boardd serve (inotify)"), (polled, "boardd serve --poll")):
+        if column is None:
+            continue
+        for key, name, target in (
+            ("p50_ms", "p50", TARGET_P50_MS),
+            ("p99_ms", "p99", TARGET_P99_MS),
+        ):
+            inotify = column is boardd
+            figures.append(
+                results.figure(
+                    f"write → visible over HTTP, {name}: {label}",
+                    column[key],
+                    tensorboard.get(key),
+                    unit="ms",
+                    better="lower",
+                    target=f"≤ {target:.0f} ms" if inotify else None,
+                    met=bool(column[key] <= target) if inotify else None,
+                )
+            )
+    options = report["options"]
+    results.write(
+        path,
+        "bench_freshness",
+        title="Freshness: a flushed point until it is visible over HTTP",
+        anchor="tensorboard --load_fast=true (its Rust data server, reloading every 5 s)",
+        workload=f"{options['points']} points written by tensorboardX, one every "
+        f"{options['spacing']:g} s ± {options['jitter'] * 100:.0f} %, into a logdir that also "
+        "holds the small workload",
+        figures=figures,
+        detail=_finite(report),
+        argv=argv,
+    )
 
 
 def _interrupt(signum: int, frame: Any) -> None:

@@ -46,6 +46,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
+import results  # noqa: E402  (bench/, put on the path above)
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     boardd_serve_argv,
     child_env,
@@ -453,6 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ready-timeout", type=float, default=1800)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--json", action="store_true")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     sessions = 1_000 if args.quick else args.sessions
     groups = -(-sessions // TRIALS)
@@ -493,6 +495,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = _report(phases, info, same)
     if args.json:
         print(json.dumps({"info": info, "phases": [asdict(p) for p in phases], **report}))
+    by = {(p.server, p.phase): p for p in phases}
+    figures = []
+    for phase in ("warm", "after a commit"):
+        ours, theirs = by.get(("boardd", phase)), by.get(("tensorboard", phase))
+        if ours is None:
+            continue
+        figures.append(
+            results.figure(
+                f"ListSessionGroups, {phase}: p50",
+                ours.p50,
+                theirs.p50 if theirs else None,
+                unit="ms",
+                better="lower",
+                target=f"≤ {TARGET_MS:.0f} ms",
+                met=ours.p50 <= TARGET_MS,
+            )
+        )
+    results.write(
+        args.results,
+        "bench_hparams",
+        title="hparams: ListSessionGroups on a large experiment",
+        anchor="tensorboard --load_fast=true, TensorBoard's /data/plugin/hparams/session_groups",
+        workload=f"{sessions:,} sessions in {groups:,} groups × {HPARAMS} hparams × {METRICS} "
+        "metrics; 2 filters, 2 sort columns, AVG aggregation, the first 100 groups; "
+        f"{args.repeat} requests per phase on boardd, {args.tb_repeat} on TensorBoard",
+        figures=figures,
+        detail={"info": info, "same_first_groups": same, **report},
+        argv=argv,
+    )
     return 0
 
 

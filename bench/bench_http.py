@@ -45,6 +45,7 @@ REPO_DIR = BENCH_DIR.parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
+import results  # noqa: E402  (bench/, put on the path above)
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     AnchorError,
     Stats,
@@ -66,7 +67,7 @@ DOWNSAMPLE = 1000
 #: How many ``train/metric_XX`` tags per run go into the request set (evenly spread).
 TAGS_PER_RUN = 4
 
-#: The API issue's targets.
+#: The HTTP API's targets.
 TARGET_RPS_RATIO = 10.0
 TARGET_HIT_P50_MS = 3.0
 TARGET_MISS_P50_MS = 10.0
@@ -1129,6 +1130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--ready-timeout", type=float, default=600.0, help="seconds to wait for each server"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     if args.duration <= 0 or args.duration > 600 or args.repeat < 1 or args.miss_passes < 1:
         parser.error("--duration must be in (0, 600], --repeat and --miss-passes at least 1")
@@ -1158,7 +1160,74 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(_jsonable({**report, "summary": summary}), indent=2))
     else:
         print_report(report, summary)
+    write_results(report, summary, args.results, argv)
     return 0
+
+
+def write_results(
+    report: dict[str, Any], summary: dict[str, Any], path: str | None, argv: Sequence[str]
+) -> None:
+    """bench/results/bench_http.json: requests/s and latencies beside TensorBoard's."""
+    o = report["options"]
+    cells = summary["cells"]
+    most, least = max(o["clients"]), min(o["clients"])
+    figures = []
+    for clients in o["clients"]:
+        b, t = cells.get(f"boardd/{clients}"), cells.get(f"tensorboard/{clients}")
+        if b is None:
+            continue
+        anchor_rps = t["rps"].median if t else None
+        ratio = results.ratio(b["rps"].median, anchor_rps, "higher")
+        figures.append(
+            results.figure(
+                f"scalar reads, {clients} client(s): requests/s",
+                b["rps"].median,
+                anchor_rps,
+                unit="req/s",
+                better="higher",
+                target=f"≥ {TARGET_RPS_RATIO:.0f}× TensorBoard" if clients == most else None,
+                met=None if clients != most or ratio is None else ratio >= TARGET_RPS_RATIO,
+            )
+        )
+        hit = clients == least
+        figures.append(
+            results.figure(
+                f"scalar reads, {clients} client(s): p50 latency"
+                + (" (a cache hit)" if hit else ""),
+                b["p50_ms"].median,
+                t["p50_ms"].median if t else None,
+                unit="ms",
+                better="lower",
+                target=f"≤ {TARGET_HIT_P50_MS:g} ms" if hit else None,
+                met=b["p50_ms"].median <= TARGET_HIT_P50_MS if hit else None,
+            )
+        )
+    passes = {(p["server"], p["label"]): p for p in report["passes"]}
+    tensorboard_pass = passes.get(("tensorboard", "one pass (no response cache)"))
+    figures.append(
+        results.figure(
+            "a cache miss (first pass), p50",
+            summary["miss_p50_ms"],
+            tensorboard_pass["load"]["p50_ms"] if tensorboard_pass else None,
+            unit="ms",
+            better="lower",
+            target=f"≤ {TARGET_MISS_P50_MS:g} ms",
+            met=summary["miss_p50_ms"] <= TARGET_MISS_P50_MS,
+        )
+    )
+    tool = report["wrk"] if o["client"] == "wrk" else "Python http.client threads"
+    results.write(
+        path,
+        "bench_http",
+        title="HTTP: scalar reads, requests/s and latency",
+        anchor="tensorboard --load_fast=true (its Rust data server), /data/plugin/scalars/scalars",
+        workload=f"{'small' if o['small'] else 'standard'} workload, "
+        f"{report['requests_per_pass']} requests (runs × tags) of 1,000 points each; "
+        f"{o['duration']:g} s per cell, {o['repeat']} round(s), load from {tool}",
+        figures=figures,
+        detail=_jsonable({"summary": summary, "options": o}),
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ REPO_DIR = BENCH_DIR.parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
+import results  # noqa: E402  (bench/, put on the path above)
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     AnchorError,
     MeasuredRun,
@@ -646,6 +647,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep-stores", action="store_true", help="do not delete the stores")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per child")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -689,7 +691,71 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(out, indent=2))
     else:
         print_report(desc, nbytes, args, rows, context, summary)
+    write_results(desc, nbytes, args, rows, summary, argv)
     return 0
+
+
+def write_results(
+    desc: str,
+    nbytes: int,
+    args: argparse.Namespace,
+    rows: list[Row],
+    summary: dict[str, Any],
+    argv: Sequence[str] | None,
+) -> None:
+    """bench/results/bench_ingest.json: per configuration the cold ingest beside rustboard's
+    load, the restart and the peak memory."""
+    figures = []
+    targets = summary["targets"]
+    for row in rows:
+        key = row.config.key
+        cold, anchor = stat(row.cold, "seconds"), stat(row.rustboard, "seconds")
+        judged = key == "a" and "a_time_ratio" in targets and targets["a_time_ratio"]["value"]
+        figures.append(
+            results.figure(
+                f"({key}) {row.config.title}: cold ingest",
+                cold.median if cold else None,
+                anchor.median if anchor else None,
+                unit="s",
+                better="lower",
+                target=f"≤ {TARGET_RATIO_A:g}× rustboard's time" if judged else None,
+                met=targets["a_time_ratio"]["met"] if judged else None,
+            )
+        )
+        restart = stat(row.restart, "seconds")
+        figures.append(
+            results.figure(
+                f"({key}) {row.config.title}: restart with nothing new",
+                restart.median if restart else None,
+                unit="s",
+                better="lower",
+                target=f"≤ {TARGET_RESTART_SECONDS:g} s",
+                met=None if restart is None else restart.median <= TARGET_RESTART_SECONDS,
+            )
+        )
+        pss, rss = stat(row.cold, "peak_pss_mib"), stat(row.rustboard, "peak_rss_mib")
+        figures.append(
+            results.figure(
+                f"({key}) {row.config.title}: peak memory (boardd: the process tree's PSS)",
+                pss.median if pss else None,
+                rss.median if rss else None,
+                unit="MiB",
+                better="lower",
+                target=f"≤ {TARGET_PEAK_RSS_MIB:.0f} MiB",
+                met=None if pss is None else pss.median <= TARGET_PEAK_RSS_MIB,
+            )
+        )
+    results.write(
+        args.results,
+        "bench_ingest",
+        title="Ingest: cold, restart, memory",
+        anchor="TensorBoard's Rust data server (rustboard --reload once, in memory)",
+        workload=f"{desc}, {nbytes / 1e6:.1f} MB; {args.repeat} round(s), medians; "
+        f"--crc {args.crc}",
+        figures=figures,
+        detail=summary,
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """The lineage store against ml-metadata on SQLite: the same workload, the same API, one run.
 
-    python bench/bench_lineage.py            # issue 15 §6: 100,000 artifacts, 20,000
+    python bench/bench_lineage.py            # 100,000 artifacts, 20,000
                                              # executions, 200,000 events
     python bench/bench_lineage.py --scale 0.1 --queries 5    # a quick look
 
@@ -26,6 +26,10 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 WORKER = BENCH_DIR / "lineage_worker.py"
+if str(BENCH_DIR) not in sys.path:
+    sys.path.insert(0, str(BENCH_DIR))
+
+import results  # noqa: E402  (bench/, put on the path above)
 
 #: (key, label, higher is better)
 FIGURES = (
@@ -83,10 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--scale", type=float, default=1.0, help="of §6's sizes (default 1)")
+    parser.add_argument("--scale", type=float, default=1.0, help="of the sizes above (default 1)")
     parser.add_argument("--batch", type=int, default=100, help="nodes per put_* call")
     parser.add_argument("--queries", type=int, default=20, help="repeats of each read")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     mlmd_python = oracle_python()
     with tempfile.TemporaryDirectory(prefix="boardd-bench-lineage-") as tmp:
@@ -100,17 +105,42 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"{'figure':<46} {'boardd':>12} {'ml-metadata':>12} {'ratio':>8}")
     worst = float("inf")
+    figures = []
     for key, label, higher in FIGURES:
         a, b = float(ours[key]), float(theirs[key])
         ratio = (a / b if higher else b / a) if a and b else float("nan")
         worst = min(worst, ratio)
         print(f"{label:<46} {a:>12.1f} {b:>12.1f} {ratio:>7.2f}x")
+        name, _, unit = label.rpartition(" (")
+        figures.append(
+            results.figure(
+                name,
+                a,
+                b,
+                unit=unit.rstrip(")"),
+                better="higher" if higher else "lower",
+                target="≥ 1× ml-metadata",
+                met=ratio >= 1,
+            )
+        )
     for key in ("filter_property_range_count", "lineage_upstream_4_hops_nodes"):
         if ours[key] != theirs[key]:
             print(f"WARNING: answers differ: {key} boardd {ours[key]} / MLMD {theirs[key]}")
     print(f"target ≥ 1x on every figure: {'met' if worst >= 1 else 'NOT met'} (worst {worst:.2f}x)")
     if args.json:
         print(json.dumps({"boardd": ours, "mlmd": theirs}))
+    results.write(
+        args.results,
+        "bench_lineage",
+        title="Lineage store: writes, filter queries, lineage subgraphs",
+        anchor="ml-metadata 1.17.1 on SQLite",
+        workload=f"{int(100_000 * args.scale)} artifacts, {int(20_000 * args.scale)} "
+        f"executions, {int(ours['events'])} events; {args.batch} nodes per put_* call, "
+        f"reads repeated {args.queries} times (median)",
+        figures=figures,
+        detail={"boardd": ours, "mlmd": theirs},
+        argv=argv,
+    )
     return 0
 
 

@@ -26,8 +26,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "src"), str(REPO)]
+sys.path[:0] = [str(REPO / "src"), str(REPO), str(REPO / "bench")]
 
+
+import results  # noqa: E402  (bench/, put on the path above)
 
 from boardd.metadata import metadata_store  # noqa: E402
 from boardd.metadata.proto import metadata_store_pb2 as pb  # noqa: E402
@@ -100,7 +102,9 @@ def load(ours: metadata_store.MetadataStore, theirs: MlmdOracle, count: int) -> 
 
 def measure(
     ours: metadata_store.MetadataStore, theirs: MlmdOracle, repeat: int, label: str
-) -> None:
+) -> list[dict[str, object]]:
+    """Times every query on both stores, prints a row each; returns the figures."""
+    figures = []
     print(f"\n{label}")
     print(f"{'rows':>6} {'boardd ms':>10} {'mlmd ms':>10} {'ratio':>7}  query")
     for query, limit in QUERIES:
@@ -120,6 +124,18 @@ def measure(
             f"{theirs_best / mine_best:6.2f}x  {shown}",
             flush=True,
         )
+        figures.append(
+            results.figure(
+                shown,
+                mine_best * 1000,
+                theirs_best * 1000,
+                unit="ms",
+                better="lower",
+                target="≥ 1× ml-metadata",
+                met=mine_best <= theirs_best,
+            )
+        )
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--artifacts", type=int, default=100_000, help="how many (100,000)")
     parser.add_argument("--small", action="store_true", help="10,000 artifacts, one run each")
     parser.add_argument("--repeat", type=int, default=3, help="runs per query, best kept (3)")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     count = 10_000 if args.small else args.artifacts
     repeat = 1 if args.small else args.repeat
@@ -138,10 +155,20 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with MlmdOracle(f"{tmp}/mlmd.sqlite") as theirs:
                 load(ours, theirs, count)
-                measure(ours, theirs, repeat, f"{count:,} artifacts")
+                figures = measure(ours, theirs, repeat, f"{count:,} artifacts")
         finally:
             ours.close()
     print(f"\nload average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    results.write(
+        args.results,
+        "bench_lineage_filter",
+        title="Lineage store: get_artifacts with a filter_query",
+        anchor="ml-metadata 1.17.1 on SQLite",
+        workload=f"{count:,} artifacts of two types with properties, a context each; "
+        f"the best of {repeat} run(s) per query",
+        figures=figures,
+        argv=argv,
+    )
     return 0
 
 

@@ -46,6 +46,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
+import results  # noqa: E402  (bench/, put on the path above)
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     boardd_serve_argv,
     child_env,
@@ -373,6 +374,36 @@ def bench(args: argparse.Namespace) -> int:
         f"target: peak under {TARGET_PEAK_MIB:g} MiB: {'met' if peak_met else 'NOT met'}; "
         f"after within {100 * TARGET_AFTER:g} % of idle: {'met' if after_met else 'NOT met'}"
     )
+    results.write(
+        args.results,
+        "bench_memory",
+        title="Memory under heavy requests",
+        anchor=None,
+        workload=f"the {name} workload ({len(series)} scalar series); {args.clients} clients "
+        f"asking for every series at once, then a mix of heavy requests for {args.seconds:g} s",
+        figures=[
+            results.figure("idle RSS", idle / MIB, unit="MiB", better="lower"),
+            results.figure(
+                "peak RSS",
+                peak / MIB,
+                unit="MiB",
+                better="lower",
+                target=f"< {TARGET_PEAK_MIB:g} MiB",
+                met=peak_met,
+            ),
+            results.figure(
+                f"RSS {args.settle:g} s after the clients stop",
+                after / MIB,
+                unit="MiB",
+                better="lower",
+                target=f"within {100 * TARGET_AFTER:g} % of idle",
+                met=after_met,
+            ),
+        ],
+        notes="No anchor: TensorBoard keeps every point of the logdir in memory, which answers "
+        "another question (the ingest benchmark compares the two on loading).",
+        detail={"idle": idle_parts, "after": after_parts, "at_once_seconds": at_once},
+    )
     return 0 if (peak_met and after_met) or not args.check else 1
 
 
@@ -396,6 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="only the requests whose name has this text (for finding "
         "what costs memory; the first phase runs the first of them)",
     )
+    results.add_argument(parser)
     return bench(parser.parse_args(argv))
 
 

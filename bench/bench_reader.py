@@ -22,6 +22,7 @@ REPO_DIR = BENCH_DIR.parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
+import results  # noqa: E402  (bench/, put on the path above)
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     AnchorError,
     Stats,
@@ -389,6 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per child")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--check", action="store_true", help="exit 1 unless the target is met")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
 
     logdir, desc, events = _workload(args)
@@ -441,9 +443,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         _print_table(desc, nbytes, args.repeat, rows)
         _print_summary(summary)
+    write_results(rows, summary, desc, nbytes, args, argv)
     if args.check:
         return 0 if all(summary["target"][m]["met"] for m in CRC_MODES) else 1
     return 0
+
+
+def write_results(
+    rows: list[Contestant],
+    summary: dict[str, Any],
+    desc: str,
+    nbytes: int,
+    args: argparse.Namespace,
+    argv: Sequence[str],
+) -> None:
+    """bench/results/bench_reader.json: the reader's MB/s in each CRC mode beside rustboard's."""
+    by = {(c.impl, c.crc_mode): c for c in rows}
+    figures = []
+    for mode in CRC_MODES:
+        boardd, rust = by.get(("boardd", mode)), by.get(("rustboard", mode))
+        b = _median(boardd, "mb_per_s") if boardd else None
+        if b is None:
+            continue
+        figures.append(
+            results.figure(
+                f"read every event file, CRC {mode}",
+                b,
+                _median(rust, "mb_per_s") if rust else None,
+                unit="MB/s",
+                better="higher",
+                target=f"≥ {TARGET_MB_PER_S:.0f} MB/s on one core",
+                met=summary["target"][mode]["met"],
+            )
+        )
+    results.write(
+        args.results,
+        "bench_reader",
+        title="Reading event files",
+        anchor="TensorBoard's Rust data server (rustboard --reload once, both cores)",
+        workload=f"{desc}, {nbytes / 1e6:.1f} MB; {args.repeat} round(s), medians; boardd's "
+        "reader on one core, the page cache warm",
+        figures=figures,
+        detail=summary,
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":

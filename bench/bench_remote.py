@@ -14,7 +14,7 @@ server, as a bill would count them. In one run:
    do). boardd's requests and bytes for that growth, and both readers' requests over the
    whole watch, with the ratio.
 
-Targets (issue 16): a pass with nothing new = 1 LIST per 1,000 objects and 0 GETs; new data
+Targets: a pass with nothing new = 1 LIST per 1,000 objects and 0 GETs; new data
 costs O(new bytes); ≥ 10× fewer requests than TensorBoard over the watch.
 
     .venv/bin/python bench/bench_remote.py [--small] [--watch-seconds 600] [--poll-interval 5]
@@ -42,6 +42,7 @@ for entry in (str(BENCH_DIR), str(REPO_DIR)):
     if entry not in sys.path:
         sys.path.insert(0, entry)
 
+import results  # noqa: E402  (bench/, put on the path above)
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     child_env,
     console_script,
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--poll-interval", type=float, default=5.0, help="both readers'")
     parser.add_argument("--growth", type=float, default=0.01, help="share of new bytes")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
 
     logdir = small_workload() if args.small else standard_workload()
@@ -310,7 +312,71 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average: {' '.join(figures['load'])}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+    write_results(figures, args, argv, logdir.name)
     return 0
+
+
+def write_results(
+    f: dict[str, Any], args: argparse.Namespace, argv: list[str] | None, workload: str
+) -> None:
+    """bench/results/bench_remote.json: requests and bytes beside TensorBoard's S3 support."""
+    idle, growth, watch = f["boardd_idle_per_pass"], f["boardd_growth"], f["watch"]
+    full_watch = args.watch_seconds >= 600
+    results.write(
+        args.results,
+        "bench_remote",
+        title="Remote logdirs: watching an S3 bucket",
+        anchor="tensorboard --load_fast=false on the same bucket (boto3, S3_ENDPOINT)",
+        workload=f"the {workload} workload in moto's S3 server: {f['objects']} objects, "
+        f"{f['bytes'] / 1e6:.1f} MB, {f['new_bytes']:,} bytes held back and uploaded in the "
+        f"middle of a {args.watch_seconds:g} s watch; both readers poll every "
+        f"{args.poll_interval:g} s; requests counted at the server",
+        figures=[
+            results.figure(
+                "cold ingest",
+                f["boardd_cold"]["seconds"],
+                f["tensorboard_cold"]["seconds"],
+                unit="s",
+                better="lower",
+            ),
+            results.figure(
+                "cold ingest: requests",
+                f["boardd_cold"]["requests"],
+                f["tensorboard_cold"]["requests"],
+                unit="requests",
+                better="lower",
+            ),
+            results.figure(
+                "a pass with nothing new: GET requests",
+                idle["gets"],
+                unit="GETs",
+                better="lower",
+                target="0 GET, 1 LIST per 1,000 objects",
+                met=idle["gets"] == 0 and idle["lists"] <= idle["lists_target"],
+            ),
+            results.figure(
+                "new data: bytes fetched per new byte",
+                growth["bytes_per_new_byte"],
+                unit="×",
+                better="lower",
+            ),
+            results.figure(
+                f"requests over the {args.watch_seconds:g} s watch",
+                watch["boardd"]["requests"],
+                watch["tensorboard"]["requests"],
+                unit="requests",
+                better="lower",
+                target="≥ 10× fewer than TensorBoard" if full_watch else None,
+                met=watch["ratio"] >= 10 if full_watch else None,
+            ),
+        ],
+        notes=""
+        if full_watch
+        else "The target (≥ 10× fewer requests than TensorBoard) is set for a 10-minute watch: "
+        "in a shorter one the requests that fetch the new data weigh more, so it is not judged.",
+        detail=f,
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":

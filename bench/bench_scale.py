@@ -1,6 +1,6 @@
 """Scale: a logdir of 10,000 runs of one small file each, through ``boardd serve``.
 
-Issue 12 §3: cost must grow with what changed, not with the number of runs. One run of this
+Cost must grow with what changed, not with the number of runs. One run of this
 benchmark measures, on the same logdir (generated once and cached like bench/workload.py's):
 
 - **cold**: spawn of ``boardd serve`` on an empty store → health says ``live`` and
@@ -45,6 +45,7 @@ if str(BENCH_DIR) not in sys.path:
 if str(REPO_DIR / "src") not in sys.path:
     sys.path.insert(0, str(REPO_DIR / "src"))
 
+import results  # noqa: E402  (bench/, put on the path above)
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     AnchorError,
     boardd_serve_argv,
@@ -256,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-anchor", action="store_true", help="skip rustboard")
     parser.add_argument("--timeout", type=float, default=600.0, help="per start (default 600)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.runs, args.idle_seconds, args.appends = 1000, 10.0, 15
@@ -299,7 +301,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     _print(figures)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    write_results(figures, args, argv)
     return 0
+
+
+def write_results(f: dict[str, Any], args: argparse.Namespace, argv: Sequence[str] | None) -> None:
+    """bench/results/bench_scale.json: the catch-up beside rustboard's load, and the targets."""
+    results.write(
+        args.results,
+        "bench_scale",
+        title="Many runs: catch-up, restart, idle, append",
+        anchor="TensorBoard's Rust data server (rustboard --reload once), for the cold load",
+        workload=f"{f['runs']:,} runs × 1 file of {f['steps']} scalars; {args.idle_seconds:g} s "
+        f"idle, {args.appends} appends",
+        figures=[
+            results.figure(
+                "cold catch-up to a complete answer",
+                f["cold_s"],
+                f.get("rustboard_s"),
+                unit="s",
+                better="lower",
+                target=f"≤ {TARGET_COLD_S:g} s",
+                met=f["cold_s"] <= TARGET_COLD_S,
+            ),
+            results.figure(
+                "restart with nothing new: catch-up",
+                f["restart_caught_up_s"],
+                unit="s",
+                better="lower",
+                target=f"≤ {TARGET_RESTART_S:g} s",
+                met=None
+                if f["restart_caught_up_s"] is None
+                else f["restart_caught_up_s"] <= TARGET_RESTART_S,
+            ),
+            results.figure(
+                "idle CPU",
+                f["idle_cpu_pct"],
+                unit="%",
+                better="lower",
+                target=f"≤ {TARGET_IDLE_CPU_PCT:g} %",
+                met=f["idle_cpu_pct"] <= TARGET_IDLE_CPU_PCT,
+            ),
+            results.figure(
+                "append → visible, p50",
+                f["append_p50_ms"],
+                unit="ms",
+                better="lower",
+                target=f"≤ {TARGET_APPEND_P50_MS:g} ms",
+                met=f["append_p50_ms"] <= TARGET_APPEND_P50_MS,
+            ),
+        ],
+        detail=f,
+        argv=argv,
+    )
 
 
 def _print(f: dict[str, Any]) -> None:

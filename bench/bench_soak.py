@@ -7,7 +7,7 @@ scalar routes: the generic ``/api/v1/scalars`` and TensorBoard's
 ``/data/plugin/scalars/scalars``. The daemon's RSS (``VmRSS`` of ``/proc/PID/status``) is sampled
 every few seconds.
 
-Target (issue 12 §2): the RSS at the end is within 20 % of the RSS after the first 5 minutes,
+Target: the RSS at the end is within 20 % of the RSS after the first 5 minutes,
 and at most 150 MiB. There is no anchor: TensorBoard's memory under the same load is a different
 question (it keeps every point in memory), so the figures are boardd's alone.
 
@@ -39,6 +39,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
+import results  # noqa: E402  (bench/, put on the path above)
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     boardd_serve_argv,
     child_env,
@@ -49,7 +50,7 @@ from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a
 )
 
 TAG = "soak/loss"
-#: The issue's load: 8 runs, 20 points per second each, one polling client.
+#: The load: 8 runs, 20 points per second each, one polling client.
 DEFAULT_RUNS = 8
 DEFAULT_RATE = 20.0
 #: The targets: the end within 20 % of the reference RSS (after 5 minutes), and ≤ 150 MiB.
@@ -287,6 +288,33 @@ def soak(args: argparse.Namespace) -> int:
         f"target (end within {100 * TARGET_DRIFT:g} % of the reference, ≤ {TARGET_MIB:g} MiB): "
         f"{'met' if met else 'NOT met'}"
     )
+    results.write(
+        args.results,
+        "bench_soak",
+        title="Memory soak: a live writer and polling clients",
+        anchor=None,
+        workload=f"{args.runs} runs written at {args.rate:g} points/s each for {args.minutes:g} "
+        f"minutes, {args.clients} client(s) polling every series every {args.poll_interval:g} s",
+        figures=[
+            results.figure(
+                f"RSS at the reference point ({reference_at / 60:g} min)",
+                reference / MIB,
+                unit="MiB",
+                better="lower",
+            ),
+            results.figure("peak RSS", peak / MIB, unit="MiB", better="lower"),
+            results.figure(
+                "RSS at the end",
+                end / MIB,
+                unit="MiB",
+                better="lower",
+                target=f"within {100 * TARGET_DRIFT:g} % of the reference, ≤ {TARGET_MIB:g} MiB",
+                met=met,
+            ),
+        ],
+        notes="No anchor: TensorBoard keeps every point in memory, which answers another question.",
+        detail={"drift": drift, "cache": cache},
+    )
     return 0 if met else 1
 
 
@@ -316,6 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="NAME=VALUE in boardd serve's environment",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.minutes = 1.0

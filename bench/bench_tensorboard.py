@@ -46,6 +46,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
+import results  # noqa: E402  (bench/, put on the path above)
 from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a package)
     REPO_DIR,
     Stats,
@@ -75,7 +76,7 @@ TAGS_PER_RUN = 4
 
 ROUTES = ("scalars", "histograms", "distributions", "images", "timeseries")
 
-#: Chromium as the brief of issue 11 gives it (Debian's package, no GPU, no background traffic).
+#: Chromium as the browser tests drive it (Debian's package, no GPU, no background traffic).
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -1181,6 +1182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--browser-timeout", type=float, default=60.0, help="seconds per page")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every target is met")
+    results.add_argument(parser)
     args = parser.parse_args(argv)
     small = bool(args.small)
     options = Options(
@@ -1213,9 +1215,76 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(_jsonable({**report, "summary": summary}), indent=2))
     else:
         print_report(report, summary)
+    write_results(report, summary, args.results, argv)
     if args.check and not all(t["met"] for t in summary["targets"]):
         return 1
     return 0
+
+
+def write_results(
+    report: dict[str, Any], summary: dict[str, Any], path: str | None, argv: Sequence[str] | None
+) -> None:
+    """bench/results/bench_tensorboard.json: each route's requests/s at the most clients, the
+    warm restart's seconds to a complete answer, the first card drawn."""
+    o = report["options"]
+    most = max(o["clients"])
+    cells = summary["cells"]
+    figures = []
+    for route in o["routes"]:
+        b = cells.get(f"{route}/{most}/boardd")
+        t = cells.get(f"{route}/{most}/tensorboard")
+        if b is None or b["rps"] is None:
+            continue
+        anchor = t["rps"].median if t and t["rps"] else None
+        ratio = results.ratio(b["rps"].median, anchor, "higher")
+        figures.append(
+            results.figure(
+                f"TensorBoard's {route} route, {most} clients: requests/s",
+                b["rps"].median,
+                anchor,
+                unit="req/s",
+                better="higher",
+                target=f"≥ {TARGET_RPS_RATIO:g}× TensorBoard",
+                met=None if ratio is None else ratio >= TARGET_RPS_RATIO,
+            )
+        )
+    sb = summary["starts"]["boardd"]["seconds"]
+    st = summary["starts"]["tensorboard"]["seconds"]
+    if sb is not None:
+        figures.append(
+            results.figure(
+                "start → first complete scalars answer (boardd: a warm restart)",
+                sb.median,
+                st.median if st else None,
+                unit="s",
+                better="lower",
+                target=f"≤ {TARGET_START_SECONDS:g} s",
+                met=sb.median <= TARGET_START_SECONDS,
+            )
+        )
+    pages = summary["pages"]
+    cards_b, cards_t = pages["boardd"]["cards_ms"], pages["tensorboard"]["cards_ms"]
+    if cards_b is not None:
+        figures.append(
+            results.figure(
+                "TensorBoard's UI, Time Series: first card drawn",
+                cards_b.median,
+                cards_t.median if cards_t else None,
+                unit="ms",
+                better="lower",
+            )
+        )
+    results.write(
+        path,
+        "bench_tensorboard",
+        title="TensorBoard's routes, start-up and UI",
+        anchor="tensorboard --load_fast=true (its Rust data server), a fresh start each time",
+        workload=f"{'small' if o['small'] else 'standard'} workload; {o['duration']:g} s per "
+        f"cell, {o['repeat']} round(s), {o['start_repeat']} start(s) of each server (medians)",
+        figures=figures,
+        detail=_jsonable({"summary": summary, "options": o}),
+        argv=argv,
+    )
 
 
 if __name__ == "__main__":
