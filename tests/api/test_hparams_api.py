@@ -16,7 +16,7 @@ import pytest
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
 from tests.conftest import LiveStore, ThreadedServer, ingest
-from tests.hparams_logdirs import WALL, RunWriter, start_pb, write_rules
+from tests.hparams_logdirs import WALL, RunWriter, start_pb, write_rules, write_rules_tensorboardx
 
 pytestmark = pytest.mark.allow_leaks("module-scoped server")
 
@@ -85,6 +85,7 @@ def test_session_groups_by_post_and_by_get(server: ThreadedServer) -> None:
     assert session["status"] == "STATUS_SUCCESS"
     assert set(session) == {
         "name",
+        "run",
         "startTimeSecs",
         "endTimeSecs",
         "status",
@@ -92,7 +93,44 @@ def test_session_groups_by_post_and_by_get(server: ThreadedServer) -> None:
         "metricValues",
         "monitorUrl",
     }
+    # boardd's names: a session in a run of its own shows as that run, a named group as its name.
+    assert session["run"] == session["name"] == "t0"
+    assert found["sessionGroups"][0]["displayName"] == "g-a"
     assert get(server, "session_groups", request).json() == found
+
+
+def test_add_hparams_sessions_show_as_the_run_the_user_named(tmp_path: Path) -> None:
+    """tensorboardX's add_hparams writes each session in a timestamped sub-run of the writer's
+    run (``exp/1700000001.5``): /api/v1 names the run the user named (``exp``) as each
+    session's ``run`` and its group's ``displayName``, the sub-run staying its name (what
+    metric_evals takes); TensorBoard's route answers as TensorBoard does, without them."""
+    logdir = write_rules_tensorboardx(tmp_path)
+    db = tmp_path / "store.sqlite"
+    ingest(logdir, db, experiment="logs")
+    running = ThreadedServer(create_app([ExperimentSpec("logs", logdir, db)])).start()
+    try:
+        ours = get(running, "session_groups", {"sliceSize": 10}).json()
+        assert ours["totalSize"] == 4
+        for group in ours["sessionGroups"]:
+            (session,) = group["sessions"]
+            assert session["name"].startswith("exp/") and group["name"] == session["name"]
+            assert session["run"] == "exp" and group["displayName"] == "exp"
+            evals = {"sessionName": session["name"], "metricName": {"tag": "hparam/loss"}}
+            assert len(get(running, "metric_evals", evals).json()) == 1
+        tensorboards = httpx.post(
+            f"{running.url}/data/plugin/hparams/session_groups",
+            content=json.dumps({"allowedStatuses": ["STATUS_SUCCESS"], "sliceSize": 10}),
+            headers={"X-XSRF-Protected": "1"},
+            timeout=30,
+        ).json()
+        assert [g["name"] for g in tensorboards["sessionGroups"]] == [
+            g["name"] for g in ours["sessionGroups"]
+        ]
+        for group in tensorboards["sessionGroups"]:
+            assert "displayName" not in group
+            assert all("run" not in session for session in group["sessions"])
+    finally:
+        running.stop()
 
 
 def test_allowed_statuses_when_given(server: ThreadedServer) -> None:

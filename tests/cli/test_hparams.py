@@ -88,7 +88,10 @@ def test_csv_holds_every_value(official: Path, tmp_path: Path) -> None:
     done = boardd("hparams", official, "--db", tmp_path / "s.sqlite", "--csv")
     assert done.returncode == ExitCode.OK, done.stderr
     rows = rows_of(done.stdout)
-    assert list(rows[0]) == OFFICIAL_HEADER
+    # The CSV always has hparams_run (the table, only when some session is an add_hparams
+    # sub-run): here the sessions themselves.
+    assert list(rows[0]) == [*OFFICIAL_HEADER, "hparams_run"]
+    assert all(r["hparams_run"] == r["session"] for r in rows)
     by_session = {r["session"]: r for r in rows}
     for g, (group, (hparams, trials)) in enumerate(OFFICIAL_GROUPS.items()):
         for trial in range(trials):
@@ -145,14 +148,27 @@ def test_tensorboardx_and_inferred_logdirs(tmp_path: Path) -> None:
     assert done.returncode == ExitCode.OK, done.stderr
     rows = rows_of(done.stdout)
     assert [float(r["lr"]) for r in rows] == [0.001, 0.01, 0.05, 0.1, 0.2]
-    assert {r["session"] for r in rows} == set(tbx.statuses)
+    # add_hparams' session in its timestamped sub-run shows as the run the user named, the
+    # sub-run kept in hparams_run.
+    assert {r["hparams_run"] for r in rows} == set(tbx.statuses)
+    for r in rows:
+        run, _stamp = r["hparams_run"].split("/")
+        assert r["session"] == r["session_group"] == run and run.startswith("trial_"), r
     assert [r["hparam/accuracy"] for r in rows if r["lr"] == "0.05"] == [""]
+    # The table too, with the sub-run last.
+    table = boardd("hparams", tbx.path, "--db", tmp_path / "t.sqlite", "--sort=lr").stdout
+    lines = table.splitlines()
+    assert lines[0].split()[:2] == ["session_group", "session"]
+    assert lines[0].split()[-2:] == ["status", "hparams_run"]
+    first = lines[2].split()
+    assert first[:2] == [rows[0]["session"]] * 2 and first[-1] == rows[0]["hparams_run"]
     inferred = write_inferred(tmp_path)
     done = boardd("hparams", inferred.path, "--db", tmp_path / "i.sqlite", "--csv")
     rows = rows_of(done.stdout)
     assert {r["session"] for r in rows} == set(INFERRED_SESSIONS)
     hparams = ["act", "lr", "residual", "seed", "units"]
-    assert list(rows[0])[2:] == [*hparams, "eval/acc", "loss", "status"]
+    assert list(rows[0])[2:] == [*hparams, "eval/acc", "loss", "status", "hparams_run"]
+    assert all(r["hparams_run"] == r["session"] for r in rows)
 
 
 def test_catches_up_unless_a_daemon_holds_the_store(tmp_path: Path) -> None:

@@ -52,8 +52,9 @@ def test_a_row_per_session(server: str) -> None:
         "session_group", "session",
         "batch_norm", "dropout", "layers", "learning_rate", "optimizer",
         "score", "train/loss", "validation/loss", "validation/accuracy",
-        "status",
+        "status", "hparams_run",
     ]  # fmt: skip
+    assert list(frame["hparams_run"]) == list(frame["session"])
     assert len(frame) == sum(trials for _, trials in OFFICIAL_GROUPS.values())
     rows = frame.set_index("session")
     for g, (group, (hparams, trials)) in enumerate(OFFICIAL_GROUPS.items()):
@@ -112,7 +113,8 @@ def test_tensorboardx_trials(server: str) -> None:
     with Client(server, experiment="official") as client:
         frame = client.hparams(experiment="tbx", sort="lr")
     assert list(frame.columns)[2:] == [
-        "augment", "batch", "lr", "opt", "hparam/accuracy", "hparam/loss", "status"
+        "augment", "batch", "lr", "opt", "hparam/accuracy", "hparam/loss", "status",
+        "hparams_run",
     ]  # fmt: skip
     expected = sorted(TBX_TRIALS, key=lambda t: float(t[0]["lr"]))
     assert list(frame["lr"]) == [h["lr"] for h, _ in expected]
@@ -122,8 +124,14 @@ def test_tensorboardx_trials(server: str) -> None:
             assert accuracy == float(np.float32(metrics["hparam/accuracy"]))
         else:
             assert math.isnan(accuracy)
-    # Each add_hparams call is its own session (and group), named after its sub-run.
-    assert all(s.startswith("trial_") for s in frame["session"])
+    # Each add_hparams call is its own session (and group) in a timestamped sub-run of the
+    # writer's run: named after that run (the one the user named), the sub-run kept.
+    for session, group, sub in zip(
+        frame["session"], frame["session_group"], frame["hparams_run"], strict=True
+    ):
+        assert session == group and session.startswith("trial_"), (session, group)
+        assert sub.startswith(f"{session}/1700000") and sub.count("/") == 1, sub
+    assert list(frame["session"]) == [f"trial_{TBX_TRIALS.index(t)}" for t in expected]
     assert set(frame["status"]) == {"success"}
 
 
@@ -138,7 +146,7 @@ def test_an_experiment_without_hparams(tmp_path: Path) -> None:
     try:
         with Client(running.url) as client:
             frame = client.hparams()
-        assert list(frame.columns) == ["session_group", "session", "status"]
+        assert list(frame.columns) == ["session_group", "session", "status", "hparams_run"]
         assert len(frame) == 0
     finally:
         running.stop()

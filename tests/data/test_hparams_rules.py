@@ -112,6 +112,57 @@ def test_a_session_without_group_name_is_its_own_group(tbx: Any) -> None:
         assert group["name"].startswith("exp/")
 
 
+def test_named_a_session_shows_as_the_run_the_user_named(tbx: Any, official: Any) -> None:
+    """boardd's names (``named=True``): add_hparams' timestamped sub-runs (``exp/1700000001.5``)
+    show as the writer's run (``exp``), the run whose curves the user logged; the sub-run stays
+    the session's name. Without them (TensorBoard's routes), TensorBoard's answer as it is."""
+    answer = groups(tbx, {}, named=True)
+    assert answer["totalSize"] == 4
+    for group in answer["sessionGroups"]:
+        (session,) = group["sessions"]
+        assert session["name"] == group["name"] and group["name"].startswith("exp/")
+        assert session["run"] == "exp" and group["displayName"] == "exp"
+    plain = groups(tbx, {})
+    assert all(
+        "displayName" not in g and all("run" not in s for s in g["sessions"])
+        for g in plain["sessionGroups"]
+    )
+    # Without a sub-run: the session's own run, a named group's own name.
+    answer = groups(official, {}, named=True)
+    assert {g["name"]: g["displayName"] for g in answer["sessionGroups"]} == {
+        g: g for g in ("g-a", "g-b", "g-c", "g-d")
+    }
+    assert [s["run"] for s in by_name(answer, "g-a")["sessions"]] == ["t0", "t1"]
+    # The encoded answer (the HTTP API's) says the same, and is kept apart from the plain one.
+    request = {"allowedStatuses": ALL, "sliceSize": 100}
+    message = H.parse_request(json.dumps(request), api.ListSessionGroupsRequest)
+    source = [H.Source(tbx[0], tbx[1])]
+    encoded = json.loads(H.session_groups_bytes_of(source, message, named=True))
+    assert {s["run"] for g in encoded["sessionGroups"] for s in g["sessions"]} == {"exp"}
+    plain_bytes = json.loads(H.session_groups_bytes_of(source, message))
+    assert all("displayName" not in g for g in plain_bytes["sessionGroups"])
+
+
+@pytest.mark.parametrize(
+    ("session", "run"),
+    [
+        ("lr0.01_bs128_sgd/1796660406.1974096", "lr0.01_bs128_sgd"),
+        ("sweep/lr0.01/1700000000.0", "sweep/lr0.01"),
+        ("exp/1700000001.5", "exp"),
+        # Not add_hparams' own name: a sub-run the user named, or a trial.
+        ("lr0.01/trial", "lr0.01/trial"),
+        ("lr0.01/12.5", "lr0.01/12.5"),
+        ("lr0.01/1796660406", "lr0.01/1796660406"),
+        ("alpha/trial_0", "alpha/trial_0"),
+        # The logdir's root wrote it: no run of the user's above it.
+        ("1796660406.1974096", "1796660406.1974096"),
+        ("run", "run"),
+    ],
+)
+def test_named_run(session: str, run: str) -> None:
+    assert H.named_run(session) == run
+
+
 def test_metric_values_are_the_last_scalar_of_the_run_or_its_sub_run(official: Any) -> None:
     t0 = by_name(groups(official, {}), "g-a")["sessions"][0]
     values = {(v["name"]["group"], v["name"]["tag"]): v for v in t0["metricValues"]}

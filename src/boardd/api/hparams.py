@@ -96,7 +96,8 @@ async def experiment(request: Request, query: Query, route: RouteDef) -> Respons
 
 
 async def session_groups(request: Request, query: Query, route: RouteDef) -> Response:
-    """``/api/v1/hparams/session_groups``: ListSessionGroupsResponse (no allowedStatuses: all)."""
+    """``/api/v1/hparams/session_groups``: ListSessionGroupsResponse (no allowedStatuses: all),
+    with boardd's names: each session's ``run`` and each group's ``displayName``."""
     from boardd.data import hparams as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
@@ -109,7 +110,7 @@ async def session_groups(request: Request, query: Query, route: RouteDef) -> Res
 
     def build(c: apsw.Connection, exp_id: int) -> Any:
         sources = [data_hparams.Source(c, exp_id)]
-        return data_hparams.session_groups_bytes_of(sources, message, idle_seconds=idle)
+        return data_hparams.session_groups_bytes_of(sources, message, idle_seconds=idle, named=True)
 
     return await _answer(request, query, "session_groups", text, build, epoch)
 

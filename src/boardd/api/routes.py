@@ -514,7 +514,12 @@ ROUTES: tuple[RouteDef, ...] = (
         "filtered, sorted, aggregated and sliced as the ListSessionGroupsRequest in `request=` "
         "says (`allowedStatuses` (none: all), `colParams`, `aggregationType`, "
         "`aggregationMetric`, `startIndex`, `sliceSize`). An unknown column, a regexp that "
-        "does not compile or a filter that does not fit the column's type is a 400 saying so.",
+        "does not compile or a filter that does not fit the column's type is a 400 saying so. "
+        "Besides TensorBoard's fields, each session's `run` is the run the user named (the "
+        "writer's run `RUN` of a session in `add_hparams`' timestamped sub-run "
+        "`RUN/1796660406.1974096`, else the session's name) and each group's `displayName` "
+        "how it shows (its session's `run` for a group named after it); TensorBoard's own "
+        "route (`/data/plugin/hparams/session_groups`) answers as TensorBoard does.",
         "hparams",
         (EXPERIMENT, HPARAMS_REQUEST),
         json_answer(ref("HParamsSessionGroups"), "the session groups", etag=True),

@@ -411,7 +411,10 @@ SCHEMAS: dict[str, Any] = {
     },
     "HParamsSessionGroups": {
         "type": "object",
-        "description": "TensorBoard's ListSessionGroupsResponse, proto3 JSON",
+        "description": (
+            "TensorBoard's ListSessionGroupsResponse, proto3 JSON, with boardd's names "
+            "(each session's run, each group's displayName)"
+        ),
         "required": ["sessionGroups", "totalSize"],
         "properties": {
             "sessionGroups": {
@@ -433,6 +436,17 @@ SCHEMAS: dict[str, Any] = {
                                 "required": ["name", "status", "metricValues"],
                                 "properties": {
                                     "name": {"type": "string"},
+                                    "run": {
+                                        "type": "string",
+                                        "description": (
+                                            "boardd's: the run the user named for the "
+                                            "session, its colour's in the dashboard: the "
+                                            "writer's run of a session that tensorboardX's "
+                                            "or PyTorch's add_hparams wrote in its "
+                                            "timestamped sub-run (RUN/1796660406.1974096 → "
+                                            "RUN), else the session's own run (its name)"
+                                        ),
+                                    },
                                     "startTimeSecs": {"type": "number"},
                                     "endTimeSecs": {"type": "number"},
                                     "status": {
@@ -454,6 +468,14 @@ SCHEMAS: dict[str, Any] = {
                             },
                         },
                         "monitorUrl": {"type": "string"},
+                        "displayName": {
+                            "type": "string",
+                            "description": (
+                                "boardd's: the group as shown: a group named after one "
+                                "of its sessions (every group without a group name is) "
+                                "as that session's run, another as its name"
+                            ),
+                        },
                     },
                 },
             },

@@ -30,7 +30,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description=(
             "Prints the sessions of LOGDIR's hparams experiment (TensorBoard's hparams "
             "summaries, tensorboardX / PyTorch add_hparams): session group, session, each "
-            "hparam, each metric (its tag, or group/tag), status. Reads LOGDIR's store; when "
+            "hparam, each metric (its tag, or group/tag), status, hparams_run. A session is "
+            "named by the run the user named: add_hparams writes it in a timestamped sub-run "
+            "of the writer's run (RUN/1796660406.1974096), which hparams_run keeps (the table "
+            "shows that column only when some session has such a sub-run; --csv always). "
+            "Reads LOGDIR's store; when "
             "no daemon keeps that store current, first brings it up to date (as boardd ingest, "
             "progress on stderr)."
         ),
@@ -86,7 +90,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``boardd hparams``; returns the exit code."""
-    from boardd.client.hparams import Filter, parse_filter, parse_sort
+    from boardd.client.hparams import HPARAMS_RUN, SESSION, Filter, parse_filter, parse_sort
 
     logdir = Path(args.logdir)
     try:
@@ -121,6 +125,9 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         _write_csv(out, header, rows)
     else:
+        # The table shows hparams_run only when some session is not its own run's.
+        if all(row[HPARAMS_RUN] == row[SESSION] for row in rows):
+            header = [c for c in header if c != HPARAMS_RUN]
         _write_table(out, header, rows)
     return ExitCode.OK
 
@@ -169,7 +176,13 @@ def _table(
     filters: dict[str, Any],
     texts: dict[str, str],
 ) -> tuple[list[str], list[dict[str, Any]]]:
-    from boardd.client.hparams import Columns, FilterMismatch, build_request, session_rows
+    from boardd.client.hparams import (
+        Columns,
+        FilterMismatch,
+        build_request,
+        parse_session_groups,
+        session_rows,
+    )
     from boardd.data import experiments
     from boardd.data import hparams as data_hparams
     from boardd.data.errors import DataError
@@ -214,16 +227,22 @@ def _table(
         except ValueError as exc:
             raise _Failed(str(exc), ExitCode.USAGE) from exc
         groups = []
+        runs: dict[str, str] = {}
+        shown: dict[str, str] = {}
         while True:
             try:
-                answer = data_hparams.list_session_groups(connection, row.id, request)
+                found = data_hparams.session_groups_json(connection, row.id, request, named=True)
             except DataError as exc:
                 raise _Failed(str(exc), ExitCode.USAGE) from exc
+            # Sessions as the runs the user named (add_hparams' sub-runs: hparams_run).
+            answer, page_runs, page_shown = parse_session_groups(found)
+            runs.update(page_runs)
+            shown.update(page_shown)
             groups.extend(answer.session_groups)
             if not answer.session_groups or len(groups) >= answer.total_size:
                 break
             request.start_index = len(groups)
-        return columns.names, session_rows(columns, groups)
+        return columns.names, session_rows(columns, groups, runs, shown)
     finally:
         connection.close()
 

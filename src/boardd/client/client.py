@@ -19,7 +19,13 @@ from google.protobuf import json_format
 
 from boardd import __version__
 from boardd.client.decode import concat, floats, tensor_datum
-from boardd.client.hparams import Columns, Filter, build_request, session_rows
+from boardd.client.hparams import (
+    Columns,
+    Filter,
+    build_request,
+    parse_session_groups,
+    session_rows,
+)
 from boardd.client.sse import Block, SseParser, StreamEvent, event_of
 from boardd.client.types import (
     BlobSequenceDatum,
@@ -285,8 +291,11 @@ class Client:
     ) -> Any:
         """The experiment's hyperparameter table as a ``pandas.DataFrame``: a row per session
         with the columns ``session_group``, ``session``, each hparam, each metric (its tag, or
-        ``group/tag``), ``status`` (``success``, ``failure``, ``running``, ``unknown``); a
-        missing value is NaN in a numeric column, else None. Needs pandas.
+        ``group/tag``), ``status`` (``success``, ``failure``, ``running``, ``unknown``),
+        ``hparams_run``; a missing value is NaN in a numeric column, else None. Needs pandas.
+        A session is named by the run the user named: ``add_hparams`` (tensorboardX, PyTorch)
+        writes it in a timestamped sub-run of the writer's run (``lr0.01/1796660406.19``),
+        which ``hparams_run`` keeps, while ``session`` is that run (``lr0.01``).
 
         ``sort``: a column or a list of them, ``-`` before a name for descending (``"-accuracy"``);
         session groups are ordered by it (a group's metric is the average over its sessions),
@@ -309,16 +318,20 @@ class Client:
         columns = Columns.of(found)
         request = build_request(columns, sort=sort, filters=filters, statuses=statuses)
         groups: list[hparams_api_pb2.SessionGroup] = []
+        runs: dict[str, str] = {}
+        shown: dict[str, str] = {}
         while True:
             body = json_format.MessageToDict(request)
-            answer = hparams_api_pb2.ListSessionGroupsResponse()
             text = self._post("/api/v1/hparams/session_groups", body, name)
-            json_format.Parse(text, answer, ignore_unknown_fields=True)
+            answer, page_runs, page_shown = parse_session_groups(text)
+            runs.update(page_runs)
+            shown.update(page_shown)
             groups.extend(answer.session_groups)
             if not answer.session_groups or len(groups) >= answer.total_size:
                 break
             request.start_index = len(groups)
-        return pandas.DataFrame(session_rows(columns, groups), columns=columns.names)
+        rows = session_rows(columns, groups, runs, shown)
+        return pandas.DataFrame(rows, columns=columns.names)
 
     def tensors(
         self,

@@ -4,12 +4,20 @@ Shared by :meth:`boardd.client.Client.hparams` (over HTTP) and ``boardd hparams`
 
 The columns, in order: ``session_group``, ``session``, each hparam (the experiment's order),
 each metric (named by its tag, or ``group/tag`` when its group is not empty), ``status``
-(``success``, ``failure``, ``running`` or ``unknown``). A metric a session has not logged, or
-an hparam it does not set, is None.
+(``success``, ``failure``, ``running`` or ``unknown``), ``hparams_run``. A metric a session has
+not logged, or an hparam it does not set, is None.
+
+A session is named by the run the user named (boardd's ``run`` of it): tensorboardX's and
+PyTorch's ``add_hparams`` write each session in a timestamped sub-run of the writer's run
+(``lr0.01_bs128_sgd/1796660406.1974096``), whose ``session`` (and ``session_group``, when the
+session names its group) is the writer's run ``lr0.01_bs128_sgd``; ``hparams_run`` keeps the
+sub-run (TensorBoard's name of the session: its hparams and metrics are there). Without a
+sub-run, ``hparams_run`` is the session.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shlex
@@ -17,12 +25,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf import struct_pb2
+from google.protobuf import json_format, struct_pb2
 
 from boardd.proto import hparams_api_pb2 as api
 
 #: The columns every table has besides its hparams and metrics.
 GROUP, SESSION, STATUS = "session_group", "session", "status"
+#: The run holding the session's hparams and metrics (TensorBoard's name of the session).
+HPARAMS_RUN = "hparams_run"
 #: Status names as the table spells them (the API's enum names without ``STATUS_``).
 STATUS_NAMES = {
     api.STATUS_UNKNOWN: "unknown",
@@ -102,7 +112,7 @@ class Columns:
     @property
     def names(self) -> list[str]:
         """Every column of the table, in order."""
-        return [GROUP, SESSION, *self.hparams, *self.metrics, STATUS]
+        return [GROUP, SESSION, *self.hparams, *self.metrics, STATUS, HPARAMS_RUN]
 
     def col_params(self, column: str) -> api.ColParams:
         """The ColParams naming ``column`` (ValueError for a column that is neither)."""
@@ -261,18 +271,52 @@ def _python(value: struct_pb2.Value) -> Any:
     return None
 
 
-def session_rows(columns: Columns, groups: Iterable[api.SessionGroup]) -> list[dict[str, Any]]:
-    """A row per session of ``groups`` (in their order): column → value."""
+def parse_session_groups(
+    answer: str | bytes | Mapping[str, Any],
+) -> tuple[api.ListSessionGroupsResponse, dict[str, str], dict[str, str]]:
+    """A ListSessionGroups answer of boardd's own (``/api/v1/hparams/session_groups``, or
+    :func:`boardd.data.hparams.session_groups_json` with ``named=True``): TensorBoard's message,
+    each session's name → its ``run`` (the run the user named), each group's name → its
+    ``displayName``."""
+    found = json.loads(answer) if isinstance(answer, str | bytes) else answer
+    message = api.ListSessionGroupsResponse()
+    json_format.ParseDict(found, message, ignore_unknown_fields=True)
+    runs: dict[str, str] = {}
+    shown: dict[str, str] = {}
+    for group in found.get("sessionGroups", []):
+        if "displayName" in group:
+            shown[group["name"]] = group["displayName"]
+        for session in group.get("sessions", []):
+            if "run" in session:
+                runs[session["name"]] = session["run"]
+    return message, runs, shown
+
+
+def session_rows(
+    columns: Columns,
+    groups: Iterable[api.SessionGroup],
+    runs: Mapping[str, str] | None = None,
+    shown: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """A row per session of ``groups`` (in their order): column → value. ``runs``: a session's
+    name → the run it shows as; ``shown``: a group's name → the name it shows as (see
+    :func:`parse_session_groups`; a name in neither shows as itself)."""
+    runs = runs or {}
+    shown = shown or {}
     rows: list[dict[str, Any]] = []
     for group in groups:
         hparams = {name: _python(group.hparams[name]) for name in group.hparams}
         for session in group.sessions:
-            row: dict[str, Any] = {GROUP: group.name, SESSION: session.name}
+            row: dict[str, Any] = {
+                GROUP: shown.get(group.name, group.name),
+                SESSION: runs.get(session.name, session.name),
+            }
             for name in columns.hparams:
                 row[name] = hparams.get(name)
             values = {metric_label(mv.name): mv.value for mv in session.metric_values}
             for label in columns.metrics:
                 row[label] = values.get(label)
             row[STATUS] = STATUS_NAMES.get(session.status, "unknown")
+            row[HPARAMS_RUN] = session.name
             rows.append(row)
     return rows

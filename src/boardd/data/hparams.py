@@ -396,6 +396,24 @@ def metric_run(session: str, group: str) -> str:
     return run[:-1] if run.endswith("/") else run
 
 
+#: The name tensorboardX's and PyTorch's ``SummaryWriter.add_hparams`` give the sub-run they
+#: write a session in unless told another: ``str(time.time())``.
+_ADD_HPARAMS_SUBRUN = re.compile(r"[0-9]{9,}\.[0-9]+")
+
+
+def named_run(session: str) -> str:
+    """The run the user named for a session: the writer's run of a session that ``add_hparams``
+    (tensorboardX, PyTorch) wrote in its timestamped sub-run (``lr0.01_bs128_sgd/1796660406.19``
+    → ``lr0.01_bs128_sgd``, the run whose curves the user logged), else the session's own run.
+    A sub-run of the logdir's root stays as it is (its parent is no run a user named). What
+    boardd's own hparams API, ``boardd hparams`` and the Python client show a session as;
+    TensorBoard's routes keep TensorBoard's names."""
+    parent, _, last = session.rpartition("/")
+    if parent and _ADD_HPARAMS_SUBRUN.fullmatch(last):
+        return parent
+    return session
+
+
 def _hparam_infos(
     stats: dict[str, _HParamStats], sessions: Iterable[_Session]
 ) -> list[dict[str, Any]]:
@@ -993,25 +1011,29 @@ class _Selection(NamedTuple):
     include: frozenset[str] | None
     include_metrics: bool
 
-    def group_json(self, i: int, prefix: str) -> dict[str, Any]:
-        """The group ``names[i]`` as proto3 JSON."""
+    def group_json(self, i: int, prefix: str, named: bool = False) -> dict[str, Any]:
+        """The group ``names[i]`` as proto3 JSON (``named``: with boardd's names, see
+        :func:`_group_json`)."""
         name = self.names[i]
         members = self.groups[name]
         q = self.query
-        return _group_json(q, name, members, self.agg, self.include, self.include_metrics, prefix)
+        return _group_json(
+            q, name, members, self.agg, self.include, self.include_metrics, prefix, named
+        )
 
-    def fragment(self, i: int, prefix: str) -> str:
+    def fragment(self, i: int, prefix: str, named: bool = False) -> str:
         """:meth:`group_json` encoded, kept in the state's fragments while the group's
         sessions are the same sessions in the same states."""
         name = self.names[i]
         members = tuple(self.groups[name])
         statuses = tuple(map(self.query.status, members))
         kept = self.query.state.fragments.setdefault(name, {})
-        options = (self.agg, self.include, self.include_metrics, prefix)
+        options = (self.agg, self.include, self.include_metrics, prefix, named)
         entry = kept.get(options)
         # Sessions compare by identity.
         if entry is None or entry[0] != statuses or entry[1] != members:
-            text = json.dumps(self.group_json(i, prefix), separators=(",", ":"), allow_nan=False)
+            found = self.group_json(i, prefix, named)
+            text = json.dumps(found, separators=(",", ":"), allow_nan=False)
             entry = kept[options] = (statuses, members, text)
         return entry[2]
 
@@ -1101,11 +1123,19 @@ def session_groups_json(
     idle_seconds: float = DEFAULT_IDLE_SECONDS,
     now: float | None = None,
     prefix: str = "",
+    named: bool = False,
 ) -> dict[str, Any]:
     """ListSessionGroups as proto3 JSON (see :func:`list_session_groups`); ``prefix``: a path
-    put before the run names (session names, and group names taken from them)."""
+    put before the run names (session names, and group names taken from them). ``named``:
+    with boardd's names besides TensorBoard's message: each session's ``run`` (the run the
+    user named, :func:`named_run`) and each group's ``displayName``; not TensorBoard's answer
+    (its routes leave it False)."""
     return session_groups_json_of(
-        [Source(connection, exp_id, prefix)], request, idle_seconds=idle_seconds, now=now
+        [Source(connection, exp_id, prefix)],
+        request,
+        idle_seconds=idle_seconds,
+        now=now,
+        named=named,
     )
 
 
@@ -1115,9 +1145,12 @@ def session_groups_json_of(
     *,
     idle_seconds: float = DEFAULT_IDLE_SECONDS,
     now: float | None = None,
+    named: bool = False,
 ) -> dict[str, Any]:
     """:func:`session_groups_json` of several sources, merged (see :func:`_view`)."""
-    found: dict[str, Any] = _session_groups(sources, request, idle_seconds, now, encode=False)
+    found: dict[str, Any] = _session_groups(
+        sources, request, idle_seconds, now, encode=False, named=named
+    )
     return found
 
 
@@ -1127,12 +1160,13 @@ def session_groups_bytes_of(
     *,
     idle_seconds: float = DEFAULT_IDLE_SECONDS,
     now: float | None = None,
+    named: bool = False,
 ) -> bytes:
     """:func:`session_groups_json_of` as compact JSON bytes (``json.dumps`` with separators
     ``,:``), each group's JSON kept and used again while its sessions, their statuses and
     metric values are the same (a commit re-encodes only the groups of the sessions it
     touched)."""
-    found: bytes = _session_groups(sources, request, idle_seconds, now, encode=True)
+    found: bytes = _session_groups(sources, request, idle_seconds, now, encode=True, named=named)
     return found
 
 
@@ -1148,6 +1182,7 @@ def _session_groups(
     now: float | None,
     *,
     encode: bool,
+    named: bool = False,
 ) -> Any:
     _check(request)
     with _locked(sources):
@@ -1157,12 +1192,12 @@ def _session_groups(
             empty = {"sessionGroups": [], "totalSize": 0}
             return json.dumps(empty, separators=(",", ":")).encode() if encode else empty
         if not encode:
-            groups = [found.group_json(i, prefix) for i in found.chosen]
+            groups = [found.group_json(i, prefix, named) for i in found.chosen]
             return {"sessionGroups": groups, "totalSize": found.total}
         fragments = found.query.state.fragments
         if sum(map(len, fragments.values())) > MAX_FRAGMENTS:
             fragments.clear()
-        parts = [found.fragment(i, prefix) for i in found.chosen]
+        parts = [found.fragment(i, prefix, named) for i in found.chosen]
     head = '{"sessionGroups":[' + ",".join(parts) + '],"totalSize":'
     return (head + str(found.total) + "}").encode("utf-8")
 
@@ -1208,7 +1243,12 @@ def _group_json(
     include: frozenset[str] | None,
     include_metrics: bool,
     prefix: str,
+    named: bool = False,
 ) -> dict[str, Any]:
+    """A group as proto3 JSON; ``named``: each session with its ``run`` (the run the user named,
+    :func:`named_run`) and the group with its ``displayName`` (a group named after one of its
+    sessions, as is every group without a group name, shows as that session's run; another
+    one, as its name)."""
     # The group's hparams are its first session's by name (members are sorted by name), as
     # in the hparam columns that filter and sort it: TensorBoard takes the first session it
     # loaded, an order that depends on the file system or its loader's hashing.
@@ -1220,26 +1260,33 @@ def _group_json(
     else:
         rep = query.representative(members, agg) if include_metrics else None
         group_values = [] if rep is None else [(m, query.value(rep, m)) for m in metric_ids]
+    after_session = any(s.name == name for s in members)
     if prefix and name == first.name:
         name = posixpath.join(prefix, name)
-    return {
+    sessions = []
+    for s in members:
+        session: dict[str, Any] = {
+            "name": posixpath.join(prefix, s.name) if prefix else s.name,
+            "startTimeSecs": s.start_time,
+            "endTimeSecs": 0.0 if s.end is None else s.end[1],
+            "status": STATUS_NAMES[query.status(s)],
+            "modelUri": s.model_uri,
+            "metricValues": _metric_values(query, ((m, query.value(s, m)) for m in metric_ids)),
+            "monitorUrl": s.monitor_url,
+        }
+        if named:
+            session["run"] = named_run(session["name"])
+        sessions.append(session)
+    found = {
         "name": name,
         "hparams": hparams,
         "metricValues": _metric_values(query, group_values),
-        "sessions": [
-            {
-                "name": posixpath.join(prefix, s.name) if prefix else s.name,
-                "startTimeSecs": s.start_time,
-                "endTimeSecs": 0.0 if s.end is None else s.end[1],
-                "status": STATUS_NAMES[query.status(s)],
-                "modelUri": s.model_uri,
-                "metricValues": _metric_values(query, ((m, query.value(s, m)) for m in metric_ids)),
-                "monitorUrl": s.monitor_url,
-            }
-            for s in members
-        ],
+        "sessions": sessions,
         "monitorUrl": first.monitor_url,
     }
+    if named:
+        found["displayName"] = named_run(name) if after_session else name
+    return found
 
 
 def list_session_groups(
