@@ -589,6 +589,40 @@ def serve_sweep(serve: ServeFactory, tmp_path: Path) -> tuple[dict[str, str], st
     return sessions, f"http://127.0.0.1:{daemon.port}"
 
 
+def test_add_hparams_sessions_show_as_the_run_the_user_named_in_its_colour(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """A session tensorboardX's add_hparams wrote in a timestamped sub-run of the run the user
+    named (``lr0.01_bs128_sgd/1796660406.19``) shows as that run, in its curves' colour in
+    scalars (its row and its line), the sub-run in its tooltip; no trial column repeats it."""
+    sessions, base = serve_sweep(serve, tmp_path)
+    open_view(page, base, "hparams")
+    page.page.locator(f'.hp-table[data-rows="{len(sessions)}"]').wait_for()
+    rows = page.page.evaluate(
+        """() => [...document.querySelectorAll('.hp-table tbody tr')].map((tr) => {
+            const cell = tr.querySelector('td[data-key="session"]');
+            const line = document.querySelector(
+                `.pc .lines path[data-session="${CSS.escape(tr.dataset.session)}"]`);
+            return {session: tr.dataset.session, name: tr.dataset.name,
+                    shown: cell.querySelector('.name').textContent, title: cell.title,
+                    value: JSON.parse(cell.dataset.value),
+                    swatch: getComputedStyle(cell.querySelector('.swatch')).backgroundColor,
+                    line: line && getComputedStyle(line).stroke}; })"""
+    )
+    assert {r["session"]: r["name"] for r in rows} == {s: run for run, s in sessions.items()}
+    for r in rows:
+        assert r["shown"] == r["value"] == r["name"], r
+        assert r["session"] in r["title"], r
+    assert page.page.locator('.hp-table th[data-key="trial"]').count() == 0
+    page.screenshot("hparams-add-hparams")
+    # The same colours as the runs' curves in scalars.
+    page.page.locator('nav#views a[data-view="scalars"]').click()
+    scalars = run_colours(page, "scalars")
+    for r in rows:
+        assert r["swatch"] == r["line"] == scalars[r["name"]], (r, scalars)
+    page.assert_no_errors()
+
+
 #: The parallel coordinates' axis titles and tick labels, in the plot's own coordinates.
 PARALLEL_LAYOUT = """() => {
     const svg = document.querySelector('.parallel svg.pc');

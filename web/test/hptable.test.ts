@@ -139,7 +139,7 @@ describe("tableOf", () => {
 });
 
 function rowsOf(values: Record<string, number | string | null>[]): Row[] {
-  return values.map((v, i) => ({ session: `s${i}`, group: `g${i}`, status: "success", values: v, runs: [`s${i}`] }));
+  return values.map((v, i) => ({ session: `s${i}`, name: `s${i}`, group: `g${i}`, status: "success", values: v, runs: [`s${i}`], color: `s${i}` }));
 }
 
 describe("sortRows", () => {
@@ -199,6 +199,53 @@ describe("axisOf", () => {
     const axis = axisOf({ key: "o", label: "o", kind: "hparam", numeric: false }, rowsOf([{ o: "sgd" }, { o: "adam" }, { o: "rmsprop" }]));
     expect(["adam", "rmsprop", "sgd", "other"].map((v) => axis.position(v))).toEqual([0, 0.5, 1, null]);
     expect(axis.ticks.map(([, t]) => t)).toEqual(["adam", "rmsprop", "sgd"]);
+  });
+});
+
+describe("add_hparams' sessions", () => {
+  // tensorboardX's add_hparams: a session per call in a timestamped sub-run of the writer's
+  // run, its group named after it; boardd's API names the run the user named.
+  const tbx = {
+    sessionGroups: [
+      {
+        name: "lr0.01_bs128_sgd/1796660406.1974096",
+        displayName: "lr0.01_bs128_sgd",
+        hparams: { lr: 0.01 },
+        sessions: [{ name: "lr0.01_bs128_sgd/1796660406.1974096", run: "lr0.01_bs128_sgd", status: "STATUS_SUCCESS", metricValues: [{ name: { tag: "hparam/acc" }, value: 0.9 }] }],
+      },
+      {
+        name: "lr0.1_bs32_sgd/1796660407.5",
+        displayName: "lr0.1_bs32_sgd",
+        hparams: { lr: 0.1 },
+        sessions: [{ name: "lr0.1_bs32_sgd/1796660407.5", run: "lr0.1_bs32_sgd", status: "STATUS_SUCCESS", metricValues: [{ name: { tag: "hparam/acc" }, value: 0.8 }] }],
+      },
+    ],
+  };
+  const exp = { hparamInfos: [{ name: "lr" }], metricInfos: [{ name: { tag: "hparam/acc" } }] };
+
+  it("show as the run the user named, in its colour, the sub-run kept as the session", () => {
+    const { columns, rows } = tableOf(exp, tbx);
+    expect(rows.map((r) => [r.name, r.color, r.session])).toEqual([
+      ["lr0.01_bs128_sgd", "lr0.01_bs128_sgd", "lr0.01_bs128_sgd/1796660406.1974096"],
+      ["lr0.1_bs32_sgd", "lr0.1_bs32_sgd", "lr0.1_bs32_sgd/1796660407.5"],
+    ]);
+    // Each session its own trial, named as it: no trial column.
+    expect(columns.map((c) => c.key)).toEqual(["lr", "hparam/acc", "status"]);
+    // Sorted and filtered by the name shown.
+    expect(sortRows(rows, "session", true).map((r) => r.name)).toEqual(["lr0.1_bs32_sgd", "lr0.01_bs128_sgd"]);
+    expect(filterRows(rows, columns, { session: "^lr0\\.1_" }).map((r) => r.name)).toEqual(["lr0.1_bs32_sgd"]);
+    expect(filterRows(rows, columns, { session: "1796660406" })).toEqual([]);
+    const trials = tableOf(exp, tbx, "trials").rows;
+    expect(trials.map((r) => [r.name, r.color, r.runs])).toEqual([
+      ["lr0.01_bs128_sgd", "lr0.01_bs128_sgd", ["lr0.01_bs128_sgd/1796660406.1974096"]],
+      ["lr0.1_bs32_sgd", "lr0.1_bs32_sgd", ["lr0.1_bs32_sgd/1796660407.5"]],
+    ]);
+  });
+
+  it("keep their own names without boardd's (TensorBoard's answer)", () => {
+    const plain = { sessionGroups: groups.sessionGroups };
+    const { rows } = tableOf(experiment, plain);
+    expect(rows.map((r) => [r.name, r.color])).toEqual(rows.map((r) => [r.session, r.session]));
   });
 });
 

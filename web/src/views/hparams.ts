@@ -1,6 +1,9 @@
 // Hyperparameters: a row per session (a session is a run, shown in its colour) with its
 // trial (its group, when trials are named apart from runs), its group's hparams, its metrics
-// and its status; or, when some trial has several sessions (repeats of one configuration),
+// and its status. A session shows as the run the user named (boardd's `run` of it): the
+// session tensorboardX's or PyTorch's add_hparams wrote in a timestamped sub-run
+// (lr0.01_bs128_sgd/1796660406.19) as the writer's run (lr0.01_bs128_sgd), in that run's
+// colour (its curves' in scalars), the sub-run in its tooltip; or, when some trial has several sessions (repeats of one configuration),
 // a row per trial as TensorBoard's table has it: its sessions' count and the mean of their
 // metrics (the "rows" choice, kept in the URL as hp_rows=trials). Sortable (click a header)
 // and filterable (a box per column: a regex, or MIN..MAX for numbers); above it the parallel
@@ -9,10 +12,13 @@
 // again when a commit touches hparams or a session's scalars.
 //
 // Contract for tests: the table carries data-rows (rows shown), data-sort ("KEY asc|desc") and
-// data-rows-of ("sessions" or "trials"); each row data-session (the row's name: a run, or a
-// trial), data-group, data-status, and a cell per column with data-key and data-value (JSON);
+// data-rows-of ("sessions" or "trials"); each row data-session (what it is: the session's
+// name, TensorBoard's, or a trial's), data-name (its name as shown: the run the user named, or
+// the trial's), data-color-run (the run whose colour it has), data-group, data-status, and a
+// cell per column with data-key and data-value (JSON; the session cell's: the name shown);
 // each header th data-key; each filter input data-filter="KEY"; each line of the plot
-// data-session; the choice of rows is the select[data-rows-of].
+// data-session; the plot's axes are g.axis with data-key and the class numeric or
+// categorical; the choice of rows is the select[data-rows-of].
 
 import { colorsReady, runColor, runColors } from "../colors";
 import { api, Debouncer, el, notice, retrying, type ViewContext, type ViewDef } from "./common";
@@ -163,7 +169,7 @@ class HparamsView {
     this.sessions = new Set(rows.flatMap((r) => r.runs));
     this.trialSizes = new Map();
     for (const g of groups.sessionGroups ?? []) this.trialSizes.set(g.name, (g.sessions ?? []).length);
-    runColors.assign(this.sessions);
+    runColors.assign(rows.map((r) => r.color));
     this.table.dataset.rowsOf = rowsOf;
     if (rows.length === 0) {
       this.main.replaceChildren(
@@ -254,16 +260,20 @@ class HparamsView {
   private renderBody(): void {
     const rows = this.shown();
     const trials = this.table.dataset.rowsOf === "trials";
+    const trialColumn = this.columns.find((c) => c.kind === "trial");
     const tbody = el("tbody");
     for (const r of rows) {
       const swatch = el("span", { class: "swatch" });
-      swatch.style.background = runColor(r.runs[0] ?? r.session);
-      // A trial row's title lists its sessions (runs); a session row's names its trial.
-      const title = trials ? `${r.runs.length} session${r.runs.length === 1 ? "" : "s"}: ${r.runs.join(", ")}` : `trial ${r.group}`;
+      swatch.style.background = runColor(r.color);
+      // A trial row's title lists its sessions (runs); a session row's names its trial, and
+      // the sub-run add_hparams wrote it in when it shows as the writer's run.
+      const title = trials
+        ? `${r.runs.length} session${r.runs.length === 1 ? "" : "s"}: ${r.runs.join(", ")}`
+        : [r.session !== r.name ? `session ${r.session} (add_hparams' sub-run of ${r.name})` : "", `trial ${String((trialColumn && r.values[trialColumn.key]) ?? r.name)}`].filter(Boolean).join("\n");
       const tr = el(
         "tr",
-        { "data-session": r.session, "data-group": r.group, "data-status": r.status },
-        el("td", { class: "session", "data-key": "session", "data-value": JSON.stringify(r.session), title }, swatch, el("span", { class: "name" }, r.session)),
+        { "data-session": r.session, "data-name": r.name, "data-color-run": r.color, "data-group": r.group, "data-status": r.status },
+        el("td", { class: "session", "data-key": "session", "data-value": JSON.stringify(r.name), title }, swatch, el("span", { class: "name" }, r.name)),
       );
       for (const c of this.columns) {
         const v = r.values[c.key];
@@ -343,9 +353,9 @@ class HparamsView {
         d += `${pen ? "L" : "M"}${x(i).toFixed(1)},${y(f).toFixed(1)}`;
         pen = true;
       });
-      const path = svg("path", { d, stroke: runColor(r.runs[0] ?? r.session), "data-session": r.session });
+      const path = svg("path", { d, stroke: runColor(r.color), "data-session": r.session });
       const title = svg("title");
-      title.textContent = r.session;
+      title.textContent = r.session === r.name ? r.name : `${r.name} (${r.session})`;
       path.append(title);
       path.addEventListener("mouseenter", () => this.highlight(r.session, true));
       path.addEventListener("mouseleave", () => this.highlight(r.session, false));

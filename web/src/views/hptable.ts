@@ -14,14 +14,21 @@ export interface Column {
 }
 
 export interface Row {
-  /** The row's name: a session's run, or a trial row's trial. */
+  /** What the row is: a session's name (TensorBoard's: the run holding its hparams), or a
+   * trial row's trial (its group's name). */
   session: string;
+  /** The row's name as shown: the run the user named for the session (boardd's `run`: the
+   * writer's run of an add_hparams sub-run), or the trial's display name. */
+  name: string;
+  /** The session's group (its trial), by its name. */
   group: string;
   status: string;
   values: Record<string, Cell>;
   /** The runs of the sessions the row stands for (a session row: its own; a trial row: its
    * trial's, in the API's order). */
   runs: string[];
+  /** The run whose colour the row takes (the scalars' curves of that run have it). */
+  color: string;
 }
 
 /** What a row of the table is: a session, or a trial (TensorBoard's session group) with the
@@ -44,12 +51,17 @@ export interface HparamsExperiment {
 export interface SessionGroups {
   sessionGroups?: {
     name: string;
+    /** boardd's: the group as shown (its session's run, for a group named after it). */
+    displayName?: string;
     hparams?: Record<string, Cell>;
     /** The group's metrics: each the mean of its sessions' values (the API's default
      * aggregation, as TensorBoard's UI asks for it). */
     metricValues?: { name: MetricName; value?: number | string }[];
     sessions?: {
       name: string;
+      /** boardd's: the run the user named for the session (the writer's run, for a session
+       * add_hparams wrote in a timestamped sub-run of it). */
+      run?: string;
       status?: string;
       metricValues?: { name: MetricName; value?: number | string }[];
     }[];
@@ -113,6 +125,8 @@ export function tableOf(experiment: HparamsExperiment, groups: SessionGroups, ro
     for (const [name, v] of Object.entries(group.hparams ?? {})) hparams[name] = asCell(v);
     const sessions = group.sessions ?? [];
     const statusOf = (session: { status?: string }): string => STATUS_WORDS[session.status ?? ""] ?? "unknown";
+    // boardd's name of the trial (an add_hparams session's group shows as its run).
+    const trialName = group.displayName ?? group.name;
     if (rowsOf === "trials") {
       if (sessions.length === 0) continue;
       const values: Record<string, Cell> = { ...hparams };
@@ -122,7 +136,8 @@ export function tableOf(experiment: HparamsExperiment, groups: SessionGroups, ro
       values[sessionsKey] = sessions.length;
       // The row's status word: the one its sessions share, else "mixed" (the cell lists them).
       const status = new Set(statuses).size === 1 ? statuses[0] : "mixed";
-      rows.push({ session: group.name, group: group.name, status, values, runs: sessions.map((x) => x.name) });
+      const runs = sessions.map((x) => x.name);
+      rows.push({ session: group.name, name: trialName, group: group.name, status, values, runs, color: sessions[0].run ?? sessions[0].name });
       continue;
     }
     for (const session of sessions) {
@@ -130,12 +145,14 @@ export function tableOf(experiment: HparamsExperiment, groups: SessionGroups, ro
       for (const m of session.metricValues ?? []) values[metricKey(m.name)] = asCell(m.value);
       const status = statusOf(session);
       values.status = status;
-      values[trialKey] = group.name;
-      rows.push({ session: session.name, group: group.name, status, values, runs: [session.name] });
+      values[trialKey] = trialName;
+      const run = session.run ?? session.name;
+      rows.push({ session: session.name, name: run, group: group.name, status, values, runs: [session.name], color: run });
     }
   }
   const columns: Column[] = [];
   if (rowsOf === "trials") columns.push({ key: sessionsKey, label: "sessions", kind: "sessions", numeric: true });
+  // (By the API's names: add_hparams' sessions, each its own trial, have none.)
   else if (rows.some((r) => r.group !== r.session)) columns.push({ key: trialKey, label: "trial", kind: "trial", numeric: false });
   const numeric = (key: string): boolean =>
     rows.every((r) => r.values[key] === null || r.values[key] === undefined || typeof r.values[key] === "number");
@@ -170,17 +187,18 @@ export function compareCells(a: Cell | undefined, b: Cell | undefined): number {
   return 0;
 }
 
-/** The rows sorted by a column (missing values last in both directions; the session name
- * breaks ties), a new array. */
+/** The rows sorted by a column ("session": the name shown; missing values last in both
+ * directions; the name shown, then the session's, breaks ties), a new array. */
 export function sortRows(rows: readonly Row[], key: string, descending: boolean): Row[] {
   return [...rows].sort((x, y) => {
-    const a = key === "session" ? x.session : x.values[key];
-    const b = key === "session" ? y.session : y.values[key];
+    const a = key === "session" ? x.name : x.values[key];
+    const b = key === "session" ? y.name : y.values[key];
     const missA = a === null || a === undefined;
     const missB = b === null || b === undefined;
     if (missA !== missB) return missA ? 1 : -1;
     const c = compareCells(a, b);
     if (c !== 0) return descending ? -c : c;
+    if (x.name !== y.name) return x.name < y.name ? -1 : 1;
     return x.session < y.session ? -1 : x.session > y.session ? 1 : 0;
   });
 }
@@ -214,7 +232,7 @@ export function parseFilter(text: string, numeric: boolean): (v: Cell | undefine
 }
 
 /** The rows passing every column's filter (`filters`: column key → text typed; "session"
- * filters the session name). */
+ * filters the name shown). */
 export function filterRows(rows: readonly Row[], columns: readonly Column[], filters: Record<string, string>): Row[] {
   const tests: [string, (v: Cell | undefined) => boolean][] = [];
   for (const [key, text] of Object.entries(filters)) {
@@ -222,7 +240,7 @@ export function filterRows(rows: readonly Row[], columns: readonly Column[], fil
     const column = columns.find((c) => c.key === key);
     tests.push([key, parseFilter(text, column?.numeric ?? false)]);
   }
-  return rows.filter((r) => tests.every(([key, test]) => test(key === "session" ? r.session : r.values[key])));
+  return rows.filter((r) => tests.every(([key, test]) => test(key === "session" ? r.name : r.values[key])));
 }
 
 /** A parallel-coordinates axis: maps a cell to [0, 1] (0 at the bottom), or null (missing). */
