@@ -20,6 +20,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
@@ -226,35 +227,55 @@ class Service:
         )
         # Open /api/v1/stream responses never finish on their own: the hub's closing ends them
         # before the server waits for its requests, or it would wait its whole graceful time.
-        self._server = Server(
-            config,
-            signals={
-                signal.SIGTERM: self.handle_stop,
-                signal.SIGINT: self.handle_stop,
-                signal.SIGHUP: self.handle_rescan,
-            },
-            before_shutdown=self.hub.close,
-        )
-        for runner in self.runners:
-            runner.start()
-        for runner in self.runners:
-            runner.opened.wait()
-        # The lineage store opens after the first answer (a lineage request opens it at once).
-        self._warm_up.start()
-        self._write_port_file(sock)
-        self.notifier.ready(self._status_line())
-        status_thread = threading.Thread(
-            target=self._report_status, name="boardd-status", daemon=True
-        )
-        status_thread.start()
-        try:
-            self._server.run([sock])
-        finally:
-            self.shutdown()
+        # The server installs no signal handlers of its own: the service's are in place from
+        # before the first runner starts until the stop is complete.
+        self._server = Server(config, signals={}, before_shutdown=self.hub.close)
+        with self._signals_handled():
+            try:
+                for runner in self.runners:
+                    runner.start()
+                for runner in self.runners:
+                    runner.opened.wait()
+                # The lineage store opens after the first answer (a lineage request opens it
+                # at once).
+                self._warm_up.start()
+                self._write_port_file(sock)
+                self.notifier.ready(self._status_line())
+                status_thread = threading.Thread(
+                    target=self._report_status, name="boardd-status", daemon=True
+                )
+                status_thread.start()
+                if self._stopping.is_set():
+                    return True  # stopped before serving: a clean stop all the same
+                self._server.run([sock])
+            finally:
+                self.shutdown()
         if not self._server.started:
             log.error("the HTTP server failed to start; see the messages above")
             return False
         return True
+
+    @contextlib.contextmanager
+    def _signals_handled(self) -> Iterator[None]:
+        """SIGTERM and SIGINT stop the service, SIGHUP rescans, while the block runs (in the
+        main thread only, where Python runs signal handlers). Installed before the runners start
+        and the port file says the daemon is ready, and kept until the stop is complete: a
+        signal at any moment in between is a clean stop, never the default action (killed by
+        SIGTERM) nor a KeyboardInterrupt's traceback."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handlers = {
+            signal.SIGTERM: self.handle_stop,
+            signal.SIGINT: self.handle_stop,
+            signal.SIGHUP: self.handle_rescan,
+        }
+        previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def _start_warm_up(self) -> None:
         """Starts what the first answer does not need, once it has been sent."""
