@@ -80,8 +80,8 @@ def test_a_nan_double_is_refused_and_the_store_stays_readable(both: Both) -> Non
 def test_infinities_are_kept_where_ml_metadata_refuses_them(
     store: metadata_store.MetadataStore,
 ) -> None:
-    """README (lineage differences): ML Metadata's SQL cannot spell ±inf (InternalError);
-    SQLite holds them, so boardd keeps them."""
+    """docs/lineage.md (the differences from ml-metadata): ML Metadata's SQL cannot spell ±inf
+    (InternalError); SQLite holds them, so boardd keeps them."""
     artifact_type = store.put_artifact_type(pb.ArtifactType(name="A"))
     ids = store.put_artifacts([_with_double(artifact_type, v) for v in (math.inf, -math.inf)])
     values = [a.custom_properties["x"].double_value for a in store.get_artifacts_by_id(ids)]

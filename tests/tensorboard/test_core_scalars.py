@@ -23,7 +23,7 @@ def same(a: Any, b: Any) -> bool:
 
 def csv_rows(text: str) -> list[list[Any]]:
     """CSV rows, numbers as floats: an int scalar is a float in boardd's store, so its CSV says
-    7.0 where TensorBoard's says 7 (README lists it)."""
+    7.0 where TensorBoard's says 7 (the documentation lists it)."""
     rows: list[list[Any]] = [line.split(",") for line in text.splitlines()]
     head, body = rows[0], rows[1:]
     return [head] + [[float(x) if x != "nan" else "nan" for x in row] for row in body]
@@ -120,8 +120,8 @@ def test_scalars_multirun_form_and_xsrf(keep_all: Pair) -> None:
     )
     assert ours.json() == tb.json() and list(ours.json()) == ["eval"]
     # Without the header, and not marked same-origin by a browser (curl, or a cross-site form
-    # post): refused. (The installed TensorBoard, 2.21, checks nothing and answers 200; README
-    # lists it.)
+    # post): refused. (The installed TensorBoard, 2.21, checks nothing and answers 200;
+    # docs/tensorboard.md lists it.)
     route = "/data/plugin/scalars/scalars_multirun"
     own = keep_all.boardd.url  # http://127.0.0.1:PORT
     other = own.rsplit(":", 1)[0] + ":1"
@@ -158,7 +158,7 @@ def test_missing_series_and_unknown_routes(keep_all: Pair) -> None:
 
 def test_defaults_downsample_as_tensorboard(defaults: Pair) -> None:
     """With the default sampling both answer at most 1000 points per scalar series, ending
-    at the same last step (which points in between differ: see README)."""
+    at the same last step (which points in between differ: see docs/tensorboard.md)."""
     tb, ours = defaults.both("GET", "/data/plugin/scalars/tags")
     assert ours.json() == tb.json()
     tb, ours = defaults.both(

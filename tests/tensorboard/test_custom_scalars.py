@@ -148,8 +148,8 @@ def test_download_data(cs: Pair, fmt: str | None) -> None:
     assert (theirs.status_code, ours.status_code) == (200, 200)
     assert ours.headers["content-type"] == theirs.headers["content-type"]
     if fmt == "csv":
-        # The store keeps scalars as float64: README's "scalars written as integers" aside,
-        # the same rows.
+        # The store keeps scalars as float64: the documented difference "scalars written as
+        # integers" aside, the same rows.
         assert ours.text.splitlines()[0] == theirs.text.splitlines()[0] == "Wall time,Step,Value"
         assert len(ours.text.splitlines()) == len(theirs.text.splitlines()) == STEPS + 1
     else:
@@ -164,7 +164,7 @@ def test_download_data_of_a_missing_tag_is_a_404(cs: Pair) -> None:
 
 
 def test_scalars_without_a_run_is_a_400(cs: Pair) -> None:
-    """TensorBoard fails with a 500 (README: bad input is the client's error)."""
+    """TensorBoard fails with a 500 (docs/tensorboard.md: bad input is the client's error)."""
     theirs, ours = cs.both("GET", "/data/plugin/custom_scalars/scalars", params={"tag": "acc"})
     assert theirs.status_code == 500
     assert ours.status_code == 400
@@ -172,10 +172,10 @@ def test_scalars_without_a_run_is_a_400(cs: Pair) -> None:
 
 
 def test_layouts_tensorboard_would_lose_or_fail_on(tmp_path: Path) -> None:
-    """boardd only (README: "Where boardd answers differently"). A run whose layout is not a
-    Layout is left out (TensorBoard's answer is a 500 for every run's). The charts a third run
-    adds to a category that a second run brought are kept (TensorBoard adds them to a copy it
-    does not answer)."""
+    """boardd only (docs/tensorboard.md: "Where boardd answers differently"). A run whose
+    layout is not a Layout is left out (TensorBoard's answer is a 500 for every run's). The
+    charts a third run adds to a category that a second run brought are kept (TensorBoard adds
+    them to a copy it does not answer)."""
     logdir = tmp_path / "logs"
     layouts = {
         "1": layout_pb2.Layout(category=[layout_pb2.Category(title="X", chart=[multiline("x")])]),

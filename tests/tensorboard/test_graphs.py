@@ -442,7 +442,7 @@ def test_bad_requests_are_400(
     graphs: Pair, route: str, params: dict[str, str], tensorboard: int
 ) -> None:
     """TensorBoard answers these with a plain-text 400 or crashes (500); boardd answers 400
-    in its JSON error shape, naming the parameter (README)."""
+    in its JSON error shape, naming the parameter (docs/tensorboard.md)."""
     theirs, ours = graphs.both("GET", f"/data/plugin/graphs/{route}", params=params)
     assert theirs.status_code == tensorboard
     assert ours.status_code == 400, ours.text
@@ -517,7 +517,7 @@ def test_a_conceptual_graph_of_a_corrupt_model_names_the_run(tmp_path: Path) -> 
 
 def test_a_functional_model_inside_a_sequential_one(graphs: Pair) -> None:
     """TensorBoard fails with a 500 (it takes Keras 3's single input reference for a list of
-    them); boardd feeds the nested model's input from the layer before it (README)."""
+    them); boardd feeds the nested model's input from the layer before it (docs/tensorboard.md)."""
     params = {"run": "keras", "tag": "nested", "conceptual": "true"}
     theirs, ours = graphs.both("GET", "/data/plugin/graphs/graph", params=params)
     assert theirs.status_code == 500
@@ -531,7 +531,7 @@ def test_a_functional_model_inside_a_sequential_one(graphs: Pair) -> None:
 
 def test_a_two_input_model_inside_a_functional_one(graphs: Pair) -> None:
     """boardd connects each input of the nested model to what feeds it; TensorBoard takes
-    each input reference ['p', 0, 0] for a name and connects neither (README)."""
+    each input reference ['p', 0, 0] for a name and connects neither (docs/tensorboard.md)."""
     params = {"run": "keras", "tag": "pair", "conceptual": "true"}
     theirs, ours = graphs.both("GET", "/data/plugin/graphs/graph", params=params)
     assert theirs.status_code == ours.status_code == 200
@@ -556,7 +556,7 @@ def _conceptual(answer: httpx.Response) -> dict[str, list[str]]:
 def test_values_that_are_not_tensors_are_skipped(graphs: Pair) -> None:
     """A constant, a shape, a slice among an op's arguments: TensorBoard fails with a 500
     (it reads every argument as a tensor); boardd connects each layer to the tensors it takes
-    (README)."""
+    (docs/tensorboard.md)."""
     params = {"run": "keras", "tag": "operands", "conceptual": "true"}
     theirs, ours = graphs.both("GET", "/data/plugin/graphs/graph", params=params)
     assert theirs.status_code == 500
@@ -570,7 +570,7 @@ def test_values_that_are_not_tensors_are_skipped(graphs: Pair) -> None:
 
 def test_tensors_given_by_keyword_are_connected(graphs: Pair) -> None:
     """TensorBoard reads only a layer's positional arguments, so an attention layer called as
-    ``mha(query=q, value=v)`` is drawn unconnected; boardd connects it (README)."""
+    ``mha(query=q, value=v)`` is drawn unconnected; boardd connects it (docs/tensorboard.md)."""
     params = {"run": "keras", "tag": "keywords", "conceptual": "true"}
     theirs, ours = graphs.both("GET", "/data/plugin/graphs/graph", params=params)
     assert theirs.status_code == ours.status_code == 200
@@ -582,7 +582,7 @@ def test_tensors_given_by_keyword_are_connected(graphs: Pair) -> None:
 def test_a_model_of_dict_inputs_and_outputs(graphs: Pair) -> None:
     """Keras 3 writes a model called with dicts (``keras.Model({"feat_a": a, ...}, {...})``)
     with dicts of layer references: TensorBoard fails with a 500 (it indexes them as lists);
-    boardd draws the graph, also of such a model inside another (README)."""
+    boardd draws the graph, also of such a model inside another (docs/tensorboard.md)."""
     params = {"run": "keras", "tag": "dict_io", "conceptual": "true"}
     theirs, ours = graphs.both("GET", "/data/plugin/graphs/graph", params=params)
     assert theirs.status_code == 500

@@ -184,7 +184,7 @@ def test_metric_evals_downsampled_as_the_scalars_route(long_metric: Pair) -> Non
     request = {"sessionName": "trial", "metricName": {"group": "", "tag": "loss"}}
     tb, ours = post_both(long_metric, "metric_evals", request)
     assert len(ours) == len(tb) == 1_000
-    # The same last point; which others is each one's sample (README).
+    # The same last point; which others is each one's sample (docs/tensorboard.md).
     assert ours[-1] == tb[-1] and ours[-1][1] == LONG_METRIC_STEPS - 1
     scalars = long_metric.boardd.url + "/data/plugin/scalars/scalars?run=trial&tag=loss"
     assert ours == httpx.get(scalars, timeout=30).json()

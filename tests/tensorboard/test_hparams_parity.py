@@ -8,8 +8,8 @@ messages: the same proto3 JSON).
 
 Each test walks its requests and fails once, listing every request whose answers differ
 (request, TensorBoard's answer, boardd's). Where TensorBoard answers 500 (an aggregation metric
-missing from a session of a group), boardd must answer 200 or its JSON error (4xx), as README
-says, never a 500."""
+missing from a session of a group), boardd must answer 200 or its JSON error (4xx), as
+docs/hparams.md says, never a 500."""
 
 from __future__ import annotations
 
@@ -369,7 +369,7 @@ def _compare(
         tb_get, ours_get = p.both("GET", path, params={"request": text})
         if ours_get.status_code != 200 or not _same_json(tb_get, ours_get):
             found.add(f"GET {route}", body, tb_get, ours_get)
-    # /api/v1 reads "no allowedStatuses" as every status (README), TensorBoard as none.
+    # /api/v1 reads "no allowedStatuses" as every status (docs/hparams.md), TensorBoard as none.
     if api_kind is not None and body.get("allowedStatuses") != []:
         api = httpx.post(f"{p.boardd.url}/api/v1/hparams/{route}", content=text, timeout=60)
         if api.status_code != 200 or _as_message(

@@ -139,7 +139,7 @@ def test_bad_data_requests_are_400(meshes: Pair, params: dict[str, str], tensorb
 
 
 def test_meshes_without_a_tag_is_a_400(meshes: Pair) -> None:
-    """TensorBoard answers [] (README)."""
+    """TensorBoard answers [] (docs/tensorboard.md)."""
     theirs, ours = meshes.both("GET", "/data/plugin/mesh/meshes", params={"run": "shapes"})
     assert (theirs.status_code, theirs.json()) == (200, [])
     assert ours.status_code == 400

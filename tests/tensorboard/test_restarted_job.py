@@ -2,7 +2,8 @@
 earlier step. TensorBoard's two loaders disagree here. Its Rust data server (what
 ``tensorboard --logdir`` uses by default) drops the orphaned tail of each series, its Python
 loader (``--load_fast=false``) keeps both timelines. boardd answers as the Rust data server
-(README: "Where boardd answers differently"); both are compared here, on TensorBoard's routes."""
+(docs/tensorboard.md: "Where boardd answers differently"); both are compared here, on
+TensorBoard's routes."""
 
 from __future__ import annotations
 
@@ -118,7 +119,8 @@ def test_the_orphaned_tail_is_dropped_as_tensorboards_rust_data_server_drops_it(
 
 
 def test_tensorboards_python_loader_keeps_both_timelines(python_loader: Oracle) -> None:
-    """The difference README lists: ``--load_fast=false`` purges only after a SessionLog START
-    event, which tensorboardX and PyTorch's writer never write, so it keeps both attempts."""
+    """The difference docs/tensorboard.md lists: ``--load_fast=false`` purges only after a
+    SessionLog START event, which tensorboardX and PyTorch's writer never write, so it keeps
+    both attempts."""
     steps = [row[1] for row in scalars(python_loader.url, "loss")]
     assert steps == [*FIRST, *RESUMED]

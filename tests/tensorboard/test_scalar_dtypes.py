@@ -1,7 +1,7 @@
 """Scalars written as tensors of other dtypes than float32, as ``tf.summary.write`` writes a
 float64 or a bfloat16 value: TensorBoard (``--load_fast=false``) answers the float64 one and
 fails (500) on every request naming the bfloat16 one, having no bfloat16 without TensorFlow;
-boardd answers both (README, the table of differences)."""
+boardd answers both (docs/tensorboard.md, the table of differences)."""
 
 from __future__ import annotations
 

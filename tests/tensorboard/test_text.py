@@ -96,8 +96,8 @@ def test_text_that_is_not_utf8(plugin_defaults: Pair) -> None:
 def test_defaults_answer_100_steps(plugin_defaults: Pair) -> None:
     """boardd answers 100 of the 130 steps, as `tensorboard --logdir` does (its text route asks
     for 100 and its Rust data server keeps 100); the Python loader this test compares with
-    (--load_fast=false) keeps 10 text tensors per series (README). Both end at the last step,
-    with the same text; boardd's steps are in order and distinct."""
+    (--load_fast=false) keeps 10 text tensors per series (docs/tensorboard.md). Both end at the
+    last step, with the same text; boardd's steps are in order and distinct."""
     params = {"run": "long", "tag": "t/text_summary"}
     tb, ours = plugin_defaults.both("GET", TEXT, params=params)
     assert len(tb.json()) == 10

@@ -194,8 +194,8 @@ def sampled(request: pytest.FixtureRequest) -> Pair:
 
 def histograms_as_float32(answer: dict[str, Any]) -> dict[str, Any]:
     """A histogram answer with its bin edges and counts rounded to float32: TensorBoard
-    converts a TF1 histogram's buckets to float32, boardd's store keeps their float64 (README
-    lists it)."""
+    converts a TF1 histogram's buckets to float32, boardd's store keeps their float64
+    (docs/tensorboard.md lists it)."""
     out = json.loads(json.dumps(answer))
     for points in out["runToSeries"].values():
         for point in points:
@@ -309,9 +309,9 @@ def test_image_content_types_as_tensorboard(described_keep_all: Pair) -> None:
 
 def test_defaults_sample_counts_and_last_steps(sampled: Pair) -> None:
     """With default sampling both answer as many points per series (scalars 1000, histograms
-    51, images 10), ending at the same last step (which points between differ: see README).
-    Images: sample 0 only (which steps have a second sample depends on which steps the
-    reservoir kept)."""
+    51, images 10), ending at the same last step (which points between differ: see
+    docs/tensorboard.md). Images: sample 0 only (which steps have a second sample depends on
+    which steps the reservoir kept)."""
     tb, ours = sampled.both("GET", TAGS)
     assert ours.json() == tb.json()
     requests = [r for r in every_request(tb.json()) if r["plugin"] != "images" or r["sample"] == 0]
@@ -382,7 +382,7 @@ def test_bad_requests_are_clear_4xx(keep_all: Pair) -> None:
     _, ours = keep_all.both("POST", SERIES, data={"requests": "[{"}, headers=XSRF)
     assert ours.json()["error"]["message"] == "Unable to parse 'requests' as JSON"
     # Without the header, and not marked same-origin by a browser: refused (TensorBoard 2.21
-    # answers 200; README lists it).
+    # answers 200; the documentation lists it).
     _, ours = keep_all.both("POST", SERIES, data={"requests": "[]"})
     assert ours.status_code == 400
     assert "X-XSRF-Protected" in ours.json()["error"]["message"]

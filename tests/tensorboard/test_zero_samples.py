@@ -5,7 +5,7 @@ as "keep nothing": the image tags said ``samples: -2`` and every chart was empty
 
 TensorBoard's own routes then answer nothing for images, text, PR curves and Time Series (they
 downsample to 0: that is issue 5550, open); boardd answers every point kept, as the flag says
-(README, the table of differences)."""
+(docs/tensorboard.md, the table of differences)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_tags_as_tensorboard(zeros: Pair, path: str) -> None:
 )
 def test_histogram_routes_as_tensorboard(zeros: Pair, path: str) -> None:
     """Their routes' fixed numbers (51 and 501 per answer) apply, to every point kept (which
-    51 of them is each server's own sample: README)."""
+    51 of them is each server's own sample: docs/tensorboard.md)."""
     tb, ours = zeros.both("GET", path, params={"run": "long", "tag": "h"})
     assert tb.status_code == ours.status_code == 200
     assert len(ours.json()) == len(tb.json())

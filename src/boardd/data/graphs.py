@@ -153,7 +153,7 @@ def _inbound(layer: dict[str, Any]) -> list[list[Any]]:
     ``args`` and then its ``kwargs``, at any depth of lists and dicts). Other values there
     (``x * 2.0``'s constant, ``reshape``'s shape, a slice) are skipped: TensorBoard reads each
     ``args`` item as a tensor and fails on them, and leaves tensors given by keyword (an
-    attention layer's ``query=``, ``value=``) unconnected (README)."""
+    attention layer's ``query=``, ``value=``) unconnected (docs/tensorboard.md)."""
     found: list[list[Any]] = []
 
     def visit(value: Any) -> None:
