@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import json
 import os
 import threading
 import zlib
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import apsw
+import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -105,8 +105,13 @@ def state_of(request: Request) -> AppState:
 
 
 def json_bytes(data: Any) -> bytes:
-    """Compact JSON; non-finite floats must already be spelled as TensorBoard does."""
-    return json.dumps(data, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    """Compact JSON (UTF-8, keys in their order, numbers as their shortest round-trip form);
+    non-finite floats must already be spelled as TensorBoard does.
+
+    Encoded by orjson: answers of many points are mostly floats, and encoding them in C takes
+    the interpreter (shared with the ingest and every other request) for a fraction of the
+    time the standard library's encoder does."""
+    return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
 
 
 def json_response(data: Any, status: int = 200) -> Response:
