@@ -123,13 +123,18 @@ SCHEMAS: dict[str, Any] = {
                         "type": "object",
                         "description": "whole scalar series kept decoded (a process's readers "
                         "share them; filled once an experiment is caught up)",
-                        "required": ["hits", "misses", "entries", "bytes", "max_bytes"],
+                        "required": ["hits", "misses", "entries", "bytes", "max_bytes", "grown"],
                         "properties": {
                             "hits": {"type": "integer"},
                             "misses": {"type": "integer"},
                             "entries": {"type": "integer"},
                             "bytes": {"type": "integer"},
                             "max_bytes": {"type": "integer"},
+                            "grown": {
+                                "type": "integer",
+                                "description": "misses answered by reading only the points "
+                                "appended since the series was read",
+                            },
                         },
                     },
                 },
@@ -177,6 +182,24 @@ SCHEMAS: dict[str, Any] = {
                             "opened: its open checks only the file's size, the read follows "
                             "at once in the background (damage within a page is known from "
                             "then on, or when a read meets it)",
+                        },
+                        "bytes_done": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "bytes of event files read since the daemon "
+                            "started: the catch-up's, then every live read's",
+                        },
+                        "bytes_total": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "bytes_done and the bytes known to be still to "
+                            "read (during a catch-up: what it has left; live: what a read in "
+                            "progress has left, so equal to bytes_done once it is done)",
+                        },
+                        "bytes_per_second": {
+                            "type": "number",
+                            "minimum": 0,
+                            "description": "bytes read per second over the last 10 s",
                         },
                         "error": {
                             "type": ["string", "null"],

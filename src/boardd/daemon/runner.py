@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,8 @@ INTEGRITY_FIRST_SECONDS = float(os.environ.get("BOARDD_INTEGRITY_CHECK_AFTER", "
 INTEGRITY_EVERY_SECONDS = 86400.0
 #: How often the lease heartbeat is renewed when there is nothing to commit.
 HEARTBEAT_SECONDS = 5.0
+#: The ingest rate in /api/v1/health is the bytes read over this many seconds.
+RATE_WINDOW_SECONDS = 10.0
 #: After a pass fails (a full disk, an I/O error, a lock held too long, anything), it is tried
 #: again after this long, doubled at each failure in a row up to RETRY_MAX_SECONDS; SIGHUP
 #: tries at once.
@@ -142,6 +145,8 @@ class RunnerStatus:
     generation: int
     last_commit: float | None
     lag_seconds: float | None
+    #: Bytes of event files this runner has read since the daemon started (catch-up, then
+    #: live), and those plus the bytes it knows are still to read: both keep growing live.
     bytes_done: int
     bytes_total: int
     error: str | None
@@ -174,6 +179,8 @@ class RunnerStatus:
     #: the read follows at once, in the background: until then damage within a page is not
     #: known, unless a read meets it).
     store_checked: bool = False
+    #: Bytes read per second over the last RATE_WINDOW_SECONDS.
+    bytes_per_second: float = 0.0
 
 
 class ExperimentRunner:
@@ -232,6 +239,11 @@ class ExperimentRunner:
         self.first_unseen_change: float | None = None
         self.bytes_done = 0
         self.bytes_total = 0
+        #: bytes_done when the current pass began (its progress counts from there).
+        self._pass_base = 0
+        #: (time.monotonic(), bytes) of the reads of the last RATE_WINDOW_SECONDS.
+        self._reads: deque[tuple[float, int]] = deque()
+        self._born = time.monotonic()
         self.error: str | None = None
         self.retries = 0
         #: time.monotonic() of the next try while retrying.
@@ -369,7 +381,27 @@ class ExperimentRunner:
             ),
             damage=None if self.damage is None else dict(self.damage),
             store_checked=self.scanned.is_set(),
+            bytes_per_second=self._rate(),
         )
+
+    def _rate(self) -> float:
+        """Bytes read per second over the last RATE_WINDOW_SECONDS (the runner's life, when
+        shorter, but at least a second)."""
+        now = time.monotonic()
+        recent = [n for t, n in list(self._reads) if now - t <= RATE_WINDOW_SECONDS]
+        window = max(1.0, min(RATE_WINDOW_SECONDS, now - self._born))
+        return round(sum(recent) / window, 1)
+
+    def _read(self, done: int, total: int | None = None) -> None:
+        """The counters at ``done`` bytes read (and ``total`` known) since the daemon started;
+        the bytes newly read count into the rate. On the runner's thread."""
+        now = time.monotonic()
+        if done > self.bytes_done:
+            self._reads.append((now, done - self.bytes_done))
+        while self._reads and now - self._reads[0][0] > RATE_WINDOW_SECONDS:
+            self._reads.popleft()
+        self.bytes_done = done
+        self.bytes_total = max(done, self.bytes_total if total is None else total)
 
     # -- the thread -----------------------------------------------------------------------
 
@@ -718,7 +750,8 @@ class ExperimentRunner:
         try:
             if self._stop.is_set():
                 ingestor.stop_event.set()
-            self.bytes_total = ingestor.pending_bytes()
+            self._pass_base = self.bytes_done
+            self.bytes_total = self.bytes_done + ingestor.pending_bytes()
             self._reporter = catch_up_reporter(name, sys.stderr, log)
             try:
                 ingestor.run_pass(progress=self._progress)
@@ -833,7 +866,8 @@ class ExperimentRunner:
         assert self._ingestor is not None
         self._start_watcher()
         try:
-            self.bytes_total = self._ingestor.pending_bytes()
+            self._pass_base = self.bytes_done
+            self.bytes_total = self.bytes_done + self._ingestor.pending_bytes()
         except Exception as exc:
             # A remote logdir's server cannot be reached: the live loop tries again (a full
             # pass) once the back-off has passed.
@@ -842,7 +876,7 @@ class ExperimentRunner:
         log.info(
             "%s: catching up on %.1f MB in %s",
             self.spec.name,
-            self.bytes_total / 1e6,
+            (self.bytes_total - self._pass_base) / 1e6,
             self.spec.logdir,
         )
         started = time.monotonic()
@@ -868,7 +902,7 @@ class ExperimentRunner:
                 result.bytes_read / 1e6,
             )
             return
-        self.bytes_done = self.bytes_total
+        self._read(max(self.bytes_done, self.bytes_total))
         log.info("%s: caught up in %.2f s", self.spec.name, time.monotonic() - started)
         self._mended()
         self._log_remote_requests(force=True)
@@ -908,7 +942,7 @@ class ExperimentRunner:
         _preload_hparams(self.spec.db)
 
     def _progress(self, done: int, total: int) -> None:
-        self.bytes_done, self.bytes_total = done, total
+        self._read(self._pass_base + done, self._pass_base + total)
         if self._reporter is not None:
             self._reporter(done, total)
         self._beat(self.spec.name)
@@ -985,13 +1019,15 @@ class ExperimentRunner:
                     result = self._timed_pass(
                         progress=lambda _done, _total: self._beat(self.spec.name)
                     )
+                    self._read(self.bytes_done + result.bytes_read)
                     last_pass = time.monotonic()
                     if safety and result.files_read and self._suspects is None:
                         # One judgement at a time: a later rescan finds a deaf watcher too.
                         self._suspects = (last_pass + MISS_GRACE_SECONDS, since, result.files_read)
                     self._log_remote_requests()
                 elif changed:
-                    self._ingestor.ingest_changed(changed)
+                    read = self._ingestor.ingest_changed(changed).bytes_read
+                    self._read(self.bytes_done + read)
                 committed = self._ingestor.flush() if not full else 0
                 if (
                     not full
