@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import threading
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import apsw
@@ -269,4 +270,78 @@ def test_preload_fills_in_the_dashboards_order_up_to_its_share(
         small.clear()
         assert columns.preload(connection, stop) == 0
     finally:
+        connection.close()
+
+
+def _read_is_the_stores(connection: apsw.Connection) -> queries.SeriesInfo:
+    """Reads the loss series whole through the cache; asserts it is what the store holds."""
+    found = _loss(connection)
+    (col,) = series.read_scalars(connection, [found], Bounds())
+    steps, walls, values = _from_store(connection, found, Bounds())
+    assert col.steps.tolist() == steps
+    assert col.wall_times.tolist() == walls
+    assert _same(col.values.tolist(), values)
+    return found
+
+
+def test_a_series_that_grew_reads_only_its_new_points(tmp_path: Path) -> None:
+    logdir, db, run = _store_of(tmp_path, {s: float(s) for s in range(100)})
+    connection = open_store(db)
+    try:
+        _read_is_the_stores(connection)
+        grown = columns.cache.stats.grown  # the process's count so far
+        for k in range(3):
+            run.scalars("loss", {s: -float(s) for s in range(100 + 50 * k, 150 + 50 * k)})
+            ingest(logdir, db, experiment="exp")
+            _read_is_the_stores(connection)
+            assert columns.cache.stats.grown == grown + k + 1
+        run.close()
+    finally:
+        connection.close()
+
+
+def _evicted(logdir: Path, db: Path, run: EventRun) -> None:
+    # A capacity of 120 while the series had 100: the next 50 points evict 30 of the first.
+    run.scalars("loss", {s: -float(s) for s in range(100, 150)})
+    ingest(logdir, db, {"scalars": 120}, experiment="exp")
+
+
+def _restarted(logdir: Path, db: Path, run: EventRun) -> None:
+    # A job restarted from step 50 writes steps 50 to 99 again: as many points as before,
+    # other values.
+    run.scalars("loss", {s: 1000.0 + s for s in range(50, 100)})
+    ingest(logdir, db, experiment="exp")
+
+
+def _replaced(logdir: Path, db: Path, run: EventRun) -> None:
+    # The run is deleted and another takes its place: its series may get the same id.
+    run.close()
+    shutil.rmtree(logdir / "run")
+    ingest(logdir, db, experiment="exp")
+    other = EventRun(logdir / "other")
+    other.scalars("loss", {s: 7.0 for s in range(100, 150)})
+    other.close()
+    ingest(logdir, db, experiment="exp")
+
+
+@pytest.mark.parametrize("change", [_evicted, _restarted, _replaced])
+def test_a_series_changed_otherwise_is_read_whole(tmp_path: Path, change: Any) -> None:
+    sampling = {"scalars": 120} if change is _evicted else None
+    logdir = tmp_path / "logs"
+    run = EventRun(logdir / "run")
+    run.scalars("loss", {s: float(s) for s in range(100)})
+    db = tmp_path / "store.sqlite"
+    ingest(logdir, db, sampling, experiment="exp")
+    connection = open_store(db)
+    try:
+        before = _read_is_the_stores(connection)
+        grown = columns.cache.stats.grown
+        change(logdir, db, run)
+        after = _read_is_the_stores(connection)
+        assert after.generation > before.generation
+        if change is _replaced:
+            assert after.id == before.id  # the case that matters: an id used again
+        assert columns.cache.stats.grown == grown
+    finally:
+        run.close()
         connection.close()

@@ -92,6 +92,7 @@ def test_migration_backfills_a_store_from_before_the_table(tmp_path: Path) -> No
     with connection:
         connection.execute("DROP TABLE hparams")
         connection.execute("ALTER TABLE files DROP COLUMN version")  # migration 6's
+        connection.execute("ALTER TABLE series DROP COLUMN rewritten")  # migration 7's
         connection.pragma("user_version", before_table)
     assert migrate(connection) == before_table
     connection.close()

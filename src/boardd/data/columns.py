@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from array import array
 from collections import OrderedDict
 from pathlib import Path
 from typing import NamedTuple
@@ -63,6 +64,8 @@ class ColumnStats(NamedTuple):
     entries: int
     bytes: int
     max_bytes: int
+    #: Misses answered from an older reading and the points appended since.
+    grown: int
 
 
 class ColumnCache:
@@ -79,6 +82,7 @@ class ColumnCache:
         self._bytes = 0
         self._hits = 0
         self._misses = 0
+        self._grown = 0
 
     def get(self, store: str, series_id: int, generation: int) -> Columns | None:
         """The series as of ``generation`` or later; None if not held (or held older)."""
@@ -91,6 +95,12 @@ class ColumnCache:
             self._entries.move_to_end(key)
             self._hits += 1
             return found[1]
+
+    def held(self, store: str, series_id: int) -> tuple[int, Columns] | None:
+        """The series as held, whatever its generation: (generation, columns), or None."""
+        with self._lock:
+            found = self._entries.get((store, series_id))
+            return None if found is None else (found[0], found[1])
 
     def put(self, store: str, series_id: int, generation: int, columns: Columns) -> None:
         """Files the series read at ``generation``, replacing an older reading; one larger than
@@ -126,8 +136,17 @@ class ColumnCache:
     def stats(self) -> ColumnStats:
         with self._lock:
             return ColumnStats(
-                self._hits, self._misses, len(self._entries), self._bytes, self.max_bytes
+                self._hits,
+                self._misses,
+                len(self._entries),
+                self._bytes,
+                self.max_bytes,
+                self._grown,
             )
+
+    def count_grown(self) -> None:
+        with self._lock:
+            self._grown += 1
 
 
 #: The process's cache (the daemon's readers and its preload share it).
@@ -141,13 +160,52 @@ def store_key(connection: apsw.Connection) -> str:
 
 
 def read_whole(connection: apsw.Connection, store: str, series_id: int, generation: int) -> Columns:
-    """The whole series from ``cache``, else read from the store and filed there."""
+    """The whole series from ``cache``, else read from the store and filed there. A series held
+    as of an older generation that has only grown since (points appended after its last one:
+    a live run's series, between the reservoir's evictions) reads only the new points."""
     found = cache.get(store, series_id, generation)
     if found is not None:
         return found
-    columns = Columns(*queries.scalar_columns(connection, series_id))
+    held = cache.held(store, series_id)
+    columns = _grown(connection, series_id, held) if held is not None else None
+    if columns is None:
+        columns = Columns(*queries.scalar_columns(connection, series_id))
+    else:
+        cache.count_grown()
     cache.put(store, series_id, generation, columns)
     return columns
+
+
+def _grown(
+    connection: apsw.Connection, series_id: int, held: tuple[int, Columns]
+) -> Columns | None:
+    """The series as it is now, from ``held`` and the points after its last one; None if the
+    series changed otherwise since (or is gone)."""
+    generation, old = held
+    count = len(old.steps)
+    if not count:
+        return None
+    # One snapshot for both reads: a commit in between must not be half seen.
+    with connection:
+        row = connection.execute(
+            "SELECT rewritten, kept FROM series WHERE id = ?", (series_id,)
+        ).fetchone()
+        if row is None or row[0] > generation:
+            return None
+        kept = int(row[1])
+        new = queries.scalar_columns(connection, series_id, step_min=old.steps[count - 1] + 1)
+    if count + len(new[0]) != kept:
+        return None  # not what the series counts: read it whole
+    return Columns(*(_joined(a, b) for a, b in zip(old, new, strict=True)))
+
+
+def _joined(old: memoryview, new: memoryview) -> memoryview:
+    if not len(new):
+        return old
+    joined = array(old.format)
+    joined.frombytes(old.cast("B"))
+    joined.frombytes(new.cast("B"))
+    return memoryview(joined).toreadonly()
 
 
 def preload(connection: apsw.Connection, stop: threading.Event | None = None) -> int:

@@ -210,6 +210,12 @@ MIGRATIONS: tuple[str | tuple[str, Callable[[apsw.Connection], None]], ...] = (
     """
     ALTER TABLE files ADD COLUMN version TEXT;
     """,
+    # 7: the generation of the last commit that changed a series other than by appending points
+    # after its last one (made it, deleted or replaced points): a reader holding the series as
+    # of a later generation reads only the points after its last one.
+    """
+    ALTER TABLE series ADD COLUMN rewritten INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 #: The schema version this code writes.

@@ -460,7 +460,7 @@ class StoreWriter:
         capacity = capacity_for(metadata.plugin_name, metadata.data_class, self._sampling)
         self._db.execute(
             "INSERT INTO series (run_id, tag, plugin_name, plugin_content, data_class, "
-            "display_name, description, capacity) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "display_name, description, capacity, rewritten) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (run_id, tag) DO NOTHING",
             (
                 run_id,
@@ -471,6 +471,9 @@ class StoreWriter:
                 metadata.display_name,
                 metadata.description,
                 capacity,
+                # A series id can be used again once its run was purged: readers holding the
+                # old series must not take the new one for its continuation.
+                self._pending_generation,
             ),
         )
         if metadata.plugin_name == hparams.PLUGIN_NAME:
@@ -601,10 +604,14 @@ class StoreWriter:
             return
         from boardd.store.reservoir import offer
 
+        kept_before = series.state.kept_steps
+        last_before = int(kept_before[-1]) if kept_before.shape[0] else None
         result = offer(series.state, columns.steps)
         self._delete_steps("scalar_points", series.id, result.evicted_steps)
         keep = result.keep
         steps = columns.steps[keep].tolist()
+        if steps and last_before is not None and steps[0] <= last_before:
+            self._rewritten(series.id)  # a point replaced in place
         if steps:
             self._db.executemany(
                 "INSERT OR REPLACE INTO scalar_points (series_id, step, wall_time, value) "
@@ -686,6 +693,14 @@ class StoreWriter:
                 f"DELETE FROM {table} WHERE series_id = ? AND step = ?",
                 zip(repeat(series_id), steps.tolist(), strict=False),
             )
+            self._rewritten(series_id)
+
+    def _rewritten(self, series_id: int) -> None:
+        """The series changed in this commit other than by points appended after its last one
+        (see ``series.rewritten``)."""
+        self._db.execute(
+            "UPDATE series SET rewritten = ? WHERE id = ?", (self._pending_generation, series_id)
+        )
 
     def _delete_blob_steps(self, series_id: int, steps: npt.NDArray[np.int64]) -> None:
         if not steps.shape[0]:
