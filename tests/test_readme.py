@@ -1,61 +1,78 @@
-"""README stays true: every command and flag of the CLI is documented there."""
+"""README stays true and short: its prerequisites are the build's, its test command is what CI
+runs, its links resolve, and its comparison with TensorBoard is the latest benchmark results."""
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
+import json
 import re
+import tomllib
 from pathlib import Path
+from types import ModuleType
 
-from boardd.cli import build_parser
+from boardd.config import DEFAULT_PORT
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
 
 
-def test_every_command_and_flag_is_in_the_readme() -> None:
-    text = README.read_text(encoding="utf-8")
-    missing = []
-    for name, sub in _subcommands(build_parser()).items():
-        if f"boardd {name}" not in text:
-            missing.append(f"boardd {name}")
-        for action in sub._actions:
-            if action.help == argparse.SUPPRESS:
-                continue  # hidden test-only flags
-            for flag in action.option_strings:
-                if flag.startswith("--") and flag != "--help" and flag not in text:
-                    missing.append(f"boardd {name} {flag}")
-    assert missing == [], f"document these in README.md: {missing}"
-
-
-def test_readme_test_command_is_what_ci_runs() -> None:
-    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
-    assert "<!-- test-command -->" in README.read_text(encoding="utf-8")
-    assert "test-command" in ci
-
-
-def test_readme_lists_the_oldest_releases_ci_tests() -> None:
-    """README's list of the oldest releases tested is pyproject.toml's lower bounds, as
-    tools/oldest_constraints.py reads them for CI's oldest-releases lane."""
-    tool = README.parent / "tools" / "oldest_constraints.py"
-    spec = importlib.util.spec_from_file_location("oldest_constraints", tool)
+def docs_gen() -> ModuleType:
+    """tools/docs_gen.py (the documentation's generated parts), loaded by path."""
+    spec = importlib.util.spec_from_file_location("docs_gen", REPO / "tools" / "docs_gen.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    pins = module.oldest_pins(README.parent / "pyproject.toml", module.DEFAULT_EXTRAS)
-    expected = ", ".join(f"{name} {version}" for name, version, _ in pins)
-    found = re.search(
-        r"<!-- oldest-releases -->(.*?)<!-- /oldest-releases -->",
-        README.read_text(encoding="utf-8"),
-        re.DOTALL,
+    return module
+
+
+def test_readme_fits_on_a_few_screens() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines: move reference to docs/"
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    text = README.read_text(encoding="utf-8")
+    assert re.search(r"<!-- test-command -->\n```sh\n[^\n]+\n```", text), (
+        "README.md lost its test command: the line after <!-- test-command --> and a fence"
     )
-    assert found is not None, "README.md lost its <!-- oldest-releases --> list"
-    assert " ".join(found[1].split()) == expected, (
-        f"README.md's oldest releases should read: {expected}"
+    assert "test-command" in ci
+    assert "mkdocs build --strict" in ci
+
+
+def test_readme_names_the_versions_the_build_needs() -> None:
+    """The Node.js and Python versions README asks for are the ones the build checks."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    engines = json.loads((REPO / "web" / "package.json").read_text(encoding="utf-8"))["engines"]
+    node = engines["node"].removeprefix(">=")
+    assert f"Node.js {node} or newer and npm" in text
+    assert f"(>= {node})" in (REPO / "hatch_build.py").read_text(encoding="utf-8")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    python = project["requires-python"].removeprefix(">=")
+    assert f"Python {python} or newer" in text
+    assert "git clone" in text and "&& cd boardd" in text
+
+
+def test_readme_tells_the_default_port_and_where_each_ui_is() -> None:
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert f"port {DEFAULT_PORT}" in text
+    assert f"http://127.0.0.1:{DEFAULT_PORT}/tensorboard/" in text
+    assert "drop-in" not in text
+
+
+def test_readme_links_resolve() -> None:
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [t for t in targets if "://" not in t]
+    assert local, "README.md links to no page of the documentation"
+    missing = [t for t in local if not (REPO / t).exists()]
+    assert missing == [], f"README.md links to files that do not exist: {missing}"
+
+
+def test_readme_comparison_is_the_latest_results() -> None:
+    text = README.read_text(encoding="utf-8")
+    found = re.search(r"<!-- comparison -->\n(.*?)<!-- /comparison -->", text, re.S)
+    assert found is not None, "README.md lost its <!-- comparison --> block"
+    assert found.group(1) == docs_gen().readme_block(), (
+        "README's comparison is not the latest results: run python tools/docs_gen.py readme"
     )

@@ -15,7 +15,7 @@ time (``mkdocs build``, ``mkdocs serve``) :func:`on_page_markdown` replaces it w
 Nothing is restated by hand, so the pages cannot drift from the code. README.md cannot be
 rendered at build time (it is read on GitHub and PyPI as it is): its comparison block, between
 ``<!-- comparison -->`` and ``<!-- /comparison -->``, is rewritten from the results by
-``python tools/docs_gen.py readme``, and tests/test_docs.py fails while it is stale.
+``python tools/docs_gen.py readme``, and tests/test_readme.py fails while it is stale.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import argparse
 import json
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -67,27 +68,31 @@ BENCHMARKS: tuple[tuple[str, str, str], ...] = (
 #: README's comparison with TensorBoard: (what, benchmark, the figure's name starts with).
 COMPARISON: tuple[tuple[str, str, str], ...] = (
     (
-        "A point written and flushed, until an HTTP client sees it (p50)",
+        "A point flushed to its file, until an HTTP client sees it (p50)",
         "bench_freshness",
         "write → visible over HTTP, p50: boardd serve (inotify)",
     ),
     (
-        "Start to the first complete scalars answer",
+        "Start to the first complete scalars answer (boardd restarting on its store)",
         "bench_tensorboard",
         "start → first complete scalars answer",
     ),
     (
-        "TensorBoard's own scalars route, requests/s",
+        "TensorBoard's own scalars route, 8 clients, requests/s",
         "bench_tensorboard",
         "TensorBoard's scalars route",
     ),
     (
-        "Dashboard: navigation to every chart in view drawn",
+        "Dashboard against TensorBoard's UI: every chart in view drawn",
         "bench_dashboard",
         "navigation → every chart in view drawn",
     ),
-    ("Cold ingest with TensorBoard's sampling", "bench_ingest", "(a) rustboard's sampling: cold"),
-    ("Requests to S3 while watching a bucket", "bench_remote", "requests over the"),
+    (
+        "Cold ingest with TensorBoard's sampling (against its Rust data server, in memory)",
+        "bench_ingest",
+        "(a) rustboard's sampling: cold",
+    ),
+    ("Requests to S3 over the same watch of a bucket", "bench_remote", "requests over the"),
 )
 
 
@@ -533,13 +538,12 @@ def readme_block(results: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     results = load_results() if results is None else results
     dates = sorted({str(results[n]["date"])[:10] for _, n, _ in COMPARISON if n in results})
     when = f"{dates[0]} to {dates[-1]}" if dates and dates[0] != dates[-1] else "".join(dates[:1])
-    return (
-        comparison(results)
-        + "\n\n"
-        + f"The latest run of each benchmark ({when or 'none yet'}; `bench/results/`), on a "
+    note = (
+        f"The latest run of each benchmark ({when or 'none yet'}; `bench/results/`), on a "
         "machine shared with other work: [Performance](docs/performance.md) gives the methods, "
-        "the workloads, the machine and every figure.\n"
+        "the workloads, the machine and every figure."
     )
+    return comparison(results) + "\n\n" + textwrap.fill(note, width=95) + "\n"
 
 
 # -- the MkDocs hook --------------------------------------------------------------------------
