@@ -200,3 +200,31 @@ def test_list_page_refuses_bad_tokens_and_options(store: metadata_store.Metadata
         store.list_page("artifact", pb.ListOperationOptions(max_result_size=0))
     with pytest.raises(errors.InvalidArgumentError, match="node kind"):
         store.list_page("event", options)
+
+
+def test_writers_of_one_file_wait_for_each_other(tmp_path: Path) -> None:
+    """Several daemons record into one lineage file: each write waits for the others' (the
+    busy timeout) instead of failing with AbortedError, as one begun as a read failed once
+    another connection had committed since its read began."""
+    path = tmp_path / "lineage.sqlite"
+    with metadata_store.MetadataStore(sqlite_config(path)) as first:
+        type_id = first.put_artifact_type(pb.ArtifactType(name="Checkpoint"))
+    failures: list[Exception] = []
+
+    def write(writer: int) -> None:
+        with metadata_store.MetadataStore(sqlite_config(path)) as store:
+            for i in range(100):
+                artifact = pb.Artifact(type_id=type_id, uri=f"/{writer}/{i}", name=f"{writer}-{i}")
+                try:
+                    store.put_artifacts([artifact])
+                except errors.AbortedError as exc:
+                    failures.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    with metadata_store.MetadataStore(sqlite_config(path)) as store:
+        assert len(store.get_artifacts_by_type("Checkpoint")) == 300

@@ -357,13 +357,22 @@ class MetadataStore:
         self.close()
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[apsw.Connection]:
-        """One call's transaction; SQLite errors become MLMD's exceptions."""
+    def _transaction(self, *, write: bool = False) -> Iterator[apsw.Connection]:
+        """One call's transaction; SQLite errors become MLMD's exceptions.
+
+        A call that writes takes the write lock as it begins (BEGIN IMMEDIATE), waiting up to
+        the busy timeout while another connection writes (several daemons share one lineage
+        file): begun as a read, its first write would fail at once, without waiting, had
+        another connection committed since its read began (SQLITE_BUSY_SNAPSHOT)."""
         if self._closed:
             raise errors.FailedPreconditionError("this MetadataStore is closed")
         try:
-            with self._connection:
-                yield self._connection
+            if write and not self._connection.in_transaction:
+                with self._immediate() as db:
+                    yield db
+            else:
+                with self._connection:
+                    yield self._connection
         except errors.StatusError:
             raise
         except apsw.ConstraintError as exc:
@@ -376,6 +385,18 @@ class MetadataStore:
             ) from exc
         except apsw.Error as exc:
             raise errors.InternalError(f"lineage store error: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _immediate(self) -> Iterator[apsw.Connection]:
+        connection = self._connection
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield connection
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
 
     # -- types --------------------------------------------------------------------------------
 
@@ -580,7 +601,7 @@ class MetadataStore:
         self, kind: int, type_message: Any, can_add_fields: bool, can_omit_fields: bool
     ) -> int:
         type_message = _type_message(_TYPE_CLASSES[kind], type_message)
-        with self._transaction() as db:
+        with self._transaction(write=True) as db:
             return self._upsert_type(db, kind, type_message, can_add_fields, can_omit_fields)
 
     def put_artifact_type(
@@ -1036,7 +1057,7 @@ class MetadataStore:
         nodes = _messages(_NODE_CLASSES[kind.name], nodes)
         types: dict[tuple[int, int], _StoredType] = {}
         mask = [_text(p) for p in field_mask_paths or ()]
-        with self._transaction() as db:
+        with self._transaction(write=True) as db:
             now = _now_ms()
             return [self._upsert_node(db, kind, node, now, types, mask) for node in nodes]
 
@@ -1264,7 +1285,7 @@ class MetadataStore:
     ) -> None:
         """Inserts events (their artifact and execution must exist; events never change)."""
         events = _messages(pb.Event, events)
-        with self._transaction() as db:
+        with self._transaction(write=True) as db:
             now = _now_ms()
             for event in events:
                 self._insert_event(db, event, True, now)
@@ -1343,7 +1364,7 @@ class MetadataStore:
         """Adds artifacts and executions to contexts (an existing link is kept as is)."""
         attributions = _messages(pb.Attribution, attributions)
         associations = _messages(pb.Association, associations)
-        with self._transaction() as db:
+        with self._transaction(write=True) as db:
             for attribution in attributions:
                 if not attribution.HasField("context_id"):
                     raise errors.InvalidArgumentError("No context id is specified.")
@@ -1368,7 +1389,7 @@ class MetadataStore:
         exists.
         """
         parent_contexts = _messages(pb.ParentContext, parent_contexts)
-        with self._transaction() as db:
+        with self._transaction(write=True) as db:
             for link in parent_contexts:
                 if not link.HasField("parent_id") or not link.HasField("child_id"):
                     raise errors.InvalidArgumentError(
@@ -1564,7 +1585,7 @@ class MetadataStore:
                 )
             )
         types: dict[tuple[int, int], _StoredType] = {}
-        with self._transaction() as db:
+        with self._transaction(write=True) as db:
             now = _now_ms()
             artifact_ids_by_pair: list[int | None] = []
             for artifact, _event in pairs:
@@ -1655,7 +1676,7 @@ class MetadataStore:
         edges = [tuple(edge) for edge in event_edges]
         _check_event_edges(edges, executions, artifacts)
         types: dict[tuple[int, int], _StoredType] = {}
-        with self._transaction() as db:
+        with self._transaction(write=True) as db:
             now = _now_ms()
             # MLMD's BatchTypeAndPropertyValidation, kind by kind: every node names a type,
             # every type named exists (of that kind), then each node's properties match.
