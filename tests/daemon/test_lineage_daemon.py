@@ -112,3 +112,49 @@ def test_rebuild_leaves_user_records_intact(tmp_path: Path, serve: ServeFactory)
     assert "written by TrainingRun runs/lr0.1  [COMPLETE]" in shown.stdout
     assert f"opt = {TRIALS['lr0.1'][0]['opt']!r}" in shown.stdout
     assert "inputs:\n      DataSet /data/mnist" in shown.stdout
+
+
+def checkpoints_by_experiment(daemon: Daemon) -> dict[str, int]:
+    """The checkpoint artifacts in the lineage store, counted by experiment (an artifact's
+    name is EXPERIMENT/PATH)."""
+    counts: dict[str, int] = {}
+    for artifact in call(daemon, "get_artifacts_by_type", type_name=types.CHECKPOINT):
+        experiment = artifact["name"].split("/", 1)[0]
+        counts[experiment] = counts.get(experiment, 0) + 1
+    return counts
+
+
+def test_two_daemons_on_one_lineage_file_record_each_its_logdirs(
+    tmp_path: Path, serve: ServeFactory
+) -> None:
+    """The default lineage file is one per user: a daemon started beside another records its
+    own logdirs at once, not once the other one stops. One experiment name is recorded by one
+    daemon at a time (its records are keyed by that name)."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    lineage = tmp_path / "lineage.sqlite"
+    logdirs = {name: write_training_logdir(tmp_path / name) for name in ("alpha", "beta")}
+    expected = {n: sum(len(v) for v in made.checkpoints.values()) for n, made in logdirs.items()}
+    daemons = [
+        serve(f"{name}={made.path}", "--token-file", token_file, "--lineage", lineage)
+        for name, made in logdirs.items()
+    ]
+    for daemon in daemons:
+        wait_until(
+            lambda: checkpoints_by_experiment(daemon) == expected,  # noqa: B023
+            what="both daemons' checkpoints in the shared lineage store",
+            alive=daemon.check_alive,
+        )
+        assert "another boardd records" not in daemon.stderr()
+    # A third daemon on another logdir named like one already recorded: it serves the store,
+    # says who records that name, and writes nothing over the other one's records.
+    other = write_training_logdir(tmp_path / "gamma")
+    contexts = call(daemons[0], "get_contexts_by_type", type_name=types.EXPERIMENT)
+    late = serve(f"alpha={other.path}", "--token-file", token_file, "--lineage", lineage)
+    wait_until(
+        lambda: "another boardd records experiment alpha" in late.stderr(),
+        what="the third daemon saying that another one records alpha",
+        alive=late.check_alive,
+    )
+    assert call(late, "get_contexts_by_type", type_name=types.EXPERIMENT) == contexts
+    assert checkpoints_by_experiment(late) == expected

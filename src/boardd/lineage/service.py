@@ -135,10 +135,13 @@ class LineageService:
         self._local = threading.local()
         self._readers: list[Any] = []
         self._readers_lock = threading.Lock()
-        #: The lock that makes this process the one recording logdirs into the file (None:
-        #: not held; another daemon on the same lineage store records them).
-        self._recorder_fd: int | None = None
-        self._told_not_recorder = False
+        #: Experiment name → the descriptor of its recorder's lock, held while this process
+        #: records that experiment into the file (see _records); the shared hold on the lock
+        #: of older boardd releases, which recorded every experiment under one lock.
+        self._recording: dict[str, int] = {}
+        self._legacy_fd: int | None = None
+        #: The experiments another daemon was found recording (said once each).
+        self._told_not_recorder: set[str] = set()
 
     # -- life cycle ----------------------------------------------------------------------------
 
@@ -177,9 +180,11 @@ class LineageService:
         for store in readers:
             with contextlib.suppress(Exception):
                 close_store(store)
-        if self._recorder_fd is not None:
-            os.close(self._recorder_fd)  # releases the lock
-            self._recorder_fd = None
+        for fd in [*self._recording.values(), self._legacy_fd]:
+            if fd is not None:
+                os.close(fd)  # releases the lock
+        self._recording.clear()
+        self._legacy_fd = None
 
     def wait_open(self, timeout: float = OPEN_TIMEOUT_SECONDS) -> None:
         """Waits until the writer opened the store; LineageUnavailable says why it could
@@ -368,38 +373,68 @@ class LineageService:
             self._due.difference_update(ready)
         return sorted(ready)
 
-    def _recorder(self) -> bool:
-        """Whether this process records the logdirs into the lineage store. Several daemons
-        may share one file (the default one in the state directory): each serves it, but only
-        the holder of ``<file>.recorder.lock`` records, or their record caches would go stale
-        and their writes collide; another takes over when the holder stops."""
-        if self._recorder_fd is not None:
+    def _records(self, name: str) -> bool:
+        """Whether this process records experiment ``name`` into the lineage store. Several
+        daemons may share one file (the default one in the state directory), each recording its
+        own experiments beside the others (each call a short transaction; SQLite's busy timeout
+        queues the writers). An experiment's records are keyed by its name, so one name is
+        recorded by one daemon at a time, the holder of its lock
+        (``<file>.recorders/<name>.lock``): two recorders of one name would overwrite each
+        other's records and their caches go stale. Another takes over when the holder stops."""
+        if name in self._recording:
             return True
-        fd = os.open(f"{self.path}.recorder.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        if not self._legacy_shared():
+            return False
+        directory = Path(f"{self.path}.recorders")
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            if not self._told_not_recorder:
-                self._told_not_recorder = True
+            if name not in self._told_not_recorder:
+                self._told_not_recorder.add(name)
                 log.info(
-                    "lineage: another boardd records its logdirs into %s; this one serves the "
-                    "store and records its own logdirs once that one stops",
+                    "lineage: another boardd records experiment %s into %s (a logdir of that "
+                    "name); this one records it once that one stops (two logdirs named alike "
+                    "are told apart with NAME=PATH)",
+                    name,
                     self.path,
                 )
             return False
-        self._recorder_fd = fd
-        if self._told_not_recorder:
-            log.info("lineage: recording logdirs into %s from now on", self.path)
+        self._recording[name] = fd
+        if name in self._told_not_recorder:
+            log.info("lineage: recording experiment %s into %s from now on", name, self.path)
+        return True
+
+    def _legacy_shared(self) -> bool:
+        """A shared hold on ``<file>.recorder.lock``, the lock under which older boardd
+        releases recorded every experiment at once: while an older daemon holds it, this one
+        records nothing (and an older daemon started later records nothing meanwhile)."""
+        if self._legacy_fd is not None:
+            return True
+        fd = os.open(f"{self.path}.recorder.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            if "" not in self._told_not_recorder:
+                self._told_not_recorder.add("")
+                log.info(
+                    "lineage: another boardd (an older release) records its logdirs into %s; "
+                    "this one records its own once that one stops",
+                    self.path,
+                )
+            return False
+        self._legacy_fd = fd
         return True
 
     def _refresh(self, names: Sequence[str]) -> None:
         from boardd.lineage.populate import Interrupted
         from boardd.lineage.scan import scan
 
-        if names and not self._recorder():
-            return  # the periodic sweep asks again
-        for name in names:
+        # The experiments another daemon records wait: the periodic sweep asks again.
+        for name in [n for n in names if self._records(n)]:
             spec = self._experiments.get(name)
             if spec is None:
                 continue
