@@ -57,6 +57,16 @@ LOOPBACK_FRAME_ANCESTORS = ("'self'", "http://localhost:*", "http://127.0.0.1:*"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: ``--allowed-host``: a host name or an IPv4 address (an IPv6 one is bracketed, checked apart).
 _HOST_NAME = re.compile(r"^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*$")
+#: ``--answer-processes`` at most: each holds its own copy of what it reads.
+MAX_ANSWER_PROCESSES = 16
+
+
+def default_answer_processes() -> int:
+    """``--answer-processes``' default: one on a machine with more than one core (the
+    daemon's own process keeps a core for the ingest), none on a single core."""
+    return 1 if (os.cpu_count() or 1) > 1 else 0
+
+
 #: ``--frame-ancestor``: an origin as a CSP source writes it (scheme://host[:port], ``*.`` or
 #: ``*`` as the host, ``*`` as the port; no IPv6 address: CSP has none).
 _ORIGIN = re.compile(
@@ -145,6 +155,8 @@ class ServeSettings:
     frame_ancestors: tuple[str, ...] = LOOPBACK_FRAME_ANCESTORS
     #: Rebuild (beside, then swap in) each store that was built with other settings.
     rebuild: bool = False
+    #: Processes that build the large answers beside the daemon's (``--answer-processes``).
+    answer_processes: int = 0
     hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS
     #: The lineage store (ML Metadata) file; None: no lineage store (in-process tests).
     lineage: Path | None = None
@@ -207,6 +219,7 @@ def serve_settings(
     window_title: str = "",
     allowed_hosts: Sequence[str] = (),
     frame_ancestors: Sequence[str] = (),
+    answer_processes: int | None = None,
 ) -> ServeSettings:
     """The validated settings of ``boardd serve``; SettingsError (LogdirError for a logdir that
     cannot be read) says what is wrong. ``poll_interval`` None: the defaults (local logdirs
@@ -229,6 +242,13 @@ def serve_settings(
         )
     if not 0 <= port <= 65535:
         raise SettingsError(f"--port {port}: give 0 to 65535 (0 picks a free port)")
+    if answer_processes is None:
+        answer_processes = default_answer_processes()
+    if not 0 <= answer_processes <= MAX_ANSWER_PROCESSES:
+        raise SettingsError(
+            f"--answer-processes {answer_processes}: give 0 (every answer built in the "
+            f"daemon's process) to {MAX_ANSWER_PROCESSES}"
+        )
     if log_level not in LOG_LEVELS:
         raise SettingsError(f"--log-level {log_level}: give one of {', '.join(LOG_LEVELS)}")
     token = read_token(token_file) if token_file else None
@@ -258,6 +278,7 @@ def serve_settings(
         hosts=hosts,
         frame_ancestors=ancestors,
         rebuild=rebuild,
+        answer_processes=answer_processes,
         hparams_idle_seconds=hparams_idle_seconds,
         lineage=lineage_path(lineage, environ),
         storage_options=parse_storage(storage_options),

@@ -38,6 +38,7 @@ from boardd.api.routing import indexed_router
 from boardd.api.stream import HEARTBEAT_SECONDS, LiveStreams
 from boardd.api.tensorboard import webui
 from boardd.api.tensorboard.common import CachedAnswers
+from boardd.api.workers import AnswerWorkers
 from boardd.cache import (
     DEFAULT_DISK_BYTES,
     DEFAULT_MAX_BYTES,
@@ -83,6 +84,7 @@ def create_app(
     window_title: str = "",
     hosts: HostPolicy | None = None,
     frame_ancestors: tuple[str, ...] = LOOPBACK_FRAME_ANCESTORS,
+    answer_processes: int = 0,
 ) -> Starlette:
     """The boardd HTTP app over these experiments' stores.
 
@@ -109,6 +111,8 @@ def create_app(
     ``window_title``: TensorBoard's ``--window_title`` (its UI's title; "": its own).
     ``hosts``: the Host names answered to (None: any); ``frame_ancestors``: the origins whose
     pages may frame the UIs (:mod:`boardd.api.auth`).
+    ``answer_processes``: processes that build the large answers, beside this one
+    (:mod:`boardd.api.workers`); 0: every answer is built in this process.
     """
     handles = {
         spec.name: ExperimentHandle(
@@ -138,12 +142,15 @@ def create_app(
             lineage=lineage,
             token=token,
             window_title=window_title,
+            workers=AnswerWorkers(answer_processes) if answer_processes > 0 else None,
         )
         try:
             yield {"boardd": state}
         finally:
             # Streams end first: their generators hold read-pool queries and the hub.
             streams.close()
+            if state.workers is not None:
+                await run_in_threadpool(state.workers.close)
             for handle in handles.values():
                 handle.pool.close()
             if opening is not None:

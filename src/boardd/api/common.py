@@ -20,6 +20,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Message
 
 from boardd.api.errors import ApiError
+from boardd.api.workers import AnswerWorkers
 from boardd.cache import GZIP_LEVEL, Encoded, ResponseCache, TwoTierCache, make_etag
 from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS, ExperimentSpec
 from boardd.data import experiments
@@ -95,6 +96,8 @@ class AppState:
     #: Bounds how many answers too large to hold are read at once (api/data.py); made by
     #: the first such answer, in the app's event loop.
     heavy_reads: asyncio.Semaphore | None = field(default=None, repr=False)
+    #: Processes that build the large answers (None: every answer is built in this process).
+    workers: AnswerWorkers | None = field(default=None, repr=False)
 
 
 def state_of(request: Request) -> AppState:
@@ -303,6 +306,7 @@ async def respond_cached(
     *,
     expensive: bool = False,
     alias: FastKey | None = None,
+    elsewhere: Callable[[], Awaitable[bytes | None]] | None = None,
 ) -> Response:
     """Answers from the cache or builds (off the event loop), with ETag/304 and gzip.
 
@@ -311,6 +315,8 @@ async def respond_cached(
     ``expensive`` answers (costly to build) also go through the disk tier, if the app has one:
     shared with other processes and kept across restarts, under the same key and version.
     ``alias``: the fast key (and its version) to file the answer under as well.
+    ``elsewhere``: builds the answer in an answer worker (:mod:`boardd.api.workers`), or gives
+    None when it cannot (then ``build`` does, here).
     """
     handle.pool.refuse_if_damaged()
     state = state_of(request)
@@ -335,7 +341,13 @@ async def respond_cached(
                 etag = make_etag((handle.store_id, key, version))
                 return Encoded(build(c), media_type, etag).ready_for(accept)
 
-            entry = await handle.pool.run(fresh)
+            body = await elsewhere() if elsewhere is not None else None
+            if body is not None:
+                etag = make_etag((handle.store_id, key, version))
+                built = Encoded(body, media_type, etag)
+                entry = await run_in_threadpool(built.ready_for, accept)
+            else:
+                entry = await handle.pool.run(fresh)
             cache.put(key, entry, version)
     if alias is not None:
         cache.put(alias[0], entry, alias[1])

@@ -7,8 +7,10 @@ from __future__ import annotations
 import base64
 import io
 import itertools
+import logging
 import re
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -30,13 +32,17 @@ from boardd.api.common import (
     stream_rest,
 )
 from boardd.api.routes import Query, RouteDef
+from boardd.api.workers import AnswerWorkers
 from boardd.cache import make_etag
 from boardd.data import experiments
 from boardd.data import series as data_series
 from boardd.data.blobs import BlobStream, open_blob, parse_blob_key, unknown_key
-from boardd.data.kinds import BLOB_SEQUENCES, SCALARS, TENSORS, Kind
+from boardd.data.kinds import BLOB_SEQUENCES, KINDS, SCALARS, TENSORS, Kind
+from boardd.data.pool import ReadPool, damaged_read, is_damage
 from boardd.data.series import Bounds, Selection, SeriesInfo
 from boardd.data.values import float_text, json_floats
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -143,9 +149,24 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
     # Downsampled tensor reads decode and re-encode every kept tensor (histograms above all):
     # the costliest answers to build so far, so the disk tier keeps them across processes.
     expensive = kind is TENSORS and bounds.downsample is not None
+    workers = state_of(request).workers
+    elsewhere = None
+    if workers is not None and len(series) > 1 and kind is not BLOB_SEQUENCES:
+
+        async def elsewhere() -> bytes | None:
+            return await _built_elsewhere(workers, handle, pieces)
+
     try:
         response = await respond_cached(
-            request, handle, key, version, build, media, expensive=expensive, alias=fast
+            request,
+            handle,
+            key,
+            version,
+            build,
+            media,
+            expensive=expensive,
+            alias=fast,
+            elsewhere=elsewhere,
         )
     except TooLargeToHold as begun:
         etag = make_etag((handle.store_id, key, version))
@@ -160,6 +181,63 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
 
         response = stream_rest(request, begun.held, block, handle.pool.run, media, etag)
     return _named(response, handle, kind, fmt)
+
+
+async def _built_elsewhere(
+    workers: AnswerWorkers, handle: ExperimentHandle, pieces: _Pieces
+) -> bytes | None:
+    """The answer of ``pieces`` built by an answer worker; None if it is to be built here (the
+    workers are not ready, or failed); :class:`TooLargeToHold` (nothing held) if it is to be
+    streamed; 503 if the worker met damage."""
+    if not workers.ready():
+        return None
+    # The kind by its name: a Kind is compared by identity, which a copy does not keep.
+    spec = (str(handle.spec.db), pieces.kind.name, pieces.experiment, pieces.series)
+    try:
+        outcome, body = await workers.run(build_in_worker, *spec, pieces.bounds, pieces.fmt)
+    except Exception as exc:  # a lost worker, an error it could not send: built here
+        log.warning("answers: a worker could not build an answer (%s): building it here", exc)
+        return None
+    if outcome == "too_large":
+        raise TooLargeToHold([])
+    if outcome == "damaged":
+        raise damaged_read(handle.spec.db, RuntimeError(body.decode()))
+    return body
+
+
+#: The worker's read pools, one per store (see :func:`build_in_worker`).
+_WORKER_POOLS: dict[str, ReadPool] = {}
+
+
+def build_in_worker(
+    db: str,
+    kind: str,
+    experiment: str,
+    series: list[SeriesInfo],
+    bounds: Bounds,
+    fmt: str,
+) -> tuple[str, bytes]:
+    """In an answer worker (:mod:`boardd.api.workers`): ``("ok", the answer)``, or
+    ``("too_large", b"")`` past :data:`common.HOLD_BYTES`, or ``("damaged", what SQLite
+    said)``."""
+    pool = _WORKER_POOLS.get(db)
+    if pool is None:
+        pool = _WORKER_POOLS[db] = ReadPool(Path(db))
+    pieces = _Pieces(KINDS[kind], experiment, series, bounds, fmt)
+    held: list[bytes] = []
+    size = 0
+    try:
+        connection = pool.connection()
+        while (part := pieces.next(connection)) is not None:
+            held.append(part)
+            size += len(part)
+            if size > common.HOLD_BYTES:
+                return "too_large", b""
+    except apsw.Error as exc:
+        if not is_damage(exc):
+            raise
+        return "damaged", str(exc).encode()
+    return "ok", b"".join(held)
 
 
 #: Scalar points encoded at once within a series: a long series is encoded a slice at a time,

@@ -110,6 +110,27 @@ SCHEMAS: dict[str, Any] = {
                     },
                 },
             },
+            "answer_workers": {
+                "type": ["object", "null"],
+                "description": "the processes that build the large answers (many series at "
+                "once) beside the daemon's own (--answer-processes; null: none)",
+                "required": ["processes", "ready", "answers", "lost"],
+                "properties": {
+                    "processes": {"type": "integer", "minimum": 1},
+                    "ready": {
+                        "type": "boolean",
+                        "description": "started and taking answers (they start with the "
+                        "first large answer; until then the daemon's process builds them)",
+                    },
+                    "answers": {"type": "integer", "minimum": 0},
+                    "lost": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "times a worker died (killed, out of memory) and the "
+                        "workers were started again",
+                    },
+                },
+            },
             "cache": {
                 "type": "object",
                 "required": ["entries", "bytes", "hits", "misses", "hit_rate"],

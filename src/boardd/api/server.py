@@ -53,6 +53,7 @@ async def health(request: Request, query: Query, route: RouteDef) -> Response:
             "version": __version__,
             "uptime_seconds": round(time.time() - state.started, 3),
             "lineage": None if state.lineage is None else state.lineage.status(),
+            "answer_workers": None if state.workers is None else state.workers.status(),
             "cache": {
                 "entries": len(state.cache),
                 "bytes": state.cache.bytes,

@@ -115,6 +115,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
     )
     parser.add_argument(
+        "--answer-processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help=(
+            "processes that build the large answers (many series at once) beside the daemon's "
+            "own, so that readers never take the core the ingest needs; 0 builds every answer "
+            "in the daemon's process (default: 1 on a machine with more than one core, else 0)"
+        ),
+    )
+    parser.add_argument(
         "--insecure",
         action="store_true",
         help="allow a non-loopback --host without a token (anyone who can reach it reads all)",
@@ -358,6 +369,7 @@ def run(args: argparse.Namespace) -> int:
             window_title=args.window_title,
             allowed_hosts=args.allowed_hosts,
             frame_ancestors=args.frame_ancestors,
+            answer_processes=args.answer_processes,
         )
     except SettingsError as exc:
         if args.bind_all and str(exc).startswith("--host 0.0.0.0"):

@@ -217,6 +217,7 @@ class Service:
             window_title=self.settings.window_title,
             hosts=self.settings.hosts,
             frame_ancestors=self.settings.frame_ancestors,
+            answer_processes=self.settings.answer_processes,
         )
         served: ASGIApp = app
         if self.settings.path_prefix:

@@ -15,10 +15,10 @@ import anyio.to_thread
 import apsw
 
 from boardd.data.errors import Unavailable
-from boardd.store import damage, queries
+from boardd.store import damage, integrity, queries
 from boardd.store.connection import open_reader
 from boardd.store.errors import StoreDamagedError, StoreOpenError
-from boardd.store.integrity import DAMAGED, is_damage
+from boardd.store.integrity import DAMAGED
 
 T = TypeVar("T")
 
@@ -43,10 +43,15 @@ def damage_of(exc: BaseException) -> Unavailable | None:
     """What to answer for a read that failed with ``exc`` (raised through a connection the
     caller held, so the store is not known): :class:`Unavailable` if it is SQLite's corruption
     error (the writers check their stores), else None."""
-    if not is_damage(exc):
+    if not integrity.is_damage(exc):
         return None
     damage.suspect(str(exc))
     return Unavailable(f"a store is damaged ({exc}): it is checked, and rebuilt from its logdir")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's word for a damaged file."""
+    return integrity.is_damage(exc)
 
 
 def damaged_read(db: Path, exc: BaseException) -> Unavailable:
