@@ -29,6 +29,7 @@ import argparse
 import contextlib
 import http.client
 import json
+import os
 import shutil
 import socket
 import sys
@@ -67,21 +68,37 @@ BIG_BODY_DECLARED = 400 * MIB
 
 
 def rss_bytes(pid: int) -> int | None:
-    """VmRSS of a process, None once it is gone."""
+    """VmRSS of the daemon (with its answer processes), None once it is gone."""
     return rss_parts(pid).get("VmRSS")
+
+
+def _group(pid: int) -> list[int]:
+    """The processes of the daemon: its own and those of its process group (it leads one:
+    anchors.spawn), such as its answer workers."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            if int(stat[stat.rindex(")") + 2 :].split()[2]) == pid:
+                members.append(int(entry))
+    return members or [pid]
 
 
 def rss_parts(pid: int) -> dict[str, int]:
     """VmRSS and its parts (RssAnon: the heaps; RssFile: mapped files, libraries), bytes;
-    and the number of threads."""
-    out = {}
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            name, _, value = line.partition(":")
-            if name in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
-                out[name] = int(value.split()[0]) * 1024
-            elif name == "Threads":
-                out[name] = int(value)
+    and the number of threads: summed over the daemon's processes (its answer workers
+    count)."""
+    out: dict[str, int] = {}
+    for member in _group(pid):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                name, _, value = line.partition(":")
+                if name in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                    out[name] = out.get(name, 0) + int(value.split()[0]) * 1024
+                elif name == "Threads":
+                    out[name] = out.get(name, 0) + int(value)
     return out
 
 

@@ -56,6 +56,8 @@ BENCHMARKS: tuple[tuple[str, str, str], ...] = (
     ("bench_memory", "Memory under heavy requests", "python bench/bench_memory.py"),
     ("bench_soak", "Memory soak: a live writer and polling clients",
      "python bench/bench_soak.py --minutes 60"),
+    ("bench_readers", "Readers never slow the writer: freshness under many readers",
+     "python bench/bench_readers.py"),
     ("bench_hparams", "hparams: ListSessionGroups on a large experiment",
      "python bench/bench_hparams.py"),
     ("bench_remote", "Remote logdirs: watching an S3 bucket", "python bench/bench_remote.py"),
