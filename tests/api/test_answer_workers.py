@@ -27,17 +27,18 @@ from tests.damaging import pages_of, scramble_page
 #: keeps its pipe open for the life of the process (the test process here).
 pytestmark = pytest.mark.allow_leaks("multiprocessing's resource tracker, one per process")
 
-#: Answers of many series at once (what the workers build), over every shape of the route.
+#: Answers of many series at once, downsampled (what the workers build), over every shape of
+#: the route.
 MANY_SERIES: list[tuple[str, dict[str, Any]]] = [
-    ("/api/v1/scalars", {"tag": "loss"}),
+    ("/api/v1/scalars", {"tag": "loss", "downsample": 50}),
     ("/api/v1/scalars", {"tag": "acc", "downsample": 7}),
     ("/api/v1/scalars", {"tag": "loss", "downsample": 9, "downsample_by": "extremes"}),
-    ("/api/v1/scalars", {"tag": "loss", "format": "columns"}),
-    ("/api/v1/scalars", {"tag": "acc", "format": "csv", "step_min": 10, "step_max": 200}),
-    ("/api/v1/scalars", {"tag": "acc", "latest": 5}),
-    ("/api/v1/scalars", {}),
+    ("/api/v1/scalars", {"tag": "loss", "format": "columns", "downsample": 20}),
+    ("/api/v1/scalars", {"tag": "acc", "format": "csv", "step_min": 10, "downsample": 30}),
+    ("/api/v1/scalars", {"tag": "acc", "latest": 5, "downsample": 3}),
+    ("/api/v1/scalars", {"downsample": 10}),
     ("/api/v1/tensors", {"plugin": "histograms", "downsample": 4}),
-    ("/api/v1/tensors", {"plugin": "histograms", "latest": 2}),
+    ("/api/v1/tensors", {"plugin": "histograms", "latest": 2, "downsample": 2}),
 ]
 
 
@@ -53,7 +54,7 @@ def _wait_ready(client: TestClient) -> None:
     deadline = time.monotonic() + 4 * WAIT
     while not _health(client)["ready"]:
         assert time.monotonic() < deadline, "the answer workers never became ready"
-        client.get("/api/v1/scalars", params={"tag": "loss", "step_max": 0})
+        client.get("/api/v1/scalars", params={"tag": "loss", "step_max": 0, "downsample": 1})
         time.sleep(0.05)
 
 
@@ -81,11 +82,22 @@ def test_answers_built_by_a_worker_are_those_built_here(
     assert _health(elsewhere)["answers"] == before + len(MANY_SERIES)
 
 
-def test_one_series_is_built_here(both: tuple[TestClient, TestClient]) -> None:
-    _here, elsewhere = both
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"run": "train", "tag": "loss", "downsample": 10},  # one series
+        {"tag": "loss"},  # every point: streamed from here if large, never held by a worker
+        {"tag": "loss", "downsample": 10**6},  # as good as every point
+    ],
+)
+def test_what_a_worker_does_not_build(
+    both: tuple[TestClient, TestClient], params: dict[str, Any]
+) -> None:
+    here, elsewhere = both
     before = _health(elsewhere)["answers"]
-    response = elsewhere.get("/api/v1/scalars", params={"run": "train", "tag": "loss"})
+    response = elsewhere.get("/api/v1/scalars", params=params)
     assert response.status_code == 200
+    assert response.content == here.get("/api/v1/scalars", params=params).content
     assert _health(elsewhere)["answers"] == before
 
 
@@ -120,7 +132,7 @@ def test_damage_met_by_a_worker_is_a_503(spec_small: ExperimentSpec, tmp_path: P
     with serve(spec, answer_processes=1) as client:
         _wait_ready(client)
         before = _health(client)["answers"]
-        response = client.get("/api/v1/scalars", params={"tag": "loss"})
+        response = client.get("/api/v1/scalars", params={"tag": "loss", "downsample": 50})
         assert _health(client)["answers"] == before + 1
         assert_error(response, 503)
 

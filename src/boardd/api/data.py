@@ -151,7 +151,7 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
     expensive = kind is TENSORS and bounds.downsample is not None
     workers = state_of(request).workers
     elsewhere = None
-    if workers is not None and len(series) > 1 and kind is not BLOB_SEQUENCES:
+    if workers is not None and _for_a_worker(kind, series, bounds):
 
         async def elsewhere() -> bytes | None:
             return await _built_elsewhere(workers, handle, pieces)
@@ -181,6 +181,20 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
 
         response = stream_rest(request, begun.held, block, handle.pool.run, media, etag)
     return _named(response, handle, kind, fmt)
+
+
+#: Bytes a point may take in an answer, at most: a scalar's JSON, a tensor's (a histogram's
+#: buckets, a PR curve's thresholds) with room to spare; one larger makes the worker say so.
+_POINT_BYTES = {SCALARS.name: 100, TENSORS.name: 4096}
+
+
+def _for_a_worker(kind: Kind, series: list[SeriesInfo], bounds: Bounds) -> bool:
+    """Whether an answer worker builds this answer: many series, downsampled into an answer
+    that fits what an answer holds (a larger one is streamed from here, a block at a time, so
+    that it is never held whole, by a worker or here)."""
+    if kind is BLOB_SEQUENCES or len(series) < 2 or bounds.downsample is None:
+        return False
+    return bounds.downsample * len(series) * _POINT_BYTES[kind.name] <= common.HOLD_BYTES
 
 
 async def _built_elsewhere(
