@@ -964,7 +964,7 @@ class ExperimentRunner:
         unwatched = watcher.unwatched_reason()
         if unwatched is not None:
             log.warning(
-                "%s: %s every %g s (README: raising fs.inotify.max_user_watches)",
+                "%s: %s every %g s (docs/troubleshooting.md: raising fs.inotify.max_user_watches)",
                 self.spec.name,
                 unwatched,
                 self.settings.poll_interval,

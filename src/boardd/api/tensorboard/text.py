@@ -28,7 +28,7 @@ PLUGIN = "text"
 #: Steps per series the text route returns unless --samples-per-plugin says otherwise: what
 #: `tensorboard --logdir` answers (its text route asks for 100, and its default loader, the
 #: Rust data server, keeps 100 tensors per series). Its Python loader (--load_fast=false)
-#: keeps 10 tensors of a plugin it has no size guidance for (text is one): README.
+#: keeps 10 tensors of a plugin it has no size guidance for (text is one): docs/tensorboard.md.
 DEFAULT_SAMPLES = 100
 #: Shown above a table cut from a tensor of more than two dimensions (Markdown).
 RANK_WARNING = (
