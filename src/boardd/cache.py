@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 #: The memory tier's default bound. With one answer per distinct request (superseded answers
-#: are replaced), 64 MiB holds the full answers of ~100 series of 10,000 scalars (~0.6 MB of
-#: JSON each, plus its gzip form) or thousands of TensorBoard-sized ones, and keeps a laptop's
-#: daemon near 100 MiB RSS under a polling client (bench/bench_soak.py).
+#: are replaced), 64 MiB holds the full answers (JSON plus gzip form) of about a hundred series
+#: of 10,000 scalars or thousands of TensorBoard-sized ones, and keeps a laptop's daemon's
+#: resident size modest under a polling client (bench/bench_soak.py measures it).
 DEFAULT_MAX_BYTES = 64 * 2**20
 #: The largest answer the memory tier keeps (or the whole bound, if smaller): one answer near
 #: the whole bound would evict every other for an answer rarely asked twice, and would stay
@@ -49,9 +49,8 @@ LARGEST_ENTRY_BYTES = 8 * 2**20
 #: Bodies at least this large are sent gzip-compressed to clients that accept it.
 GZIP_MIN_BYTES = 1024
 #: zlib's level for answers: 1, nginx's default. Answers change with every commit of their
-#: series, so each is compressed about as often as it is sent: the dashboard's first request
-#: on the standard workload (1.16 MB of JSON) takes 15 ms at level 1 (489 KB) against 43 ms
-#: at level 5 (420 KB) on the project's machine.
+#: series, so each is compressed about as often as it is sent: level 1 takes a fraction of
+#: level 5's time for a body only somewhat larger.
 GZIP_LEVEL = 1
 
 

@@ -7,7 +7,7 @@
 export function minMaxIndices(x: ArrayLike<number>, y: ArrayLike<number>, buckets: number): number[] {
   const n = x.length;
   if (n <= buckets * 4 || buckets < 1) {
-    // A plain loop: Array.from with a mapping function costs ~50× more (the first paint's
+    // A plain loop: Array.from with a mapping function costs far more (the first paint's
     // every series takes this path).
     const all = new Array<number>(n);
     for (let i = 0; i < n; i++) all[i] = i;

@@ -14,7 +14,7 @@ request's client (the same routes, guard and cache), and they go into the page a
 block (``<script type="application/json" id="boardd-boot">``, keyed by URL), which the script
 reads instead of asking (``web/src/api.ts``). With them in hand as its module runs, the page
 lays its cards out and asks for the charts in view before its first frame, instead of after
-two more tasks and a frame (the first paint of the standard workload: ~90 ms sooner). An
+two more tasks and a frame (the first paint comes sooner: bench/bench_dashboard.py). An
 answer the app could not give (a 503 while the daemon starts) is named as a ``<link
 rel="preload" as="fetch">`` instead, so the browser asks for it while it loads the script.
 Only for the first experiment (no ``exp=``), whose URLs are known here exactly

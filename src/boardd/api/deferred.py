@@ -2,8 +2,8 @@
 
 ``boardd serve`` answers its first request before it has imported the code of routes nobody
 has asked for yet: TensorBoard's plugins other than scalars, the hparams and lineage API. Their
-modules (and the data code only they use) cost ~4 ms of the ~170 ms that imports and the app
-take (docs/performance.md). A :func:`deferred` endpoint names its handler by module and
+modules (and the data code only they use) are a part of what imports and the app cost before
+the first answer (docs/performance.md). A :func:`deferred` endpoint names its handler by module and
 attribute, imports it at its first call, and hands every call to it. The daemon imports them
 all in the background right after its first answer (:func:`load_all`), so a first click on
 another tab does not wait for them either.

@@ -64,8 +64,8 @@ def _build(only: str | None) -> tuple[argparse.ArgumentParser, dict[str, argpars
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line and returns the process exit code."""
     # boardd does no linear algebra: numpy's OpenBLAS then starts no thread pool (one thread per
-    # core, each with its buffers): a third of numpy's import, ~7 % of `boardd serve`'s CPU until
-    # its first answer (bench/bench_tensorboard.py). Before any command imports numpy; the
+    # core, each with its buffers): a large part of numpy's import, and of `boardd serve`'s CPU
+    # until its first answer (bench/bench_tensorboard.py). Before any command imports numpy; the
     # environment wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     words = sys.argv[1:] if argv is None else list(argv)

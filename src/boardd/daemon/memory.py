@@ -5,8 +5,8 @@ and adapts its mmap threshold upwards as large blocks are freed, so that answers
 hundred kB (built in worker threads, then dropped when a commit supersedes them) end up on the
 heaps of many arenas, whose freed space is rarely returned. Two arenas, and blocks from
 128 KiB served by mmap (given back to the system when freed), keep the resident size close to
-what is in use (83 against 96 MiB at the end of a 5-minute soak with 8 polling clients,
-bench/bench_soak.py). What the environment sets (``MALLOC_ARENA_MAX``,
+what is in use (bench/bench_soak.py measures the resident size at the end of a soak with
+polling clients). What the environment sets (``MALLOC_ARENA_MAX``,
 ``MALLOC_MMAP_THRESHOLD_``) wins.
 
 For finding what grows (bench/README.md, the soak): with ``BOARDD_DEBUG_MEMORY=DIR`` set, the

@@ -100,8 +100,9 @@ RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 60.0
 #: The safety rescan (a full pass while inotify watches) takes at most this share of one CPU:
 #: a logdir whose pass with nothing new costs more than 1 % of ``--rescan-interval`` is
-#: rescanned less often (10,000 runs: ~0.3 s of CPU a pass, so every 30 s or more), up to
-#: RESCAN_STRETCH_MAX times the interval. The interval in force is in health.
+#: rescanned less often (a logdir of many thousands of runs: bench/bench_scale.py's idle
+#: CPU counts its passes), up to RESCAN_STRETCH_MAX times the interval. The interval in
+#: force is in health.
 RESCAN_CPU_SHARE = 0.01
 RESCAN_STRETCH_MAX = 10.0
 #: A restart's catch-up starts once the daemon has answered its first request, or this long

@@ -156,7 +156,7 @@ class Service:
         # The response cache's disk tier opens after the first answer too (api/app.py).
         self._disk_after = threading.Event()
         self._warm_up = threading.Thread(target=self._start_warm_up, name="boardd-warm-up")
-        # numpy too (~60-90 ms of import): the scalar kernels run in pure Python until the
+        # numpy too (a large share of the start): the scalar kernels run in pure Python until the
         # warm-up imports it (boardd.data.accel).
         accel.defer()
         self.runners = [

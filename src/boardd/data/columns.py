@@ -1,6 +1,6 @@
 """Scalar series read whole, kept decoded in memory: a store holds a point per row, and turning
-rows into columns costs ~0.5 µs a point (a dashboard's first view of 80 series × 8,000 points:
-~0.35 s), while slicing and downsampling columns already decoded costs a few milliseconds.
+rows into columns costs Python work per point (noticeable on a dashboard's first view of many
+long series), while slicing and downsampling columns already decoded is cheap.
 
 One cache per process, bounded by bytes (LRU). An entry is filed under its store file and series
 and holds the series as of its generation: a commit that writes the series bumps the generation,

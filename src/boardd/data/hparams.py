@@ -633,10 +633,10 @@ def _view(sources: Sequence[Source]) -> tuple[_Snapshot, str]:
 
 
 def preload(db: Path) -> None:
-    """Reads a store's hparams data into memory if it has any (10,000 sessions: 1-4 s), so
-    that the first hparams answer does not wait for it; the daemon calls it in a thread of its
-    own once an experiment's catch-up is done (the stock UI asks for the experiment on every
-    page load anyway). Errors are logged, never raised."""
+    """Reads a store's hparams data into memory if it has any (slow for many thousands of
+    sessions), so that the first hparams answer does not wait for it; the daemon calls it in a
+    thread of its own once an experiment's catch-up is done (the stock UI asks for the
+    experiment on every page load anyway). Errors are logged, never raised."""
     try:
         connection = open_store(db)
     except Exception:  # the store is not there (yet): the first request reads it

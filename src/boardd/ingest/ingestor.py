@@ -60,7 +60,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Defaults chosen with bench/bench_commit.py: CPU is flat across commit sizes; smaller ones
-#: cost less memory and WAL and commit more often (8 MiB reads beat 4 MiB, tie 16 MiB).
+#: cost less memory and WAL and commit more often (8 MiB reads beat smaller ones and tie
+#: larger ones).
 DEFAULT_COMMIT_BYTES = 16 * 2**20
 DEFAULT_COMMIT_SECONDS = 0.5
 DEFAULT_BATCH_BYTES = 8 * 2**20
@@ -74,7 +75,7 @@ DEFAULT_PARALLEL_MIN_FILES = 1000
 #: How much of a file one worker task decodes before handing the batches back.
 SEGMENT_BYTES = 8 * 2**20
 #: While workers run, this process decodes in smaller batches: it also holds what they send.
-#: (bench_ingest (a): the tree's PSS drops from ~145 to ~125 MiB, time within noise.)
+#: (bench_ingest (a): the tree's PSS drops, time within noise.)
 HERE_BATCH_BYTES = 4 * 2**20
 #: Small files are sent to a worker several to a task, up to this many bytes and files.
 GROUP_BYTES = 2**20

@@ -19,10 +19,10 @@ def default_workers(*, fork: bool | None = None) -> int:
 
     This process commits what the workers decode and decodes too whenever it has nothing to
     commit. Forked workers (``fork``, by default whether this process may fork: see
-    :func:`can_fork`) start in a millisecond and share this process's memory pages, so they pay
+    :func:`can_fork`) start at once and share this process's memory pages, so they pay
     from two CPUs up: one decoder per CPU, at most 4 (bench/bench_ingest.py). Spawned workers
-    import boardd anew (~0.2 s of CPU and ~80 MiB each), so they are used only from three CPUs
-    up: half the CPUs, at most 4.
+    import boardd anew (CPU time and memory of their own each), so they are used only from
+    three CPUs up: half the CPUs, at most 4.
     """
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -39,7 +39,7 @@ def many_files_workers() -> int:
     """Processes that decode a pass over many small files, this one included.
 
     There decoding costs about what committing does, file by file, and this process cannot keep
-    up with both: one spawned worker pays from two CPUs up, its start (~0.2 s of CPU) being
+    up with both: one spawned worker pays from two CPUs up, its start being
     small beside the pass (bench/bench_scale.py). Forked workers as :func:`default_workers`.
     """
     try:

@@ -4,10 +4,11 @@ Workers are started one of two ways, never with multiprocessing (which may re-im
 caller's ``__main__`` module, whatever program embeds boardd):
 
 - **forked** from the calling process, when it has a single thread (``boardd ingest``): a
-  worker then starts in a millisecond with everything already imported, and shares the
+  worker then starts at once with everything already imported, and shares the
   parent's memory pages until it writes to them;
 - **spawned** as ``python -m boardd.ingest.worker`` otherwise (the daemon, whose threads make
-  ``fork`` unsafe): a fresh interpreter that imports the decoder first (~0.2 s, ~80 MiB).
+  ``fork`` unsafe): a fresh interpreter that imports the decoder first (time and memory of
+  its own; bench/bench_ingest.py).
 """
 
 from __future__ import annotations

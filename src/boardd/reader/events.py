@@ -589,8 +589,8 @@ def _histogram_arrays(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """bucket_limit and bucket as numpy arrays.
 
-    Converting protobuf's repeated containers element by element costs tens of microseconds
-    for a typical histogram; their packed wire form is already little-endian float64, so we
+    Converting protobuf's repeated containers element by element costs a Python step per
+    bucket; their packed wire form is already little-endian float64, so we
     read it straight from the serialized message (proto3 packs repeated doubles).
     """
     raw = histo.SerializeToString()

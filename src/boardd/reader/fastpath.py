@@ -287,7 +287,7 @@ def _column(
 ) -> npt.NDArray[np.uint64]:
     """The little-endian 64-bit word at byte ``offset`` of each row, as a contiguous array.
 
-    numpy works on a strided column several times slower than on a contiguous one; a copy
+    numpy works on a strided column much slower than on a contiguous one; a copy
     costs about one such operation.
     """
     column = np.ndarray(
@@ -436,7 +436,7 @@ def _group(
     sorted_h = np.take(h, sel, out=scratch)
     bounds = _runs(sorted_h)
     keys = sorted_h[bounds[:-1]]
-    ordered = np.sort(keys)  # (np.unique would do, but imports numpy.ma: 7 ms per process)
+    ordered = np.sort(keys)  # (np.unique would do, but imports numpy.ma, costly once per process)
     if bool((ordered[1:] == ordered[:-1]).any()):
         # Two hashes share a slot and their records interleave: sort on the whole hash.
         idx = np.flatnonzero(ok)

@@ -495,7 +495,8 @@ class _Framer:
     def _scratch(self, size: int) -> bytearray:
         if len(self.scratch) < size:
             # Grown by doubling up to twice a slice: a framer per small file must not zero
-            # 512 KiB it never uses (10,000 small files: a fifth of a cold catch-up's CPU).
+            # 512 KiB it never uses (over many small files, a large share of a cold catch-up's
+            # CPU: bench/bench_scale.py).
             self.scratch = bytearray(max(size, min(2 * size, 2 * _CRC_SLICE)))
         return self.scratch
 
@@ -657,7 +658,7 @@ def _walk(
     the buffer (nothing is checked here).
 
     Each record's start depends on the previous one's length, so a plain walk costs a Python
-    step per record (~100 ns for records of ~60 bytes). Event files are regular, though: a
+    step per record, which dominates for small records. Event files are regular, though: a
     training loop writes the same events, of the same sizes, step after step. So after a few
     records read one by one, the walk assumes their cycle of record sizes repeats, computes
     where the next few hundred or thousand records would start, and checks all of them at once

@@ -73,7 +73,7 @@ class TensorPoint(NamedTuple):
 
     def __reduce__(self) -> tuple[type[TensorPoint], tuple[Any, ...]]:
         # Decode workers send thousands of these: a plain constructor call pickles and loads
-        # at about half the cost of a frozen dataclass's generic state protocol.
+        # at less cost than a frozen dataclass's generic state protocol.
         return TensorPoint, (self.step, self.wall_time, self.dtype, self.shape, self.content)
 
 

@@ -5,11 +5,10 @@ A blob is one ``blobs`` row (id, size, number of chunks) and ``chunks`` rows of
 holding byte ``i`` is ``i // CHUNK_SIZE`` and a byte range is read without reading the rest.
 
 Writing uses plain INSERTs of memoryview slices, not ``zeroblob`` + ``Connection.blob_open``.
-Measured on this project's store (APSW 3.54, WAL, default cache, one transaction; median of 9):
-for 3 KiB chunks INSERT is faster (401 against 304 MiB/s before COMMIT: blob I/O costs one more
-statement and one blob handle per chunk); for full 1 MiB chunks blob I/O saves one copy
-(1215 against 1075 MiB/s before COMMIT), but once COMMIT writes the WAL both come out the same
-(~330-410 MiB/s, run-to-run noise larger than the difference). A memoryview slice is bound
+On this project's store (WAL, default cache, one transaction), for small chunks INSERT is
+faster (blob I/O costs one more statement and one blob handle per chunk); for full 1 MiB chunks
+blob I/O saves one copy, but once COMMIT writes the WAL both come out the same (run-to-run noise
+larger than the difference). A memoryview slice is bound
 without a Python copy, so INSERT builds no big byte strings either; one code path it is.
 """
 

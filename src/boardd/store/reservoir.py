@@ -466,7 +466,7 @@ def _offer_sampled(
     state.seen = work.seen
     state.threshold = work.threshold
     # Not cached: a writer holds the states of many series, and recomputing the priorities of
-    # a sample at its next batch costs microseconds where keeping them costs 8 bytes a point.
+    # a sample at its next batch is cheap where keeping them costs 8 bytes a point.
     state._priorities = None
     state._priorities_of = None
     return work.index[first_new:], _evicted(work.evicted, work.steps[first_new:])

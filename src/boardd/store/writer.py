@@ -51,7 +51,7 @@ MAX_CACHED_SERIES = 1024
 #: series not written by the last two commits are forgotten: a catch-up that keeps 10,000
 #: points in each of thousands of series does not hold all their samples at once, while a
 #: daemon writing many series at every commit never reads one back from the store. Reading
-#: one back costs one indexed query (~3 ms for 10,000 steps).
+#: one back costs one indexed query.
 MAX_CACHED_STEPS = 2**19
 
 
@@ -748,7 +748,7 @@ _POINT_TABLE = {
 
 
 def _sorted_distinct(steps: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """``np.unique`` of a 1-D array, without it importing numpy.ma (~7 ms per process)."""
+    """``np.unique`` of a 1-D array, without it importing numpy.ma (costly once per process)."""
     import numpy as np
 
     ordered = np.sort(steps)

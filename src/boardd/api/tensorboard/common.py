@@ -225,7 +225,7 @@ async def answer(
         return entry
 
     # asyncio's own thread pool: anyio's (Starlette's) would import its asyncio backend on
-    # the first answer, ~20 ms of a restart's first answer (bench/bench_tensorboard.py).
+    # the first answer, which a restart's first answer would wait for (bench/bench_tensorboard.py).
     entry = await asyncio.to_thread(compute)
     return reply(request, cache, request_part, entry)
 

@@ -23,7 +23,7 @@ class _Tools:
     """A Markdown converter and a cleaner (neither is thread-safe; both are costly to build)."""
 
     def __init__(self) -> None:
-        # Imported on first use: they take a tenth of a second, and start-up is a feature.
+        # Imported on first use: they are slow to import, and start-up is a feature.
         import bleach.sanitizer
         import markdown
 

@@ -145,8 +145,8 @@ _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 
 def gzip_from_zip(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes | None:
     """The member ``info`` as a gzip file, made of the deflate stream the zip already holds (no
-    compression at all: TensorBoard's ``index.js`` is 6 MB, compressing it costs a loaded machine
-    most of a second). None if the member is not plainly deflated (stored, encrypted, another
+    compression at all: TensorBoard's ``index.js`` is several megabytes, slow to compress on a
+    loaded machine). None if the member is not plainly deflated (stored, encrypted, another
     method) or its local header does not read as one.
 
     Neither :mod:`zipfile` nor :mod:`gzip` hands out or takes a raw deflate stream, hence these
