@@ -6,7 +6,6 @@ import io
 import logging
 import os
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -25,24 +24,45 @@ from tests.store.conftest import LiveWriter, write_mixed
 LINE = re.compile(r"catching up: [\d.]+ / [\d.]+ MB {2}[\d.]+% {2}[\d.]+ MB/s {2}ETA [\d.]+ s")
 
 
+class Clock:
+    """A clock the test moves by hand (seconds, as :func:`time.monotonic` counts them)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_log_lines_every_interval_and_none_for_a_quick_job(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     logger = logging.getLogger("test.progress")
     caplog.set_level(logging.INFO, logger="test.progress")
-    quick = ProgressLog(logger, "exp: catching up: ", 30.0)
+    clock = Clock()
+    quick = ProgressLog(logger, "exp: catching up: ", 30.0, clock=clock)
     for done in range(0, 100, 10):
         quick(done * 2**20, 100 * 2**20)
+        clock.now += 2.5  # 25 s in all: short of the interval
     assert caplog.messages == []
-    report = ProgressLog(logger, "exp: catching up: ", 0.05)
+    report = ProgressLog(logger, "exp: catching up: ", 5.0, clock=clock)
     report(1 * 2**20, 100 * 2**20)
+    clock.now += 4.5
+    report(5 * 2**20, 100 * 2**20)
     assert caplog.messages == []
-    time.sleep(0.06)
+    clock.now += 0.5  # the interval, to the second
     report(10 * 2**20, 100 * 2**20)
+    clock.now += 4.5
     report(11 * 2**20, 100 * 2**20)  # too soon after the last line
     assert len(caplog.messages) == 1
     assert LINE.search(caplog.messages[0]), caplog.messages
-    assert caplog.messages[0].startswith("exp: catching up: 10.5 / 104.9 MB  10.0%")
+    assert caplog.messages[0].startswith(
+        "exp: catching up: 10.5 / 104.9 MB  10.0%  2.1 MB/s  ETA 45.0 s"
+    )
+    clock.now += 0.5
+    report(20 * 2**20, 100 * 2**20)  # an interval after the last line
+    assert len(caplog.messages) == 2
+    assert caplog.messages[1].startswith("exp: catching up: 21.0 / 104.9 MB  20.0%")
 
 
 def test_terminal_gets_a_line_anything_else_the_log() -> None:
@@ -60,13 +80,23 @@ def test_terminal_gets_a_line_anything_else_the_log() -> None:
 
 def test_terminal_line_waits_for_its_delay_then_clears() -> None:
     out = io.StringIO()
-    line = ProgressLine(out, prefix="exp: catching up ", delay=0.05)
+    clock = Clock()
+    line = ProgressLine(out, prefix="exp: catching up ", delay=5.0, clock=clock)
     line(1, 10)
+    clock.now += 4.5
+    line(2, 10)
     assert out.getvalue() == ""
-    time.sleep(0.06)
+    clock.now += 0.5  # the delay, to the second
     line(5 * 10**6, 10**7)
-    assert "\rexp: catching up      5.0 / 10.0 MB   50.0%" in out.getvalue()
-    assert "MB/s  ETA" in out.getvalue()
+    assert (
+        out.getvalue() == "\rexp: catching up      5.0 / 10.0 MB   50.0%     1.0 MB/s  ETA   5.0 s "
+    )
+    clock.now += 0.125
+    line(6 * 10**6, 10**7)  # redrawn at most every 0.2 s
+    assert out.getvalue().count("\r") == 1
+    clock.now += 0.125
+    line(7 * 10**6, 10**7)
+    assert out.getvalue().count("\r") == 2
     line.clear()
     assert out.getvalue().endswith("\r\033[K")
 

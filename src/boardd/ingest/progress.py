@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -33,19 +34,28 @@ class ProgressLine:
     """A one-line progress display on a terminal: bytes done of total, MB/s, ETA.
 
     Redrawn at most every 0.2 s, from ``delay`` seconds on (a short job shows nothing);
-    :meth:`clear` erases it before other output.
+    :meth:`clear` erases it before other output. ``clock`` gives the time in seconds
+    (:func:`time.monotonic` unless a test drives its own).
     """
 
-    def __init__(self, stream: TextIO, *, prefix: str = "", delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        prefix: str = "",
+        delay: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._stream = stream
         self._prefix = prefix
-        self._start = time.monotonic()
+        self._clock = clock
+        self._start = clock()
         self._delay = delay
-        self._last = 0.0
+        self._last = -math.inf
         self._shown = False
 
     def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if now - self._last < 0.2 or now - self._start < self._delay:
             return
         self._last = now
@@ -69,17 +79,26 @@ class ProgressLine:
 
 
 class ProgressLog:
-    """Progress as a log line every ``interval`` seconds; nothing for a job that ends sooner."""
+    """Progress as a log line every ``interval`` seconds; nothing for a job that ends sooner.
+    ``clock`` gives the time in seconds (:func:`time.monotonic` unless a test drives its own)."""
 
-    def __init__(self, logger: logging.Logger, prefix: str, interval: float) -> None:
+    def __init__(
+        self,
+        logger: logging.Logger,
+        prefix: str,
+        interval: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._log = logger
         self._prefix = prefix
         self._interval = interval
-        self._start = self._next = time.monotonic()
+        self._clock = clock
+        self._start = self._next = clock()
         self._next += interval
 
     def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if now < self._next:
             return
         self._next = now + self._interval
