@@ -345,3 +345,23 @@ def test_a_series_changed_otherwise_is_read_whole(tmp_path: Path, change: Any) -
     finally:
         run.close()
         connection.close()
+
+
+def test_a_read_that_keeps_nothing_files_nothing_new(tmp_path: Path) -> None:
+    logdir, db, run = _store_of(tmp_path, {s: float(s) for s in range(100)})
+    run.close()
+    connection = open_store(db)
+    try:
+        found = _loss(connection)
+        (col,) = series.read_scalars(connection, [found], Bounds(), keep=False)
+        assert col.steps.tolist() == list(range(100))
+        assert columns.cache.stats.entries == 0
+        series.read_scalars(connection, [found], Bounds())
+        hits = columns.cache.stats.hits
+        # A series already held is read from the cache all the same.
+        (again,) = series.read_scalars(connection, [found], Bounds(), keep=False)
+        assert again.steps.tolist() == list(range(100))
+        assert columns.cache.stats.hits == hits + 1
+        assert columns.cache.stats.entries == 1
+    finally:
+        connection.close()

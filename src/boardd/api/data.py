@@ -170,6 +170,7 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
         )
     except TooLargeToHold as begun:
         etag = make_etag((handle.store_id, key, version))
+        pieces.keep = False
 
         def block(c: apsw.Connection) -> tuple[bytes, bool]:
             parts: list[bytes] = []
@@ -282,6 +283,9 @@ class _Pieces:
         self._done = False
         #: Every piece has been given.
         self.done = False
+        #: Whether the series read are filed in the column cache: not once the answer is
+        #: streamed (every series read once must not evict what charts read again and again).
+        self.keep = True
         # A run and tag named twice would be one entry of the nested answer (the last).
         self._unique = len({(s.run, s.tag) for s in series}) == len(series)
 
@@ -324,7 +328,7 @@ class _Pieces:
     def _encoded(self, c: apsw.Connection, s: SeriesInfo) -> Iterator[bytes]:
         kind, bounds = self.kind, self.bounds
         if kind is SCALARS:
-            (col,) = data_series.read_scalars(c, [s], bounds)
+            (col,) = data_series.read_scalars(c, [s], bounds, keep=self.keep)
             return _scalar_parts(col, self.fmt)
         if kind is TENSORS:
             points = data_series.tensor_points(c, s, bounds)

@@ -159,10 +159,14 @@ def store_key(connection: apsw.Connection) -> str:
     return f"{queries.store_id(connection)}@{connection.filename}"
 
 
-def read_whole(connection: apsw.Connection, store: str, series_id: int, generation: int) -> Columns:
-    """The whole series from ``cache``, else read from the store and filed there. A series held
-    as of an older generation that has only grown since (points appended after its last one:
-    a live run's series, between the reservoir's evictions) reads only the new points."""
+def read_whole(
+    connection: apsw.Connection, store: str, series_id: int, generation: int, keep: bool = True
+) -> Columns:
+    """The whole series from ``cache``, else read from the store and filed there (unless
+    ``keep`` is False: a read of every series once, such as a streamed export, must not evict
+    what the charts read again and again). A series held as of an older generation that has
+    only grown since (points appended after its last one: a live run's series, between the
+    reservoir's evictions) reads only the new points."""
     found = cache.get(store, series_id, generation)
     if found is not None:
         return found
@@ -172,7 +176,8 @@ def read_whole(connection: apsw.Connection, store: str, series_id: int, generati
         columns = Columns(*queries.scalar_columns(connection, series_id))
     else:
         cache.count_grown()
-    cache.put(store, series_id, generation, columns)
+    if keep or held is not None:
+        cache.put(store, series_id, generation, columns)
     return columns
 
 

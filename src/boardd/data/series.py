@@ -216,19 +216,24 @@ class ScalarColumns(NamedTuple):
 
 
 def read_scalars(
-    connection: apsw.Connection, series: Sequence[SeriesInfo], bounds: Bounds
+    connection: apsw.Connection,
+    series: Sequence[SeriesInfo],
+    bounds: Bounds,
+    *,
+    keep: bool = True,
 ) -> list[ScalarColumns]:
     """The points of scalar series within the bounds, by step.
 
     A read of whole series goes through the column cache (:mod:`boardd.data.columns`), which
-    it fills; a step range or ``latest`` is cut from a series the cache holds, else read from
-    the store (a live chart's few new points must not read its whole series)."""
+    it fills (``keep`` False: only with series it already holds); a step range or ``latest``
+    is cut from a series the cache holds, else read from the store (a live chart's few new
+    points must not read its whole series)."""
     whole = bounds.step_min is None and bounds.step_max is None and bounds.latest is None
     store = columns.store_key(connection) if series else ""
     out = []
     for s in series:
         held = (
-            columns.read_whole(connection, store, s.id, s.generation)
+            columns.read_whole(connection, store, s.id, s.generation, keep)
             if whole
             else columns.cache.get(store, s.id, s.generation)
         )
