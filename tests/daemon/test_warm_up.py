@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gc
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -62,6 +61,18 @@ def test_an_error_answer_counts_too() -> None:
 # -- a restart's catch-up starts after the first answer --------------------------------------------
 
 
+class WatchedEvent(threading.Event):
+    """An event that counts the waits on it: the runner polls the signal in short waits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits += 1
+        return super().wait(timeout)
+
+
 def _write(directory: Path, steps: range) -> None:
     # A file of its own (two writers within a second would otherwise share a name).
     writer = SummaryWriter(str(directory), flush_secs=1, filename_suffix=f".{steps.start}")
@@ -88,12 +99,19 @@ def test_a_restart_catches_up_once_the_first_answer_is_sent(
     ingest(logdir, db)  # the store a restart finds
     _write(logdir / "train", range(3, 6))  # written while the daemon was down (a new file)
     spec = ExperimentSpec("default", logdir, db)  # as `ingest` named it
-    answered = threading.Event()
+    answered = WatchedEvent()
     runner = ExperimentRunner(spec, ServeSettings(experiments=(spec,)), answered=answered)
     runner.start()
     try:
         assert runner.opened.wait(30)
-        time.sleep(0.5)  # time enough to catch up, were it not waiting
+        # Waiting, seen from inside: the runner's thread (the catch-up runs on it, after the
+        # wait) has gone back to the signal every time one of its short waits (0.05 s at
+        # most) ran out, 20 of them: twice the default fallback's, however slow the machine.
+        # A runner that does not wait, or gives up sooner, catches up instead and is caught.
+        wait_until(
+            lambda: answered.waits >= 20 or runner.status().state == "live",
+            what="the runner waiting for the first answer",
+        )
         assert runner.status().state == "catching_up"
         assert _steps(db) == [0, 1, 2]  # the store is served as it was
         answered.set()
