@@ -51,6 +51,25 @@ FORBIDDEN = {
         "boardd.cli",
         "boardd.lineage",
     ),
+    # SQLite's rules for both stores: under store and metadata, so it imports no other boardd.
+    "sqlite": (
+        "boardd.reader",
+        "boardd.ingest",
+        "boardd.store",
+        "boardd.data",
+        "boardd.api",
+        "boardd.daemon",
+        "boardd.cli",
+        "boardd.systemd",
+        "boardd.lineage",
+        "boardd.client",
+        "boardd.metadata",
+        "boardd.proto",
+        "boardd.config",
+        "boardd.cache",
+        "boardd.exitcodes",
+        "boardd.dashboard",
+    ),
 }
 
 

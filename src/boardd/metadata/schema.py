@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import apsw
 
+from boardd.sqlite import ladder
+from boardd.sqlite.connection import int_pragma
+
 #: Marks a SQLite file as a boardd lineage store ("bDlN"); checked on every open.
 APPLICATION_ID = 0x62446C4E
 
@@ -211,30 +214,17 @@ class SchemaError(Exception):
 def migrate(connection: apsw.Connection) -> int:
     """Brings the schema up to :data:`SCHEMA_VERSION`; returns the version found before.
 
-    The transaction takes the write lock first (BEGIN IMMEDIATE): two processes opening a new
-    file at once then wait for each other (the busy timeout), where a read upgraded to a write
-    fails at once with "database is locked"."""
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        found = _int_pragma(connection, "user_version")
-        check_identity(connection, found)
-        for version in range(found, SCHEMA_VERSION):
-            connection.execute(MIGRATIONS[version])
-        if found < SCHEMA_VERSION:
-            connection.pragma("user_version", SCHEMA_VERSION)
-            connection.pragma("application_id", APPLICATION_ID)
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
-    return found
+    As the logdir store's (boardd.sqlite.ladder): the transaction takes the write lock first
+    (BEGIN IMMEDIATE), so two processes opening a new file at once wait for each other (the
+    busy timeout), where a read upgraded to a write fails at once with "database is locked"."""
+    return ladder.climb(connection, MIGRATIONS, APPLICATION_ID, check_identity)
 
 
 def check_identity(connection: apsw.Connection, version: int | None = None) -> None:
     """Raises SchemaError unless the file is empty or a lineage store this code can read."""
     if version is None:
-        version = _int_pragma(connection, "user_version")
-    app_id = _int_pragma(connection, "application_id")
+        version = int_pragma(connection, "user_version")
+    app_id = int_pragma(connection, "application_id")
     if app_id == 0 and version == 0:
         if connection.execute("SELECT count(*) FROM sqlite_schema").get:
             raise SchemaError(
@@ -251,8 +241,3 @@ def check_identity(connection: apsw.Connection, version: int | None = None) -> N
             f"lineage store schema version {version} is newer than this boardd understands "
             f"({SCHEMA_VERSION}): upgrade boardd"
         )
-
-
-def _int_pragma(connection: apsw.Connection, name: str) -> int:
-    value = connection.pragma(name)
-    return int(value) if value is not None else 0

@@ -1,14 +1,19 @@
-"""Opening store connections: one function per connection policy, writer and reader flavours."""
+"""Opening store connections: one function per connection policy, writer and reader flavours.
+
+The rules both of boardd's SQLite stores follow (and ``immediate``, the write transaction) are
+boardd.sqlite.connection's; those of the logdir store alone are here."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
 
+from boardd.sqlite import connection as rules
+from boardd.sqlite.connection import immediate as immediate  # the store's callers use it here
+from boardd.sqlite.connection import no_double_quoted_strings, use_normal_sync, use_wal
 from boardd.store.errors import StoreDamagedError, StoreOpenError, StoreReadOnlyError
 from boardd.store.integrity import DAMAGED, file_size_problem, quick_check
 from boardd.store.schema import APPLICATION_ID, check_readable, migrate
@@ -28,18 +33,6 @@ def use_large_pages(connection: apsw.Connection) -> None:
     """New stores get :data:`PAGE_SIZE` pages; an existing store keeps its own (SQLite only
     changes the page size of an empty database, https://www.sqlite.org/pragma.html#pragma_page_size)."""
     connection.pragma("page_size", PAGE_SIZE)
-
-
-def use_wal(connection: apsw.Connection) -> None:
-    """Write-ahead logging: readers never block the writer, and the writer never blocks them."""
-    connection.pragma("journal_mode", "wal")
-
-
-def use_normal_sync(connection: apsw.Connection) -> None:
-    """In WAL mode, NORMAL loses no committed data on a crash of the process, only (at most)
-    the last commits on a power loss, and avoids an fsync per commit
-    (https://www.sqlite.org/pragma.html#pragma_synchronous)."""
-    connection.pragma("synchronous", "NORMAL")
 
 
 def use_foreign_keys(connection: apsw.Connection) -> None:
@@ -64,13 +57,7 @@ def small_page_cache(connection: apsw.Connection) -> None:
 
 def use_busy_timeout(connection: apsw.Connection) -> None:
     """Wait briefly for locks instead of failing at once."""
-    connection.set_busy_timeout(BUSY_TIMEOUT_MS)
-
-
-def no_double_quoted_strings(connection: apsw.Connection) -> None:
-    """Double quotes are for identifiers only (https://www.sqlite.org/quirks.html#dblquote)."""
-    connection.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
-    connection.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
+    rules.use_busy_timeout(connection, BUSY_TIMEOUT_MS)
 
 
 def read_only_reason(path: str | os.PathLike[str]) -> str | None:
@@ -218,32 +205,3 @@ def _immutable_is_safe(target: Path) -> bool:
     except OSError:
         return False
     return not has_log and not os.access(target.parent, os.W_OK)
-
-
-@contextlib.contextmanager
-def immediate(connection: apsw.Connection) -> Iterator[apsw.Connection]:
-    """A write transaction that takes the write lock at BEGIN, so a read-then-write inside it
-    cannot race another writer (https://www.sqlite.org/lang_transaction.html#immediate).
-
-    On an error (in the body or at COMMIT) what is still open is rolled back and the error
-    itself is raised. SQLite has often rolled back already: after SQLITE_FULL, SQLITE_IOERR or
-    SQLITE_NOMEM it may end the transaction itself
-    (https://www.sqlite.org/lang_transaction.html#response_to_errors_within_a_transaction),
-    and a ROLLBACK then would raise "no transaction is active" in place of the real error.
-    A COMMIT that failed (SQLITE_BUSY, SQLITE_FULL) may leave the transaction open: it is
-    rolled back here, so the connection can begin the next one.
-    """
-    try:
-        # Inside the try: a KeyboardInterrupt raised as BEGIN returns (Ctrl-C) would otherwise
-        # leave the transaction open, and the session's closing checkpoint would then fail
-        # with "database table is locked" in place of the interrupt.
-        connection.execute("BEGIN IMMEDIATE")
-        yield connection
-        connection.execute("COMMIT")
-    except BaseException as exc:
-        if connection.in_transaction:
-            try:
-                connection.execute("ROLLBACK")
-            except apsw.Error as rollback_error:
-                exc.add_note(f"and the rollback failed too: {rollback_error}")
-        raise

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import apsw
+
+from boardd.sqlite import ladder
+from boardd.sqlite.connection import int_pragma
 
 #: Marks a SQLite file as a boardd store ("bDsT"); checked on every open.
 APPLICATION_ID = 0x62447354
@@ -17,9 +18,10 @@ def _backfill_hparams(connection: apsw.Connection) -> None:
     hparams.backfill(connection)
 
 
-#: Each entry upgrades the schema from version ``i`` to ``i + 1``; all run in one transaction.
-#: An entry is SQL, or SQL and a function that fills what SQL alone cannot.
-MIGRATIONS: tuple[str | tuple[str, Callable[[apsw.Connection], None]], ...] = (
+#: Each entry upgrades the schema from version ``i`` to ``i + 1`` (boardd.sqlite.ladder: all run
+#: in one transaction that takes the write lock first). An entry is SQL, or SQL and a function
+#: that fills what SQL alone cannot.
+MIGRATIONS: tuple[ladder.Step, ...] = (
     """
     CREATE TABLE meta (
         key TEXT PRIMARY KEY,
@@ -228,37 +230,26 @@ class SchemaError(Exception):
 
 def migrate(connection: apsw.Connection) -> int:
     """Brings the schema up to :data:`SCHEMA_VERSION`; returns the version found before."""
-    with connection:
-        found = _int_pragma(connection, "user_version")
-        app_id = _int_pragma(connection, "application_id")
-        if found == 0 and app_id == 0 and _has_tables(connection):
-            raise SchemaError("this SQLite file is not a boardd store (it has other tables)")
-        if app_id not in (0, APPLICATION_ID):
-            raise SchemaError(
-                f"this SQLite file is not a boardd store (application_id {app_id:#x})"
-            )
-        if found > SCHEMA_VERSION:
-            raise SchemaError(
-                f"store schema version {found} is newer than this boardd understands "
-                f"({SCHEMA_VERSION}): upgrade boardd, or give another --db"
-            )
-        for version in range(found, SCHEMA_VERSION):
-            step = MIGRATIONS[version]
-            if isinstance(step, str):
-                connection.execute(step)
-            else:
-                connection.execute(step[0])
-                step[1](connection)
-        if found < SCHEMA_VERSION:
-            connection.pragma("user_version", SCHEMA_VERSION)
-            connection.pragma("application_id", APPLICATION_ID)
-    return found
+    return ladder.climb(connection, MIGRATIONS, APPLICATION_ID, _check_migratable)
+
+
+def _check_migratable(connection: apsw.Connection, found: int) -> None:
+    app_id = int_pragma(connection, "application_id")
+    if found == 0 and app_id == 0 and _has_tables(connection):
+        raise SchemaError("this SQLite file is not a boardd store (it has other tables)")
+    if app_id not in (0, APPLICATION_ID):
+        raise SchemaError(f"this SQLite file is not a boardd store (application_id {app_id:#x})")
+    if found > SCHEMA_VERSION:
+        raise SchemaError(
+            f"store schema version {found} is newer than this boardd understands "
+            f"({SCHEMA_VERSION}): upgrade boardd, or give another --db"
+        )
 
 
 def check_readable(connection: apsw.Connection) -> None:
     """Raises SchemaError unless the connection's file is a boardd store this code can read."""
-    app_id = _int_pragma(connection, "application_id")
-    version = _int_pragma(connection, "user_version")
+    app_id = int_pragma(connection, "application_id")
+    version = int_pragma(connection, "user_version")
     if app_id != APPLICATION_ID:
         raise SchemaError("this SQLite file is not a boardd store")
     if version != SCHEMA_VERSION:
@@ -266,11 +257,6 @@ def check_readable(connection: apsw.Connection) -> None:
             f"store schema version {version}, this boardd reads {SCHEMA_VERSION}: "
             "run the writer (boardd ingest or serve) once to migrate it"
         )
-
-
-def _int_pragma(connection: apsw.Connection, name: str) -> int:
-    value = connection.pragma(name)
-    return int(value) if value is not None else 0
 
 
 def _has_tables(connection: apsw.Connection) -> bool:
