@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 
 from boardd.metadata import errors, filter_query, metadata_store
-from boardd.metadata.filter_query import NodeKind
 from boardd.metadata.proto import metadata_store_pb2 as pb
+from boardd.metadata.queries import NodeName
 from tests.metadata.oracle import MlmdOracle
 
-ALL: tuple[NodeKind, ...] = ("artifact", "execution", "context")
-A: tuple[NodeKind, ...] = ("artifact",)
-E: tuple[NodeKind, ...] = ("execution",)
-C: tuple[NodeKind, ...] = ("context",)
-AE: tuple[NodeKind, ...] = ("artifact", "execution")
+ALL: tuple[NodeName, ...] = ("artifact", "execution", "context")
+A: tuple[NodeName, ...] = ("artifact",)
+E: tuple[NodeName, ...] = ("execution",)
+C: tuple[NodeName, ...] = ("context",)
+AE: tuple[NodeName, ...] = ("artifact", "execution")
 
 _GETTERS = {"artifact": "get_artifacts", "execution": "get_executions", "context": "get_contexts"}
 
@@ -220,7 +220,7 @@ def stores() -> Iterator[tuple[metadata_store.MetadataStore, MlmdOracle]]:
 
 
 # (query, node kinds it runs on): every one must give MLMD's ids, in MLMD's order.
-VALID: list[tuple[str, tuple[NodeKind, ...]]] = [
+VALID: list[tuple[str, tuple[NodeName, ...]]] = [
     # ListOperationOptions.filter_query's documented examples
     ("id != 1", ALL),
     ("id IN (1, 3)", ALL),
@@ -402,7 +402,7 @@ VALID: list[tuple[str, tuple[NodeKind, ...]]] = [
 ]
 
 # (query, node kinds): MLMD answers InvalidArgumentError, and so must boardd.
-INVALID: list[tuple[str, tuple[NodeKind, ...]]] = [
+INVALID: list[tuple[str, tuple[NodeName, ...]]] = [
     ("", ALL[:0]),  # an empty filter is no filter (see test_empty_filter_lists_all)
     (" ", ALL),
     ("a == 'a'", ALL),
@@ -464,11 +464,11 @@ INVALID: list[tuple[str, tuple[NodeKind, ...]]] = [
 ]
 
 
-def _ids(store: Any, kind: NodeKind, options: metadata_store.ListOptions) -> list[int]:
+def _ids(store: Any, kind: NodeName, options: metadata_store.ListOptions) -> list[int]:
     return [node.id for node in getattr(store, _GETTERS[kind])(list_options=options)]
 
 
-def _theirs(oracle: MlmdOracle, kind: NodeKind, options: metadata_store.ListOptions) -> Any:
+def _theirs(oracle: MlmdOracle, kind: NodeName, options: metadata_store.ListOptions) -> Any:
     return [node.id for node in oracle.call(_GETTERS[kind], list_options=options)]
 
 
@@ -478,7 +478,7 @@ def _theirs(oracle: MlmdOracle, kind: NodeKind, options: metadata_store.ListOpti
 )
 def test_query_lists_what_mlmd_lists(
     stores: tuple[metadata_store.MetadataStore, MlmdOracle],
-    kind: NodeKind,
+    kind: NodeName,
     query: str,
     plan: str,
     monkeypatch: pytest.MonkeyPatch,
@@ -507,7 +507,7 @@ def test_the_table_is_not_vacuous(stores: tuple[metadata_store.MetadataStore, An
     ("kind", "query"), [(kind, query) for query, kinds in INVALID for kind in kinds]
 )
 def test_query_mlmd_refuses_is_refused(
-    stores: tuple[metadata_store.MetadataStore, MlmdOracle], kind: NodeKind, query: str
+    stores: tuple[metadata_store.MetadataStore, MlmdOracle], kind: NodeName, query: str
 ) -> None:
     ours, theirs = stores
     options = metadata_store.ListOptions(filter_query=query)
@@ -520,7 +520,7 @@ def test_query_mlmd_refuses_is_refused(
 
 @pytest.mark.parametrize("kind", ALL)
 def test_empty_filter_lists_all(
-    stores: tuple[metadata_store.MetadataStore, MlmdOracle], kind: NodeKind
+    stores: tuple[metadata_store.MetadataStore, MlmdOracle], kind: NodeName
 ) -> None:
     ours, theirs = stores
     options = metadata_store.ListOptions(filter_query="")
@@ -545,7 +545,7 @@ def test_empty_filter_lists_all(
 )
 def test_filter_with_order_and_limit(
     stores: tuple[metadata_store.MetadataStore, MlmdOracle],
-    kind: NodeKind,
+    kind: NodeName,
     query: str,
     order_by: metadata_store.OrderByField,
     is_asc: bool,
@@ -563,7 +563,7 @@ def test_filter_with_order_and_limit(
 # on SQLite, where "..." is an identifier first: a literal that names a column compares with
 # that column, one holding a double quote is a SQL syntax error; and its artifacts_ join never
 # selects external_id although the documentation lists it.
-DIFFERENCES: list[tuple[NodeKind, str, list[int], str]] = [
+DIFFERENCES: list[tuple[NodeName, str, list[int], str]] = [
     ("artifact", 'custom_properties.note.string_value = "it\'s \\"quoted\\""', [2], "error"),
     ("artifact", "name = 'name'", [], "answer"),
     ("artifact", 'name != "name"', [1, 2, 3, 5, 6, 7], "answer"),
@@ -575,7 +575,7 @@ DIFFERENCES: list[tuple[NodeKind, str, list[int], str]] = [
 @pytest.mark.parametrize(("kind", "query", "expected", "mlmd"), DIFFERENCES)
 def test_where_mlmd_is_wrong_boardd_answers(
     stores: tuple[metadata_store.MetadataStore, MlmdOracle],
-    kind: NodeKind,
+    kind: NodeName,
     query: str,
     expected: list[int],
     mlmd: str,
@@ -604,7 +604,7 @@ def test_where_mlmd_is_wrong_boardd_answers(
     ],
 )
 def test_lookups_on_the_node_own_columns_list_what_mlmd_lists(
-    stores: tuple[metadata_store.MetadataStore, MlmdOracle], kind: NodeKind, query: str
+    stores: tuple[metadata_store.MetadataStore, MlmdOracle], kind: NodeName, query: str
 ) -> None:
     """name = / name IN / uri LIKE 'prefix%' start from an index when few rows match."""
     ours, theirs = stores

@@ -15,18 +15,19 @@ from hypothesis import strategies as st
 
 from boardd.metadata import metadata_store
 from boardd.metadata.errors import InvalidArgumentError
-from boardd.metadata.filter_query import NodeKind, compile_filter
+from boardd.metadata.filter_query import compile_filter
 from boardd.metadata.proto import metadata_store_pb2 as pb
+from boardd.metadata.queries import NodeName
 
-ALL: tuple[NodeKind, ...] = ("artifact", "execution", "context")
-ARTIFACT: tuple[NodeKind, ...] = ("artifact",)
-EXECUTION: tuple[NodeKind, ...] = ("execution",)
-CONTEXT: tuple[NodeKind, ...] = ("context",)
-NOT_ARTIFACT: tuple[NodeKind, ...] = ("execution", "context")
-NOT_CONTEXT: tuple[NodeKind, ...] = ("artifact", "execution")
+ALL: tuple[NodeName, ...] = ("artifact", "execution", "context")
+ARTIFACT: tuple[NodeName, ...] = ("artifact",)
+EXECUTION: tuple[NodeName, ...] = ("execution",)
+CONTEXT: tuple[NodeName, ...] = ("context",)
+NOT_ARTIFACT: tuple[NodeName, ...] = ("execution", "context")
+NOT_CONTEXT: tuple[NodeName, ...] = ("artifact", "execution")
 
 # (query, part of MLMD's message, kinds): MLMD's kInValidTestQueriesWithErrors.
-MLMD_INVALID: list[tuple[str, str, tuple[NodeKind, ...]]] = [
+MLMD_INVALID: list[tuple[str, str, tuple[NodeName, ...]]] = [
     ("", "Syntax error", ALL),
     ("a == 'a'", "Syntax error", ALL),
     ("a", "Unrecognized name", ALL),
@@ -115,7 +116,7 @@ MLMD_INVALID: list[tuple[str, str, tuple[NodeKind, ...]]] = [
     ("kind", "query", "expected"),
     [(kind, q, e) for q, e, kinds in MLMD_INVALID for kind in kinds],
 )
-def test_mlmd_invalid_queries_raise_its_message(kind: NodeKind, query: str, expected: str) -> None:
+def test_mlmd_invalid_queries_raise_its_message(kind: NodeName, query: str, expected: str) -> None:
     with pytest.raises(InvalidArgumentError) as caught:
         compile_filter(kind, query, "n")
     assert expected in caught.value.message
@@ -183,7 +184,7 @@ hostile = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="`\\\
 @settings(max_examples=300, deadline=None)
 @given(value=st.text(), name=hostile, kind=st.sampled_from(ALL))
 def test_values_and_property_names_are_parameters_never_sql(
-    value: str, name: str, kind: NodeKind
+    value: str, name: str, kind: NodeName
 ) -> None:
     literal = "'" + value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
     query = (

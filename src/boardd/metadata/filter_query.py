@@ -28,15 +28,13 @@ import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
-from typing import Literal
 
 import apsw
 import lark
 from lark import Lark, Token, Transformer, v_args
 
 from boardd.metadata.errors import InvalidArgumentError
-
-NodeKind = Literal["artifact", "execution", "context"]
+from boardd.metadata.queries import NodeName
 
 #: The integer literals' types and bounds (ZetaSQL's).
 _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
@@ -450,7 +448,7 @@ class _Neighbour:
     enums: dict[str, dict[str, int]]
 
 
-def _neighbours(kind: NodeKind) -> tuple[_Neighbour, ...]:
+def _neighbours(kind: NodeName) -> tuple[_Neighbour, ...]:
     if kind == "context":
         artifact = {**_ATTRIBUTES["artifact"]}
         del artifact["type_id"]
@@ -513,7 +511,7 @@ class _Join:
 
 @dataclass
 class _Translator:
-    kind: NodeKind
+    kind: NodeName
     node: str
     query: str
     joins: dict[str, _Join] = field(default_factory=dict)
@@ -903,7 +901,7 @@ def _conjuncts(node: Node) -> Iterator[Node]:
 
 
 def compile_filter(
-    kind: NodeKind, query: str, alias: str, db: apsw.Connection | None = None
+    kind: NodeName, query: str, alias: str, db: apsw.Connection | None = None
 ) -> tuple[str, list[object]]:
     """Translates an MLMD filter query into a SQL boolean expression over the row ``alias``.
 
@@ -983,7 +981,7 @@ def _few(db: apsw.Connection, lookup: str, params: list[object]) -> bool:
     return isinstance(found, int) and found < LOOKUP_CAP
 
 
-def _attribute_lookup(kind: NodeKind, node: Node) -> tuple[str, list[object]] | None:
+def _attribute_lookup(kind: NodeName, node: Node) -> tuple[str, list[object]] | None:
     """An index-driven query for the ids a condition on the node's own columns selects.
 
     ``name = 'x'`` and ``name IN (…)`` go through the (type_id, name) unique index, one type

@@ -15,17 +15,15 @@ query per node.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import apsw
 
 from boardd.metadata import errors, queries, schema
+from boardd.metadata.access import find_nodes, type_rows_to_messages
 from boardd.metadata.filter_query import compile_filter
 from boardd.metadata.proto import metadata_store_pb2 as pb
 from boardd.metadata.queries import ARTIFACT, CONTEXT, EXECUTION, NodeKind
-
-if TYPE_CHECKING:
-    import apsw
-
-    from boardd.metadata.metadata_store import MetadataStore
 
 #: MLMD's cap on hops (kQueryLineageSubgraphMaxNumHops).
 MAX_NUM_HOPS = 100
@@ -47,7 +45,7 @@ def _json_ids(ids: Any) -> str:
 
 def _filtered_ids(db: apsw.Connection, kind: NodeKind, query: str, ids: Any = None) -> list[int]:
     """Ids of ``kind`` matching a filter_query (among ``ids`` when given), by id."""
-    expression, params = compile_filter(kind.name, query, "n")  # type: ignore[arg-type]
+    expression, params = compile_filter(kind.name, query, "n")
     args: list[object] = list(params)
     if ids is not None:
         if not ids:
@@ -67,7 +65,6 @@ def _keep_event(event_type: int, from_artifact: bool, direction: int) -> bool:
 
 
 def subgraph(
-    store: MetadataStore,
     db: apsw.Connection,
     options: pb.LineageSubgraphQueryOptions,
     field_mask_paths: Sequence[str] | None,
@@ -169,11 +166,10 @@ def subgraph(
         artifact_ids |= ending[True]
     if options.ending_executions.include_ending_nodes:
         execution_ids |= ending[False]
-    return _fill(store, db, wanted, read, artifact_ids, execution_ids, walked_events)
+    return _fill(db, wanted, read, artifact_ids, execution_ids, walked_events)
 
 
 def _fill(
-    store: MetadataStore,
     db: apsw.Connection,
     wanted: set[str],
     read: set[str],
@@ -185,7 +181,7 @@ def _fill(
     a_ids = sorted(artifact_ids) if "artifacts" in read else []
     e_ids = sorted(execution_ids) if "executions" in read else []
     if "artifacts" in wanted or "artifact_types" in wanted:
-        artifacts = store._find_nodes(db, ARTIFACT, a_ids)
+        artifacts = find_nodes(db, ARTIFACT, a_ids)
         if "artifacts" in wanted:
             graph.artifacts.extend(artifacts)
         if "artifact_types" in wanted:
@@ -194,18 +190,18 @@ def _fill(
                 queries.SELECT_TYPES_BY_IDS, (schema.ARTIFACT_TYPE, _json_ids(type_ids))
             ).fetchall()
             graph.artifact_types.extend(
-                store._type_rows_to_messages(
+                type_rows_to_messages(
                     db, schema.ARTIFACT_TYPE, rows, io_types=False, base_type=False
                 )
             )
     if "executions" in wanted or "execution_types" in wanted:
-        executions = store._find_nodes(db, EXECUTION, e_ids)
+        executions = find_nodes(db, EXECUTION, e_ids)
         if "executions" in wanted:
             graph.executions.extend(executions)
         if "execution_types" in wanted:
             type_ids = sorted({e.type_id for e in executions})
             graph.execution_types.extend(
-                store._type_rows_to_messages(
+                type_rows_to_messages(
                     db,
                     schema.EXECUTION_TYPE,
                     db.execute(
@@ -224,13 +220,13 @@ def _fill(
                     queries.CONTEXT_IDS_OF_NODES, (_json_ids(both[0]), _json_ids(both[1]))
                 )
             }
-        contexts = store._find_nodes(db, CONTEXT, sorted(context_ids))
+        contexts = find_nodes(db, CONTEXT, sorted(context_ids))
         if "contexts" in wanted:
             graph.contexts.extend(contexts)
         if "context_types" in wanted:
             type_ids = sorted({c.type_id for c in contexts})
             graph.context_types.extend(
-                store._type_rows_to_messages(
+                type_rows_to_messages(
                     db,
                     schema.CONTEXT_TYPE,
                     db.execute(

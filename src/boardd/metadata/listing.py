@@ -3,7 +3,8 @@
 ``list_page`` answers one page (at most ``max_result_size`` nodes, 100 at most) and the token
 of the next one; the token is MLMD's own (a web-safe base64 ``ListOperationNextPageToken``:
 the last row's ordering value and id, or for LAST_UPDATE_TIME the ids listed at that time), so
-paging stays right while rows are added. ``list_nodes`` is the Python API's loop over pages.
+paging stays right while rows are added. ``list_nodes`` is the Python API's loop over pages,
+with ``ListOptions`` (metadata_store re-exports it under ML Metadata's names).
 
 The filter goes through ``boardd.metadata.filter_query.compile_filter`` (a boolean SQL
 expression over the node alias ``n``, with ``?`` parameters).
@@ -13,16 +14,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import enum
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
 
 from boardd.metadata import errors, queries
+from boardd.metadata.access import Access, find_nodes, nodes_from_rows
 from boardd.metadata.filter_query import compile_filter
 from boardd.metadata.proto import metadata_store_pb2 as pb
 from boardd.metadata.queries import IDS, NodeKind
-
-if TYPE_CHECKING:
-    from boardd.metadata.metadata_store import ListOptions, MetadataStore
 
 #: The largest page, as MLMD (its GetDefaultMaxListOperationResultSize).
 MAX_PAGE = 100
@@ -35,6 +38,29 @@ _COLUMNS = {
 }
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
+
+
+@enum.unique
+class OrderByField(enum.Enum):
+    """The fields a list call can order by (ml_metadata's ``OrderByField``)."""
+
+    CREATE_TIME = pb.ListOperationOptions.OrderByField.Field.CREATE_TIME
+    UPDATE_TIME = pb.ListOperationOptions.OrderByField.Field.LAST_UPDATE_TIME
+    ID = pb.ListOperationOptions.OrderByField.Field.ID
+
+
+@dataclass
+class ListOptions:
+    """Options of ``get_artifacts`` / ``get_executions`` / ``get_contexts`` (MLMD's).
+
+    ``limit``: at most this many results (all when None); ``order_by`` with ``is_asc``: the
+    order (by id when not given); ``filter_query``: MLMD's filter language.
+    """
+
+    limit: int | None = None
+    order_by: OrderByField | None = None
+    is_asc: bool = True
+    filter_query: str | None = None
 
 
 def encode_token(token: pb.ListOperationNextPageToken) -> str:
@@ -59,8 +85,7 @@ def decode_token(text: str) -> pb.ListOperationNextPageToken:
 
 
 def list_page(
-    store: MetadataStore,
-    db: Any,
+    db: apsw.Connection,
     kind: NodeKind,
     options: pb.ListOperationOptions,
     candidate_ids: list[int] | None = None,
@@ -84,7 +109,7 @@ def list_page(
     where: list[str] = []
     params: list[object] = []
     if options.filter_query:
-        expression, filter_params = compile_filter(kind.name, options.filter_query, "n", db)  # type: ignore[arg-type]
+        expression, filter_params = compile_filter(kind.name, options.filter_query, "n", db)
         where.append(f"({expression})")
         params.extend(filter_params)
     if candidate_ids is not None:
@@ -124,7 +149,7 @@ def list_page(
     ]
     if not ids:
         return [], ""
-    found = {node.id: node for node in store._find_nodes(db, kind, ids)}
+    found = {node.id: node for node in find_nodes(db, kind, ids)}
     nodes = [found[i] for i in ids if i in found]
     if len(nodes) <= size:
         return nodes, ""
@@ -185,7 +210,7 @@ def options_from(list_options: ListOptions) -> pb.ListOperationOptions:
 
 
 def list_nodes(
-    store: MetadataStore,
+    access: Access,
     kind: NodeKind,
     list_options: ListOptions | None,
     candidates: Callable[[Any], list[int]] | None,
@@ -197,18 +222,18 @@ def list_nodes(
             "Invalid list_options.limit value passed. list_options.limit is expected to be "
             "greater than 1"
         )
-    with store._transaction() as db:
+    with access.transaction() as db:
         candidate_ids = candidates(db) if candidates is not None else None
         if list_options is None:
             if candidate_ids is not None:
-                return store._find_nodes(db, kind, candidate_ids)
+                return find_nodes(db, kind, candidate_ids)
             rows = db.execute(kind.select_where("1 ORDER BY n.id"))
-            return store._nodes_from_rows(db, kind, rows)
+            return nodes_from_rows(db, kind, rows)
         options = options_from(list_options)
         remaining = list_options.limit or None
         result: list[Any] = []
         while True:
-            nodes, token = list_page(store, db, kind, options, candidate_ids)
+            nodes, token = list_page(db, kind, options, candidate_ids)
             result.extend(nodes)
             if remaining is not None:
                 remaining -= len(nodes)

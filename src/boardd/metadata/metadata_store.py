@@ -6,63 +6,42 @@ C++ store (metadata_store.cc, rdbms_metadata_access_object.cc), quirks included 
 could notice them (an update never renames an artifact; ``get_artifact_types()`` leaves out
 external ids; …): tests/metadata compares both stores call by call.
 
-Each public call is one SQLite transaction: it commits whole or not at all. A store is used by
-one thread at a time; another thread opens its own ``MetadataStore`` on the same file (WAL
-mode lets readers run beside the writer).
+Each public call is one SQLite transaction (``access.Access.transaction``): it commits whole or
+not at all. A store is used by one thread at a time; another thread opens its own
+``MetadataStore`` on the same file (WAL mode lets readers run beside the writer).
+
+This module is the API's facade: arguments checked as MLMD checks them, and the writes. The
+connection and rows read as protos are ``access``'s, lists ``listing``'s, lineage walks
+``lineage``'s; none of those imports this module.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import enum
 import json
-import math
 import operator
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import apsw
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from boardd.metadata import errors, queries, schema
+from boardd.metadata import access, errors, lineage, listing, queries, schema
+from boardd.metadata.access import UnstorableValueError as UnstorableValueError
+from boardd.metadata.listing import ListOptions as ListOptions
+from boardd.metadata.listing import OrderByField as OrderByField
 from boardd.metadata.proto import metadata_store_pb2 as pb
 from boardd.metadata.queries import ARTIFACT, CONTEXT, EXECUTION, NodeKind
 
 #: ml_metadata's page size for list calls.
 MAX_NUM_RESULT = 100
 
-_STRUCT_PREFIX = "mlmd-struct::"
 
 Node = TypeVar("Node", pb.Artifact, pb.Execution, pb.Context)
 NodeType = TypeVar("NodeType", pb.ArtifactType, pb.ExecutionType, pb.ContextType)
-
-
-@enum.unique
-class OrderByField(enum.Enum):
-    """The fields a list call can order by (ml_metadata's ``OrderByField``)."""
-
-    CREATE_TIME = pb.ListOperationOptions.OrderByField.Field.CREATE_TIME
-    UPDATE_TIME = pb.ListOperationOptions.OrderByField.Field.LAST_UPDATE_TIME
-    ID = pb.ListOperationOptions.OrderByField.Field.ID
-
-
-@dataclass
-class ListOptions:
-    """Options of ``get_artifacts`` / ``get_executions`` / ``get_contexts`` (MLMD's).
-
-    ``limit``: at most this many results (all when None); ``order_by`` with ``is_asc``: the
-    order (by id when not given); ``filter_query``: MLMD's filter language.
-    """
-
-    limit: int | None = None
-    order_by: OrderByField | None = None
-    is_asc: bool = True
-    filter_query: str | None = None
 
 
 class ExtraOptions:
@@ -74,39 +53,8 @@ class ExtraOptions:
 
 # -- the simple system types ------------------------------------------------------------------
 
-_ARTIFACT_BASE_TYPES: dict[int, str] = {
-    pb.ArtifactType.DATASET: "mlmd.Dataset",
-    pb.ArtifactType.MODEL: "mlmd.Model",
-    pb.ArtifactType.METRICS: "mlmd.Metrics",
-    pb.ArtifactType.STATISTICS: "mlmd.Statistics",
-}
-_EXECUTION_BASE_TYPES: dict[int, str] = {
-    pb.ExecutionType.TRAIN: "mlmd.Train",
-    pb.ExecutionType.TRANSFORM: "mlmd.Transform",
-    pb.ExecutionType.PROCESS: "mlmd.Process",
-    pb.ExecutionType.EVALUATE: "mlmd.Evaluate",
-    pb.ExecutionType.DEPLOY: "mlmd.Deploy",
-}
-_BASE_TYPE_NAMES: dict[int, dict[int, str]] = {
-    schema.ARTIFACT_TYPE: _ARTIFACT_BASE_TYPES,
-    schema.EXECUTION_TYPE: _EXECUTION_BASE_TYPES,
-    schema.CONTEXT_TYPE: {},
-}
-_BASE_TYPE_ENUMS: dict[int, dict[str, int]] = {
-    kind: {name: value for value, name in names.items()} for kind, names in _BASE_TYPE_NAMES.items()
-}
 _SYSTEM_TYPE_NAMES = frozenset(name for name, _ in schema.SYSTEM_TYPES)
 
-_TYPE_CLASSES: dict[int, type[Message]] = {
-    schema.ARTIFACT_TYPE: pb.ArtifactType,
-    schema.EXECUTION_TYPE: pb.ExecutionType,
-    schema.CONTEXT_TYPE: pb.ContextType,
-}
-_NODE_CLASSES: dict[str, type[Message]] = {
-    "artifact": pb.Artifact,
-    "execution": pb.Execution,
-    "context": pb.Context,
-}
 _KIND_OF_NODE: dict[type[Message], NodeKind] = {
     pb.Artifact: ARTIFACT,
     pb.Execution: EXECUTION,
@@ -178,73 +126,6 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _ids_json(ids: Iterable[int]) -> str:
-    return json.dumps([int(i) for i in ids])
-
-
-def _value_columns(name: str, value: pb.Value) -> tuple[Any, Any, Any, Any, Any]:
-    """A Value as the property table's (int, double, string, proto, bool) columns.
-
-    Refused, so that a stored node always reads back: a Value with nothing set
-    (:class:`InvalidArgumentError`; ML Metadata aborts the process on a custom one) and a NaN
-    double (:class:`InternalError`, ML Metadata's class for it: SQLite would keep a NULL)."""
-    which = value.WhichOneof("value")
-    if which == "int_value":
-        return (value.int_value, None, None, None, None)
-    if which == "double_value":
-        if math.isnan(value.double_value):
-            raise UnstorableValueError(
-                f"Cannot store property {name!r}: its double_value is NaN, which the store "
-                "cannot hold (ML Metadata refuses it too); leave it out or store a string"
-            )
-        return (None, value.double_value, None, None, None)
-    if which == "string_value":
-        return (None, None, value.string_value, None, None)
-    if which == "struct_value":
-        encoded = base64.b64encode(value.struct_value.SerializeToString()).decode("ascii")
-        return (None, None, _STRUCT_PREFIX + encoded, None, None)
-    if which == "proto_value":
-        return (None, None, None, value.proto_value.SerializeToString(), None)
-    if which == "bool_value":
-        return (None, None, None, None, int(value.bool_value))
-    raise errors.InvalidArgumentError(f"Found property with no value set: {name}")
-
-
-def _fill_value(value: pb.Value, row: Sequence[Any]) -> None:
-    """Sets ``value`` from a property row's value columns (row[3:8])."""
-    int_value, double_value, string_value, proto_value, bool_value = row[3:8]
-    if int_value is not None:
-        value.int_value = int_value
-    elif double_value is not None:
-        value.double_value = double_value
-    elif string_value is not None:
-        if string_value.startswith(_STRUCT_PREFIX):
-            struct = struct_pb2.Struct()
-            struct.ParseFromString(base64.b64decode(string_value[len(_STRUCT_PREFIX) :]))
-            value.struct_value.CopyFrom(struct)
-        else:
-            value.string_value = string_value
-    elif proto_value is not None:
-        value.proto_value.ParseFromString(proto_value)
-    elif bool_value is not None:
-        value.bool_value = bool(bool_value)
-    else:
-        raise errors.InternalError(
-            "Attempt to populate property with null value in every known *_value column."
-        )
-
-
-class UnstorableValueError(errors.InternalError):
-    """A property value the store cannot hold (a NaN double): ML Metadata's InternalError for
-    it, which boardd's HTTP API answers as the client's error (400), not as its own (500)."""
-
-
-class _CannotConnectError(errors.UnavailableError, RuntimeError):
-    """The store's file cannot be opened: an UnavailableError that is also the RuntimeError
-    ML Metadata raises then ("Cannot connect sqlite3 database"), so that a script's
-    ``except RuntimeError`` catches it as it did."""
-
-
 @dataclass
 class _StoredType:
     """What validation needs of a stored type."""
@@ -269,75 +150,8 @@ class MetadataStore:
                 "MetadataStore is expecting a boardd.metadata ConnectionConfig "
                 "(boardd.metadata.proto.metadata_store_pb2.ConnectionConfig)"
             )
-        self._config = config
         self._owner = threading.get_ident()
-        self._closed = False
-        self._connection = self._open(config)
-        try:
-            self._prepare()
-        except BaseException:
-            self._connection.close()
-            raise
-
-    # -- connection ---------------------------------------------------------------------------
-
-    @staticmethod
-    def _open(config: pb.ConnectionConfig) -> apsw.Connection:
-        which = config.WhichOneof("config")
-        if which == "fake_database":
-            return apsw.Connection(":memory:")
-        if which != "sqlite":
-            raise errors.InvalidArgumentError(
-                f"boardd keeps lineage in SQLite: a ConnectionConfig with {which or 'nothing'} "
-                "set is not supported; set sqlite.filename_uri (a file) or fake_database "
-                "(in memory)"
-            )
-        sqlite = config.sqlite
-        if not sqlite.filename_uri:
-            raise errors.InvalidArgumentError(
-                "ConnectionConfig.sqlite.filename_uri is empty: give the lineage file's path"
-            )
-        mode = sqlite.connection_mode
-        if mode == pb.SqliteMetadataSourceConfig.READONLY:
-            flags = apsw.SQLITE_OPEN_READONLY
-        elif mode == pb.SqliteMetadataSourceConfig.READWRITE:
-            flags = apsw.SQLITE_OPEN_READWRITE
-        else:
-            flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-        filename = sqlite.filename_uri
-        if filename.startswith("file:"):
-            flags |= apsw.SQLITE_OPEN_URI
-        try:
-            return apsw.Connection(filename, flags=flags)
-        except apsw.CantOpenError as exc:
-            raise _CannotConnectError(
-                f"cannot open the lineage store {filename!r} "
-                f"({pb.SqliteMetadataSourceConfig.ConnectionMode.Name(mode)}): {exc}"
-            ) from exc
-
-    def _prepare(self) -> None:
-        connection = self._connection
-        connection.setbusytimeout(10_000)
-        readonly = self._config.WhichOneof("config") == "sqlite" and (
-            self._config.sqlite.connection_mode == pb.SqliteMetadataSourceConfig.READONLY
-        )
-        try:
-            if readonly:
-                schema.check_identity(connection)
-                if connection.pragma("user_version") != schema.SCHEMA_VERSION:
-                    raise errors.FailedPreconditionError(
-                        "the lineage store is empty or from an older boardd: open it once "
-                        "read-write to create or migrate it"
-                    )
-                return
-            if self._config.WhichOneof("config") == "sqlite":
-                connection.pragma("journal_mode", "wal")
-                connection.pragma("synchronous", "normal")
-            schema.migrate(connection)
-        except schema.SchemaError as exc:
-            raise errors.FailedPreconditionError(str(exc)) from exc
-        except apsw.Error as exc:
-            raise errors.UnavailableError(f"cannot use the lineage store: {exc}") from exc
+        self._access = access.Access(config)
 
     @property
     def pipeline_asset(self) -> None:
@@ -346,9 +160,7 @@ class MetadataStore:
 
     def close(self) -> None:
         """Closes the connection (idempotent)."""
-        if not self._closed:
-            self._closed = True
-            self._connection.close()
+        self._access.close()
 
     def __enter__(self) -> MetadataStore:
         return self
@@ -356,102 +168,7 @@ class MetadataStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextlib.contextmanager
-    def _transaction(self, *, write: bool = False) -> Iterator[apsw.Connection]:
-        """One call's transaction; SQLite errors become MLMD's exceptions.
-
-        A call that writes takes the write lock as it begins (BEGIN IMMEDIATE), waiting up to
-        the busy timeout while another connection writes (several daemons share one lineage
-        file): begun as a read, its first write would fail at once, without waiting, had
-        another connection committed since its read began (SQLITE_BUSY_SNAPSHOT)."""
-        if self._closed:
-            raise errors.FailedPreconditionError("this MetadataStore is closed")
-        try:
-            if write and not self._connection.in_transaction:
-                with self._immediate() as db:
-                    yield db
-            else:
-                with self._connection:
-                    yield self._connection
-        except errors.StatusError:
-            raise
-        except apsw.ConstraintError as exc:
-            raise errors.AlreadyExistsError(f"Given node already exists: {exc}") from exc
-        except (apsw.BusyError, apsw.LockedError) as exc:
-            raise errors.AbortedError(f"the lineage store is busy, retry: {exc}") from exc
-        except apsw.ReadOnlyError as exc:
-            raise errors.PermissionDeniedError(
-                f"the lineage store is open read-only: {exc}"
-            ) from exc
-        except apsw.Error as exc:
-            raise errors.InternalError(f"lineage store error: {exc}") from exc
-
-    @contextlib.contextmanager
-    def _immediate(self) -> Iterator[apsw.Connection]:
-        connection = self._connection
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            yield connection
-            connection.execute("COMMIT")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
-
     # -- types --------------------------------------------------------------------------------
-
-    def _type_rows_to_messages(
-        self,
-        db: apsw.Connection,
-        kind: int,
-        rows: list[tuple[Any, ...]],
-        *,
-        external_id: bool = True,
-        io_types: bool = True,
-        base_type: bool = True,
-    ) -> list[Any]:
-        """Type messages from ``(id, name, version, description, external_id, input_type,
-        output_type)`` rows, with their properties (and base types)."""
-        cls = _TYPE_CLASSES[kind]
-        out: list[Any] = []
-        for type_id, name, version, description, ext_id, input_type, output_type in rows:
-            message: Any = cls(id=type_id, name=name)
-            if version is not None:
-                message.version = version
-            if description is not None:
-                message.description = description
-            if external_id and ext_id is not None:
-                message.external_id = ext_id
-            if io_types and kind == schema.EXECUTION_TYPE:
-                if input_type:
-                    json_format.Parse(input_type, message.input_type)
-                if output_type:
-                    json_format.Parse(output_type, message.output_type)
-            out.append(message)
-        if not out:
-            return out
-        by_id: dict[int, list[Any]] = {}
-        for message in out:
-            by_id.setdefault(message.id, []).append(message)
-        ids = _ids_json(by_id)
-        for type_id, name, data_type in db.execute(queries.SELECT_TYPE_PROPERTIES, (ids,)):
-            for message in by_id[type_id]:
-                message.properties[name] = data_type
-        if base_type and _BASE_TYPE_ENUMS[kind]:
-            for type_id, parent_name in db.execute(queries.SELECT_PARENT_TYPE_NAMES, (ids,)):
-                enum_value = _BASE_TYPE_ENUMS[kind].get(parent_name)
-                if enum_value is not None:
-                    for message in by_id[type_id]:
-                        message.base_type = enum_value
-        return out
-
-    def _find_type_by_name(
-        self, db: apsw.Connection, kind: int, name: str, version: str | None
-    ) -> Any | None:
-        rows = list(db.execute(queries.SELECT_TYPE_BY_NAME, (kind, name, version or None)))
-        if not rows:
-            return None
-        return self._type_rows_to_messages(db, kind, rows[:1])[0]
 
     def _stored_type(
         self,
@@ -470,7 +187,7 @@ class MetadataStore:
         properties = {
             name: data_type
             for _, name, data_type in db.execute(
-                queries.SELECT_TYPE_PROPERTIES, (_ids_json([type_id]),)
+                queries.SELECT_TYPE_PROPERTIES, (access.ids_json([type_id]),)
             )
         }
         found = _StoredType(id=type_id, name=row[1], properties=properties)
@@ -487,7 +204,7 @@ class MetadataStore:
     ) -> int:
         """MLMD's UpsertTypes for one type: create, or evolve compatibly; returns its id."""
         version = request.version if request.HasField("version") and request.version else None
-        stored = self._find_type_by_name(db, kind, request.name, version)
+        stored = access.find_type_by_name(db, kind, request.name, version)
         if stored is None:
             if not request.name:
                 raise errors.InvalidArgumentError("No type name is specified.")
@@ -584,11 +301,13 @@ class MetadataStore:
     def _upsert_base_type(self, db: apsw.Connection, kind: int, request: Any, type_id: int) -> None:
         if kind == schema.CONTEXT_TYPE or not request.HasField("base_type"):
             return
-        names = _BASE_TYPE_NAMES[kind]
+        names = access.BASE_TYPE_NAMES[kind]
         if request.base_type not in names:
             raise errors.UnimplementedError("base_type deletion is not supported yet")
         wanted = names[request.base_type]
-        current = db.execute(queries.SELECT_PARENT_TYPE_NAMES, (_ids_json([type_id]),)).fetchall()
+        current = db.execute(
+            queries.SELECT_PARENT_TYPE_NAMES, (access.ids_json([type_id]),)
+        ).fetchall()
         if not current:
             parent = db.execute(queries.SELECT_SYSTEM_TYPE_ID, (wanted, kind)).get
             if parent is None:
@@ -600,8 +319,8 @@ class MetadataStore:
     def _put_type(
         self, kind: int, type_message: Any, can_add_fields: bool, can_omit_fields: bool
     ) -> int:
-        type_message = _type_message(_TYPE_CLASSES[kind], type_message)
-        with self._transaction(write=True) as db:
+        type_message = _type_message(access.TYPE_CLASSES[kind], type_message)
+        with self._access.transaction(write=True) as db:
             return self._upsert_type(db, kind, type_message, can_add_fields, can_omit_fields)
 
     def put_artifact_type(
@@ -643,8 +362,8 @@ class MetadataStore:
 
     def _get_type(self, kind: int, type_name: str, type_version: str | None) -> Any:
         type_name, type_version = _text(type_name), _optional_text(type_version)
-        with self._transaction() as db:
-            found = self._find_type_by_name(db, kind, type_name, type_version or None)
+        with self._access.transaction() as db:
+            found = access.find_type_by_name(db, kind, type_name, type_version or None)
             if found is None:
                 raise errors.NotFoundError(
                     f"No type found for query, name: `{type_name}`, version: "
@@ -683,13 +402,13 @@ class MetadataStore:
         return result
 
     def _get_types(self, kind: int) -> list[Any]:
-        with self._transaction() as db:
+        with self._access.transaction() as db:
             rows = [
                 row
                 for row in db.execute(queries.SELECT_ALL_TYPES, (kind,))
                 if row[1] not in _SYSTEM_TYPE_NAMES
             ]
-            return self._type_rows_to_messages(db, kind, rows, external_id=False)
+            return access.type_rows_to_messages(db, kind, rows, external_id=False)
 
     def get_artifact_types(
         self, extra_options: ExtraOptions | None = None
@@ -709,14 +428,14 @@ class MetadataStore:
 
     def _get_types_by_id(self, kind: int, type_ids: Iterable[int]) -> list[Any]:
         wanted = _ids(type_ids)
-        with self._transaction() as db:
+        with self._access.transaction() as db:
             rows = {
                 row[0]: row
-                for row in db.execute(queries.SELECT_TYPES_BY_IDS, (kind, _ids_json(wanted)))
+                for row in db.execute(queries.SELECT_TYPES_BY_IDS, (kind, access.ids_json(wanted)))
             }
             # In the order asked, repeats kept, unknown ids skipped (as MLMD).
             ordered = [rows[i] for i in wanted if i in rows]
-            return self._type_rows_to_messages(
+            return access.type_rows_to_messages(
                 db, kind, ordered, base_type=kind != schema.CONTEXT_TYPE
             )
 
@@ -746,13 +465,13 @@ class MetadataStore:
             raise errors.InvalidArgumentError(
                 "Invalid argument because at least one empty external_id exists."
             )
-        with self._transaction() as db:
+        with self._access.transaction() as db:
             rows = list(
                 db.execute(queries.SELECT_TYPES_BY_EXTERNAL_IDS, (kind, json.dumps(wanted)))
             )
             if not rows:
                 raise errors.NotFoundError("No types found for external_ids.")
-            return self._type_rows_to_messages(db, kind, rows, io_types=False, base_type=False)
+            return access.type_rows_to_messages(db, kind, rows, io_types=False, base_type=False)
 
     def get_artifact_types_by_external_ids(
         self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
@@ -774,45 +493,10 @@ class MetadataStore:
 
     # -- nodes: reading -----------------------------------------------------------------------
 
-    @staticmethod
-    def _nodes_from_rows(
-        db: apsw.Connection, kind: NodeKind, rows: Iterable[tuple[Any, ...]]
-    ) -> list[Any]:
-        """Node messages from ``kind.select`` rows, in row order, with their properties."""
-        cls = _NODE_CLASSES[kind.name]
-        columns = kind.columns
-        out: list[Any] = []
-        by_id: dict[int, Any] = {}
-        for row in rows:
-            fields: dict[str, Any] = {"id": row[0], "type_id": row[1], "type": row[2]}
-            for column, value in zip(columns, row[3:-2], strict=True):
-                if value is not None:
-                    fields[column] = value
-            fields["create_time_since_epoch"] = row[-2]
-            fields["last_update_time_since_epoch"] = row[-1]
-            node = cls(**fields)
-            out.append(node)
-            by_id[row[0]] = node
-        if by_id:
-            for prop in db.execute(kind.select_properties, (_ids_json(by_id),)):
-                node = by_id[prop[0]]
-                target = node.custom_properties if prop[2] else node.properties
-                _fill_value(target[prop[1]], prop)
-        return out
-
-    def _find_nodes(self, db: apsw.Connection, kind: NodeKind, ids: Sequence[int]) -> list[Any]:
-        """Nodes of these ids, by id ascending, unknown ids skipped (as MLMD's IN query)."""
-        if not ids:
-            return []
-        rows = db.execute(
-            kind.select_where(f"n.id IN {queries.IDS} ORDER BY n.id"), (_ids_json(ids),)
-        )
-        return self._nodes_from_rows(db, kind, rows)
-
     def _get_nodes_by_id(self, kind: NodeKind, ids: Iterable[int]) -> list[Any]:
         wanted = _ids(ids)
-        with self._transaction() as db:
-            return self._find_nodes(db, kind, wanted)
+        with self._access.transaction() as db:
+            return access.find_nodes(db, kind, wanted)
 
     def get_artifacts_by_id(
         self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
@@ -837,18 +521,18 @@ class MetadataStore:
     ) -> tuple[list[pb.Artifact], list[pb.ArtifactType]]:
         """The artifacts of these ids and their types (each type once)."""
         wanted = _ids(artifact_ids)
-        with self._transaction() as db:
-            artifacts = self._find_nodes(db, ARTIFACT, wanted)
+        with self._access.transaction() as db:
+            artifacts = access.find_nodes(db, ARTIFACT, wanted)
             type_ids = list(dict.fromkeys(a.type_id for a in artifacts))
             by_id = {
                 row[0]: row
                 for row in db.execute(
-                    queries.SELECT_TYPES_BY_IDS, (schema.ARTIFACT_TYPE, _ids_json(type_ids))
+                    queries.SELECT_TYPES_BY_IDS, (schema.ARTIFACT_TYPE, access.ids_json(type_ids))
                 )
             }
             # Each type once, in the order the artifacts first name it (as MLMD).
             rows = [by_id[i] for i in type_ids if i in by_id]
-            types = self._type_rows_to_messages(
+            types = access.type_rows_to_messages(
                 db, schema.ARTIFACT_TYPE, rows, io_types=False, base_type=False
             )
             return artifacts, types
@@ -913,11 +597,11 @@ class MetadataStore:
             raise errors.AlreadyExistsError(f"Given node already exists: {node} {exc}") from exc
         node_id = int(db.last_insert_rowid())
         rows = [
-            (node_id, name, 0, *_value_columns(name, value))
+            (node_id, name, 0, *access.value_columns(name, value))
             for name, value in node.properties.items()
         ]
         rows.extend(
-            (node_id, name, 1, *_value_columns(name, value))
+            (node_id, name, 1, *access.value_columns(name, value))
             for name, value in node.custom_properties.items()
         )
         if rows:
@@ -934,7 +618,7 @@ class MetadataStore:
         mask: Sequence[str] = (),
         force_update_time: bool = False,
     ) -> int:
-        found = self._find_nodes(db, kind, [node.id])
+        found = access.find_nodes(db, kind, [node.id])
         if not found:
             raise errors.InvalidArgumentError(f"Cannot find the given id {node.id}")
         stored = found[0]
@@ -1022,7 +706,7 @@ class MetadataStore:
             elif after and before and previous[name] != current[name] and not is_custom:
                 # As MLMD: an UPDATE of the value's column by node and name (a custom property
                 # of the same name gets that column too).
-                columns = _value_columns(name, current[name])
+                columns = access.value_columns(name, current[name])
                 for column, value in zip(queries.VALUE_COLUMNS, columns, strict=True):
                     if value is not None:
                         db.execute(kind.update_property(column), (value, node_id, name))
@@ -1033,7 +717,7 @@ class MetadataStore:
                     db.execute(kind.delete_property, (node_id, name))
                 db.execute(
                     kind.insert_property,
-                    (node_id, name, int(is_custom), *_value_columns(name, current[name])),
+                    (node_id, name, int(is_custom), *access.value_columns(name, current[name])),
                 )
                 changed += 1
         return changed
@@ -1054,10 +738,10 @@ class MetadataStore:
     def _put_nodes(
         self, kind: NodeKind, nodes: Sequence[Any], field_mask_paths: Sequence[str] | None
     ) -> list[int]:
-        nodes = _messages(_NODE_CLASSES[kind.name], nodes)
+        nodes = _messages(access.NODE_CLASSES[kind.name], nodes)
         types: dict[tuple[int, int], _StoredType] = {}
         mask = [_text(p) for p in field_mask_paths or ()]
-        with self._transaction(write=True) as db:
+        with self._access.transaction(write=True) as db:
             now = _now_ms()
             return [self._upsert_node(db, kind, node, now, types, mask) for node in nodes]
 
@@ -1107,12 +791,12 @@ class MetadataStore:
         self, kind: NodeKind, type_name: str, type_version: str | None
     ) -> list[Any]:
         type_name, type_version = _text(type_name), _optional_text(type_version)
-        with self._transaction() as db:
+        with self._access.transaction() as db:
             type_id = self._type_id_for(db, kind, type_name, type_version)
             if type_id is None:
                 return []
             rows = db.execute(kind.select_where("n.type_id = ? ORDER BY n.id"), (type_id,))
-            return self._nodes_from_rows(db, kind, rows)
+            return access.nodes_from_rows(db, kind, rows)
 
     def get_artifacts_by_type(
         self,
@@ -1146,12 +830,12 @@ class MetadataStore:
     ) -> Any | None:
         type_name, type_version = _text(type_name), _optional_text(type_version)
         name = _text(name)
-        with self._transaction() as db:
+        with self._access.transaction() as db:
             type_id = self._type_id_for(db, kind, type_name, type_version)
             if type_id is None:
                 return None
             rows = db.execute(kind.select_where("n.type_id = ? AND n.name = ?"), (type_id, name))
-            found = self._nodes_from_rows(db, kind, rows)
+            found = access.nodes_from_rows(db, kind, rows)
             return found[0] if found else None
 
     def get_artifact_by_type_and_name(
@@ -1198,9 +882,9 @@ class MetadataStore:
     ) -> list[pb.Artifact]:
         """The artifacts with this uri."""
         uri = _text(uri)
-        with self._transaction() as db:
+        with self._access.transaction() as db:
             rows = db.execute(ARTIFACT.select_where("n.uri = ? ORDER BY n.id"), (uri,))
-            return self._nodes_from_rows(db, ARTIFACT, rows)
+            return access.nodes_from_rows(db, ARTIFACT, rows)
 
     def _get_nodes_by_external_ids(self, kind: NodeKind, external_ids: Iterable[str]) -> list[Any]:
         wanted = [_text(e) for e in external_ids]
@@ -1210,14 +894,14 @@ class MetadataStore:
             raise errors.InvalidArgumentError(
                 "Invalid argument because at least one empty external_id exists."
             )
-        with self._transaction() as db:
+        with self._access.transaction() as db:
             rows = db.execute(
                 kind.select_where(
                     "n.external_id IN (SELECT value FROM json_each(?)) ORDER BY n.id"
                 ),
                 (json.dumps(wanted),),
             )
-            found = self._nodes_from_rows(db, kind, rows)
+            found = access.nodes_from_rows(db, kind, rows)
             if not found:
                 raise errors.NotFoundError(f"No {kind.name}s found for external_ids.")
             return found
@@ -1285,49 +969,26 @@ class MetadataStore:
     ) -> None:
         """Inserts events (their artifact and execution must exist; events never change)."""
         events = _messages(pb.Event, events)
-        with self._transaction(write=True) as db:
+        with self._access.transaction(write=True) as db:
             now = _now_ms()
             for event in events:
                 self._insert_event(db, event, True, now)
-
-    @staticmethod
-    def _events(db: apsw.Connection, sql: str, ids: Iterable[int]) -> list[pb.Event]:
-        rows: list[tuple[Any, ...]] = db.execute(sql, (_ids_json(ids),)).fetchall()
-        if not rows:
-            return []
-        by_id: dict[int, pb.Event] = {}
-        out: list[pb.Event] = []
-        for event_id, artifact_id, execution_id, event_type, when in rows:
-            event = pb.Event(artifact_id=artifact_id, execution_id=execution_id, type=event_type)
-            if when is not None:
-                event.milliseconds_since_epoch = when
-            by_id[event_id] = event
-            out.append(event)
-        for event_id, is_index, index, key in db.execute(
-            queries.SELECT_EVENT_PATHS, (_ids_json(by_id),)
-        ):
-            step = by_id[event_id].path.steps.add()
-            if is_index:
-                step.index = index
-            else:
-                step.key = key
-        return out
 
     def get_events_by_execution_ids(
         self, execution_ids: Iterable[int], extra_options: ExtraOptions | None = None
     ) -> list[pb.Event]:
         """The events of these executions."""
         wanted = _ids(execution_ids)
-        with self._transaction() as db:
-            return self._events(db, queries.SELECT_EVENTS_BY_EXECUTIONS, wanted)
+        with self._access.transaction() as db:
+            return access.read_events(db, queries.SELECT_EVENTS_BY_EXECUTIONS, wanted)
 
     def get_events_by_artifact_ids(
         self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
     ) -> list[pb.Event]:
         """The events of these artifacts."""
         wanted = _ids(artifact_ids)
-        with self._transaction() as db:
-            return self._events(db, queries.SELECT_EVENTS_BY_ARTIFACTS, wanted)
+        with self._access.transaction() as db:
+            return access.read_events(db, queries.SELECT_EVENTS_BY_ARTIFACTS, wanted)
 
     # -- contexts: membership and nesting -----------------------------------------------------
 
@@ -1364,7 +1025,7 @@ class MetadataStore:
         """Adds artifacts and executions to contexts (an existing link is kept as is)."""
         attributions = _messages(pb.Attribution, attributions)
         associations = _messages(pb.Association, associations)
-        with self._transaction(write=True) as db:
+        with self._access.transaction(write=True) as db:
             for attribution in attributions:
                 if not attribution.HasField("context_id"):
                     raise errors.InvalidArgumentError("No context id is specified.")
@@ -1389,7 +1050,7 @@ class MetadataStore:
         exists.
         """
         parent_contexts = _messages(pb.ParentContext, parent_contexts)
-        with self._transaction(write=True) as db:
+        with self._access.transaction(write=True) as db:
             for link in parent_contexts:
                 if not link.HasField("parent_id") or not link.HasField("child_id"):
                     raise errors.InvalidArgumentError(
@@ -1397,7 +1058,7 @@ class MetadataStore:
                     )
                 found = db.execute(
                     queries.COUNT_CONTEXTS,
-                    (_ids_json([link.parent_id, link.child_id]),),
+                    (access.ids_json([link.parent_id, link.child_id]),),
                 ).get
                 if found < 2:
                     raise errors.InvalidArgumentError(
@@ -1422,11 +1083,11 @@ class MetadataStore:
         self, sql: str, node_id: int, none_found: str | None = None
     ) -> list[pb.Context]:
         node_id = _id(node_id)
-        with self._transaction() as db:
+        with self._access.transaction() as db:
             ids = [row[0] for row in db.execute(sql, (node_id,))]
             if not ids and none_found is not None:
                 raise errors.NotFoundError(f"{none_found}{node_id}")
-            return self._find_nodes(db, CONTEXT, ids)
+            return access.find_nodes(db, CONTEXT, ids)
 
     def get_parent_contexts_by_context(
         self, context_id: int, extra_options: ExtraOptions | None = None
@@ -1467,11 +1128,9 @@ class MetadataStore:
         extra_options: ExtraOptions | None = None,
     ) -> list[pb.Artifact]:
         """The artifacts attributed to a context (all, or as ``list_options`` says)."""
-        from boardd.metadata import listing
-
         context_id = _id(context_id)
         return listing.list_nodes(
-            self,
+            self._access,
             ARTIFACT,
             list_options,
             lambda db: [
@@ -1486,13 +1145,11 @@ class MetadataStore:
         extra_options: ExtraOptions | None = None,
     ) -> list[pb.Execution]:
         """The executions associated with a context (newest first unless ``list_options``)."""
-        from boardd.metadata import listing
-
         context_id = _id(context_id)
         if list_options is None:
             list_options = ListOptions(order_by=OrderByField.CREATE_TIME, is_asc=False)
         return listing.list_nodes(
-            self,
+            self._access,
             EXECUTION,
             list_options,
             lambda db: [
@@ -1585,7 +1242,7 @@ class MetadataStore:
                 )
             )
         types: dict[tuple[int, int], _StoredType] = {}
-        with self._transaction(write=True) as db:
+        with self._access.transaction(write=True) as db:
             now = _now_ms()
             artifact_ids_by_pair: list[int | None] = []
             for artifact, _event in pairs:
@@ -1676,7 +1333,7 @@ class MetadataStore:
         edges = [tuple(edge) for edge in event_edges]
         _check_event_edges(edges, executions, artifacts)
         types: dict[tuple[int, int], _StoredType] = {}
-        with self._transaction(write=True) as db:
+        with self._access.transaction(write=True) as db:
             now = _now_ms()
             # MLMD's BatchTypeAndPropertyValidation, kind by kind: every node names a type,
             # every type named exists (of that kind), then each node's properties match.
@@ -1772,31 +1429,25 @@ class MetadataStore:
         extra_options: ExtraOptions | None = None,
     ) -> pb.LineageGraph:
         """The subgraph around the starting nodes (see boardd.metadata.lineage)."""
-        from boardd.metadata import lineage
-
-        with self._transaction() as db:
-            return lineage.subgraph(self, db, query_options, field_mask_paths)
+        with self._access.transaction() as db:
+            return lineage.subgraph(db, query_options, field_mask_paths)
 
     # -- lists with ListOptions ---------------------------------------------------------------
 
     def _list_nodes(self, kind: NodeKind, list_options: ListOptions | None) -> list[Any]:
-        from boardd.metadata import listing
-
-        return listing.list_nodes(self, kind, list_options, None)
+        return listing.list_nodes(self._access, kind, list_options, None)
 
     def list_page(self, kind: str, options: pb.ListOperationOptions) -> tuple[list[Any], str]:
         """One page of ``kind`` ("artifact", "execution" or "context") and the next page's
         token ("" after the last page): MLMD's GetArtifacts/… RPCs with their
         ListOperationOptions, for callers that page themselves (boardd's HTTP API)."""
-        from boardd.metadata import listing
-
         kinds = {"artifact": ARTIFACT, "execution": EXECUTION, "context": CONTEXT}
         if kind not in kinds:
             raise errors.InvalidArgumentError(
                 f"unknown node kind {kind!r}: artifact, execution or context"
             )
-        with self._transaction() as db:
-            return listing.list_page(self, db, kinds[kind], options)
+        with self._access.transaction() as db:
+            return listing.list_page(db, kinds[kind], options)
 
     def get_artifacts(
         self, list_options: ListOptions | None = None, extra_options: ExtraOptions | None = None
@@ -1912,7 +1563,7 @@ class _FieldMask:
     def parse(cls, paths: Sequence[str], kind: NodeKind) -> _FieldMask | None:
         if not paths:
             return None
-        message_fields = _NODE_CLASSES[kind.name].DESCRIPTOR.fields_by_name
+        message_fields = access.NODE_CLASSES[kind.name].DESCRIPTOR.fields_by_name
         fields = [
             p
             for p in paths

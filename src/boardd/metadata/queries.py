@@ -9,11 +9,15 @@ not depend on how many ids it gets and stays in APSW's statement cache.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from boardd.metadata.schema import ARTIFACT_TYPE, CONTEXT_TYPE, EXECUTION_TYPE
 
 #: The ids of a JSON array parameter, as a subquery.
 IDS = "(SELECT value FROM json_each(?))"
+
+#: A node kind's name: what MLMD's filter language and boardd's HTTP API call it.
+NodeName = Literal["artifact", "execution", "context"]
 
 #: Property value columns, in the order property rows carry them.
 VALUE_COLUMNS = ("int_value", "double_value", "string_value", "proto_value", "bool_value")
@@ -23,7 +27,7 @@ VALUE_COLUMNS = ("int_value", "double_value", "string_value", "proto_value", "bo
 class NodeKind:
     """One kind of node: its tables and the statements that read and write it."""
 
-    name: str  # "artifact"
+    name: NodeName
     table: str  # "Artifact"
     property_table: str  # "ArtifactProperty"
     fk: str  # "artifact_id": the property table's node column
