@@ -348,7 +348,7 @@ def test_a_series_changed_otherwise_is_read_whole(tmp_path: Path, change: Any) -
 
 
 def test_a_read_that_keeps_nothing_files_nothing_new(tmp_path: Path) -> None:
-    logdir, db, run = _store_of(tmp_path, {s: float(s) for s in range(100)})
+    _logdir, db, run = _store_of(tmp_path, {s: float(s) for s in range(100)})
     run.close()
     connection = open_store(db)
     try:
