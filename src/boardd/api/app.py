@@ -142,7 +142,11 @@ def create_app(
             lineage=lineage,
             token=token,
             window_title=window_title,
-            workers=AnswerWorkers(answer_processes) if answer_processes > 0 else None,
+            workers=(
+                AnswerWorkers(answer_processes, preload=(data.__name__,))
+                if answer_processes > 0
+                else None
+            ),
         )
         try:
             yield {"boardd": state}

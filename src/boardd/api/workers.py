@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import ctypes
 import functools
+import importlib
 import logging
 import signal
 import threading
@@ -34,16 +35,17 @@ _PR_SET_PDEATHSIG = 1
 IDLE_SECONDS = 120.0
 
 
-def _worker_started() -> None:
+def _worker_started(preload: tuple[str, ...]) -> None:
     """In each worker, first: it ends with the daemon (even a daemon killed with SIGKILL), and
     a Ctrl-C on the daemon's terminal (sent to its whole process group) is the daemon's to
-    handle, not a traceback from every worker."""
+    handle, not a traceback from every worker. The modules that build answers are imported
+    now, not by the first answer."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    # What builds answers is imported now, not by the first answer.
-    import boardd.api.data  # noqa: F401
+    for name in preload:
+        importlib.import_module(name)
 
 
 def _ready() -> bool:
@@ -54,8 +56,12 @@ class AnswerWorkers:
     """A pool of ``processes`` answer builders, started on first use (in the background: until
     they are ready, :meth:`ready` is False and answers are built in the daemon's process)."""
 
-    def __init__(self, processes: int, idle_seconds: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self, processes: int, idle_seconds: float = IDLE_SECONDS, preload: tuple[str, ...] = ()
+    ) -> None:
         self.processes = processes
+        #: Modules each worker imports as it starts (what the answers it builds need).
+        self.preload = preload
         self.idle_seconds = idle_seconds
         self._last_used = 0.0
         self._idle_check: asyncio.TimerHandle | None = None
@@ -81,6 +87,7 @@ class AnswerWorkers:
                     self.processes,
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_worker_started,
+                    initargs=(self.preload,),
                 )
                 self._warm = self._executor.submit(_ready)
                 log.debug("answers: starting %d worker process(es)", self.processes)
