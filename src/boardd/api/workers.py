@@ -96,7 +96,7 @@ class AnswerWorkers:
         if not warm.done():
             return False
         if warm.exception() is not None:
-            self._lost(warm.exception())
+            self._lost(warm.exception(), self._executor)
             return False
         return True
 
@@ -111,7 +111,7 @@ class AnswerWorkers:
         try:
             done = await loop.run_in_executor(executor, functools.partial(fn, *args))
         except BrokenProcessPool as exc:
-            self._lost(exc)
+            self._lost(exc, executor)
             raise WorkerLost(str(exc)) from exc
         self._answers += 1  # on the event loop's thread only
         self._last_used = loop.time()
@@ -143,14 +143,16 @@ class AnswerWorkers:
             "lost": self._lost_count,
         }
 
-    def _lost(self, exc: BaseException | None) -> None:
-        """A worker died (killed, out of memory): the pool is made again on next use."""
+    def _lost(self, exc: BaseException | None, broken: ProcessPoolExecutor | None) -> None:
+        """A worker of ``broken`` died (killed, out of memory): that pool is made again on next
+        use (once, however many answers it was building)."""
         with self._lock:
-            executor, self._executor, self._warm = self._executor, None, None
+            if broken is None or self._executor is not broken:
+                return  # already made again, or stopped
+            self._executor, self._warm = None, None
             self._lost_count += 1
-        if executor is not None:
-            log.warning("answers: a worker process was lost (%s): starting another", exc)
-            executor.shutdown(wait=False, cancel_futures=True)
+        log.warning("answers: a worker process was lost (%s): starting another", exc)
+        broken.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         """Stops the workers; safe to call twice."""
