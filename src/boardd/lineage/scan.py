@@ -52,19 +52,23 @@ def scan(spec: ExperimentSpec) -> LogdirView:
         return view
     connection = open_store(spec.db)
     try:
-        row = experiments.experiment(connection)
-        if row is None:
-            return view
-        # Names and paths as the API spells them (percent-escaped where a name is not valid
-        # UTF-8: a lineage record's strings must be text); the disk is asked with unescape().
-        view.runs = {}
-        for name, summary in experiments.run_summaries(connection, row.id).items():
-            summary.name = escape(name)
-            view.runs[summary.name] = summary
-        view.event_files = [
-            r._replace(run=escape(r.run), path=escape(r.path))
-            for r in experiments.event_files(connection, row.id)
-        ]
+        # One snapshot for the whole view: the runs' last steps and the files' offsets of one
+        # commit, never a run of one commit beside a file of the next.
+        with connection:
+            row = experiments.experiment(connection)
+            if row is None:
+                return view
+            # Names and paths as the API spells them (percent-escaped where a name is not valid
+            # UTF-8: a lineage record's strings must be text); the disk is asked with
+            # unescape().
+            view.runs = {}
+            for name, summary in experiments.run_summaries(connection, row.id).items():
+                summary.name = escape(name)
+                view.runs[summary.name] = summary
+            view.event_files = [
+                r._replace(run=escape(r.run), path=escape(r.path))
+                for r in experiments.event_files(connection, row.id)
+            ]
     finally:
         connection.close()
     if isinstance(spec.logdir, Path):
