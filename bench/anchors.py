@@ -494,6 +494,24 @@ def exited(proc: subprocess.Popen[Any], timeout: float) -> bool:
         time.sleep(0.02)
 
 
+def process_group(group: int) -> dict[int, list[str]]:
+    """The processes of process group ``group`` (a server started by :func:`spawn` leads
+    one, its workers included): pid → the fields of ``/proc/PID/stat`` after the command
+    name (index 2 is the group, 11 and 12 the user and system CPU ticks)."""
+    members: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == group:
+            members[int(entry)] = fields
+    return members
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Linear interpolation between closest ranks (numpy's default); ``q`` in [0, 100]."""
     ordered = sorted(values)

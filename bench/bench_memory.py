@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import http.client
 import json
-import os
 import shutil
 import socket
 import sys
@@ -52,6 +51,7 @@ from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a
     boardd_serve_argv,
     child_env,
     exited,
+    process_group,
     read_port_file,
     spawn,
     stop_process,
@@ -72,26 +72,12 @@ def rss_bytes(pid: int) -> int | None:
     return rss_parts(pid).get("VmRSS")
 
 
-def _group(pid: int) -> list[int]:
-    """The processes of the daemon: its own and those of its process group (it leads one:
-    anchors.spawn), such as its answer workers."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            if int(stat[stat.rindex(")") + 2 :].split()[2]) == pid:
-                members.append(int(entry))
-    return members or [pid]
-
-
 def rss_parts(pid: int) -> dict[str, int]:
     """VmRSS and its parts (RssAnon: the heaps; RssFile: mapped files, libraries), bytes;
     and the number of threads: summed over the daemon's processes (its answer workers
     count)."""
     out: dict[str, int] = {}
-    for member in _group(pid):
+    for member in process_group(pid) or [pid]:
         with contextlib.suppress(OSError):
             for line in Path(f"/proc/{member}/status").read_text().splitlines():
                 name, _, value = line.partition(":")

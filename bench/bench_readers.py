@@ -54,6 +54,7 @@ from anchors import (  # noqa: E402  (bench scripts run as plain files, not as a
     child_env,
     exited,
     percentile,
+    process_group,
     read_port_file,
     spawn,
     stop_process,
@@ -250,35 +251,18 @@ def _readers_child(
 
 def _cpu_seconds(group: int) -> float:
     """User + system CPU seconds of every process in the process group ``group``."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) == group:  # pgrp
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / ticks
+    ticks = sum(int(f[11]) + int(f[12]) for f in process_group(group).values())
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_mib(group: int) -> float:
+    """The resident size of every process in the process group ``group``, MiB."""
     total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            if int(stat[stat.rindex(")") + 2 :].split()[2]) != group:
-                continue
-            for line in Path(f"/proc/{entry}/status").read_text().splitlines():
+    for pid in process_group(group):
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     total += int(line.split()[1])
-        except (OSError, ValueError):
-            continue
     return total / 1024
 
 

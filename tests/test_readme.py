@@ -3,26 +3,16 @@ runs, its links resolve, and its comparison with TensorBoard is the latest bench
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import tomllib
 from pathlib import Path
-from types import ModuleType
 
 from boardd.config import DEFAULT_PORT
+from tests.test_docs import docs_gen
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-
-
-def docs_gen() -> ModuleType:
-    """tools/docs_gen.py (the documentation's generated parts), loaded by path."""
-    spec = importlib.util.spec_from_file_location("docs_gen", REPO / "tools" / "docs_gen.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_readme_fits_on_a_few_screens() -> None:
