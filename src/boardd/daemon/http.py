@@ -7,24 +7,10 @@ serve's signal handlers set it) and then ends gracefully: no new connections, id
 busy ones after their response, at most ``graceful`` seconds for those before their requests
 are cancelled.
 
-The guard: a server that only times out idle keep-alive connections keeps for ever one that
-never sends a request, or sends part of a request head and stops (slowloris), and each holds a
-file descriptor; at the descriptor limit ``accept()`` fails with EMFILE, asyncio logs it with a
-traceback up to a batch of times per turn of the loop, and ingest can no longer open files. So
-every connection of one server shares a :class:`ConnectionGuard`:
-
-* a request head must be complete within :data:`HEAD_TIMEOUT` seconds of the connection
-  waiting for one (its opening, or the end of the previous response; the keep-alive timeout
-  closes silent ones sooner): a byte now and then does not extend it. A partial head is
-  answered 408 (the JSON error shape), a silent connection is just closed;
-* at most :func:`connection_cap` connections are open: one more evicts the connection that
-  has waited longest for a request head (a well-behaved client sends its head at once, so only
-  idle or stalled ones are waiting); when none is waiting (every one is busy), the newcomer
-  gets a 503 and is closed;
-* a head too large gets the JSON error shape (414 or 431), as does a malformed request (400).
-
-What it drops, and the accepts that failed for want of descriptors, are logged as one summary
-line at most once a minute, never a line per connection.
+Every connection of one server shares a :class:`~boardd.daemon.http_guard.ConnectionGuard`
+(:mod:`boardd.daemon.http_guard` says what it keeps off): a request head must be complete
+within :data:`HEAD_TIMEOUT` seconds of the connection waiting for one, and at most
+:func:`connection_cap` connections are open.
 """
 
 from __future__ import annotations
@@ -38,12 +24,12 @@ import signal
 import socket
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from email.utils import formatdate
 from types import FrameType
 from typing import Any, NamedTuple
 
+from boardd.daemon.http_guard import ConnectionGuard
 from boardd.daemon.http_protocol import HttpProtocol
 
 log = logging.getLogger(__name__)
@@ -61,8 +47,6 @@ MAX_CONNECTIONS = 512
 #: before its protocol exists, so this bounds how far a burst overshoots the cap. Also the
 #: kernel's queue of connections not yet accepted.
 ACCEPT_BATCH = 100
-#: Seconds between two summary lines of dropped connections.
-REPORT_INTERVAL = 60.0
 #: How often the server looks at should_exit (set by signal handlers or another thread).
 _TICK = 0.1
 _TICKS_PER_SECOND = 10
@@ -103,70 +87,6 @@ def server_config(
     """boardd's HTTP server configuration (``max_connections`` default: connection_cap())."""
     cap = connection_cap() if max_connections is None else max_connections
     return ServerConfig(app, graceful, head_timeout, cap, keep_alive)
-
-
-class ConnectionGuard:
-    """What the connections of one server share: who is open, who waits for a request head
-    (oldest first), and the counts of the next summary line."""
-
-    def __init__(self, cap: int, head_timeout: float) -> None:
-        self.cap = cap
-        self.head_timeout = head_timeout
-        self.open: set[HttpProtocol] = set()
-        #: Connections waiting for a request head, in the order they began to wait.
-        self.waiting: dict[HttpProtocol, None] = {}
-        self._counts: Counter[str] = Counter()
-        self._last_report = -REPORT_INTERVAL
-        self._report_due: asyncio.TimerHandle | None = None
-
-    def admit(self, newcomer: HttpProtocol) -> bool:
-        """Makes room for one more connection; False if it must be refused."""
-        if len(self.open) < self.cap:
-            return True
-        if self.waiting:
-            oldest = next(iter(self.waiting))
-            oldest.drop()
-            self.note("evicted")
-            return True
-        self.note("refused")
-        return False
-
-    def note(self, what: str) -> None:
-        """Counts one dropped connection; the summary line follows within the interval (called
-        in the event loop's thread)."""
-        self._counts[what] += 1
-        if self._report_due is None:
-            delay = max(0.0, self._last_report + REPORT_INTERVAL - time.monotonic())
-            self._report_due = asyncio.get_running_loop().call_later(delay, self._report)
-
-    def flush(self) -> None:
-        """Logs the summary now, if anything is left to report (at shutdown)."""
-        if self._report_due is not None:
-            self._report_due.cancel()
-            self._report()
-
-    def _report(self) -> None:
-        self._report_due = None
-        self._last_report = time.monotonic()
-        counts, self._counts = self._counts, Counter()
-        parts = {
-            "timed_out": f"{{}} sent no whole request head within {self.head_timeout:g} s",
-            "evicted": f"{{}} waiting for a request head made room (at most {self.cap} open)",
-            "refused": f"{{}} refused with 503 (all {self.cap} connections busy)",
-            "too_large": "{} sent a request head over the size limit",
-            "malformed": "{} sent a malformed request",
-            "accept_failed": "{} could not be accepted (out of descriptors or memory)",
-        }
-        text = "; ".join(parts[k].format(n) for k, n in sorted(counts.items()) if n and k in parts)
-        if text:
-            log.warning("HTTP connections closed by the server: %s", text)
-        if counts["idle"]:
-            log.info(
-                "HTTP connections closed by the server: %d sent nothing within %g s (a browser "
-                "opens spare connections ahead of need)",
-                counts["idle"],
-                self.head_timeout,
-            )
 
 
 class Lifespan:
@@ -261,7 +181,9 @@ class Server:
         before_shutdown: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
-        self.guard = ConnectionGuard(config.max_connections, config.head_timeout)
+        self.guard: ConnectionGuard[HttpProtocol] = ConnectionGuard(
+            config.max_connections, config.head_timeout
+        )
         self.signals = signals
         self.before_shutdown = before_shutdown
         #: The requests being answered (the shutdown waits for them).

@@ -15,7 +15,7 @@ locks):
   the transport's buffer is full;
 * keep-alive, with an idle timeout once a response is out;
 
-and the connection guard (see :mod:`boardd.daemon.http`): a request head must be complete
+and the connection guard (see :mod:`boardd.daemon.http_guard`): a request head must be complete
 within the guard's deadline of the connection waiting for one (its opening, or the end of the
 previous response; a byte now and then does not extend it); a head over :data:`MAX_HEAD_BYTES`
 (llhttp has no bound of its own, and httptools gathers a header's bytes until it ends) is
@@ -31,14 +31,12 @@ import logging
 import re
 import urllib.parse
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import httptools
 
 from boardd.api.errors import error_bytes
-
-if TYPE_CHECKING:
-    from boardd.daemon.http import ConnectionGuard, Server
+from boardd.daemon.http_guard import ConnectionGuard
 
 #: The server's one logger (its summary lines and the app's failures), as configured by name.
 log = logging.getLogger("boardd.daemon.http")
@@ -83,6 +81,37 @@ def raw_error(status: int, reason: str, message: str, code: str | None = None) -
     return head.encode("ascii") + body
 
 
+class ServerSettings(Protocol):
+    """What a connection reads of its server's configuration."""
+
+    @property
+    def app(self) -> Any: ...
+
+    @property
+    def keep_alive(self) -> float: ...
+
+
+class Host(Protocol):
+    """What a connection uses of the server that accepted it (:class:`boardd.daemon.http.Server`),
+    named here so that the connection does not import the server that imports it."""
+
+    @property
+    def guard(self) -> ConnectionGuard[HttpProtocol]: ...
+
+    @property
+    def config(self) -> ServerSettings: ...
+
+    @property
+    def tasks(self) -> set[asyncio.Task[None]]:
+        """The requests being answered (the server's shutdown waits for them)."""
+        ...
+
+    @property
+    def date_line(self) -> bytes:
+        """The Date header line of responses."""
+        ...
+
+
 class _Refused(Exception):
     """Raised in a parser callback to stop parsing: the request was answered already."""
 
@@ -90,9 +119,9 @@ class _Refused(Exception):
 class HttpProtocol(asyncio.Protocol):
     """One client connection: parses its requests and runs the app for each, in order."""
 
-    def __init__(self, server: Server, app_state: dict[str, Any]) -> None:
+    def __init__(self, server: Host, app_state: dict[str, Any]) -> None:
         self.server = server
-        self.guard: ConnectionGuard = server.guard
+        self.guard = server.guard
         self.app = server.config.app
         self.app_state = app_state
         self.loop = asyncio.get_running_loop()
