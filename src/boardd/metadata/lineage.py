@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 
 from boardd.metadata import errors, queries, schema
-from boardd.metadata.access import find_nodes, type_rows_to_messages
+from boardd.metadata.access import find_nodes, ids_json, type_rows_by_ids, type_rows_to_messages
 from boardd.metadata.filter_query import compile_filter
 from boardd.metadata.proto import metadata_store_pb2 as pb
 from boardd.metadata.queries import ARTIFACT, CONTEXT, EXECUTION, NodeKind
@@ -39,10 +39,6 @@ _INPUTS = frozenset({pb.Event.DECLARED_INPUT, pb.Event.INTERNAL_INPUT, pb.Event.
 _GRAPH_FIELDS = tuple(field.name for field in pb.LineageGraph.DESCRIPTOR.fields)
 
 
-def _json_ids(ids: Any) -> str:
-    return "[" + ",".join(str(int(i)) for i in ids) + "]"
-
-
 def _filtered_ids(db: apsw.Connection, kind: NodeKind, query: str, ids: Any = None) -> list[int]:
     """Ids of ``kind`` matching a filter_query (among ``ids`` when given), by id."""
     expression, params = compile_filter(kind.name, query, "n")
@@ -50,7 +46,7 @@ def _filtered_ids(db: apsw.Connection, kind: NodeKind, query: str, ids: Any = No
     if ids is not None:
         if not ids:
             return []
-        args.append(_json_ids(ids))
+        args.append(ids_json(ids))
     return [
         row[0] for row in db.execute(queries.filtered_ids(kind, expression, ids is not None), args)
     ]
@@ -126,7 +122,7 @@ def subgraph(
             else queries.SELECT_EVENTS_BY_EXECUTIONS
         )
         rows: list[tuple[Any, ...]] = (
-            db.execute(sql, (_json_ids(frontier),)).fetchall() if frontier else []
+            db.execute(sql, (ids_json(frontier),)).fetchall() if frontier else []
         )
         events = [
             (row[1], row[2], row[3], row[4], row[0])
@@ -186,9 +182,7 @@ def _fill(
             graph.artifacts.extend(artifacts)
         if "artifact_types" in wanted:
             type_ids = list(dict.fromkeys(a.type_id for a in artifacts))
-            rows = db.execute(
-                queries.SELECT_TYPES_BY_IDS, (schema.ARTIFACT_TYPE, _json_ids(type_ids))
-            ).fetchall()
+            rows = type_rows_by_ids(db, schema.ARTIFACT_TYPE, type_ids)
             graph.artifact_types.extend(
                 type_rows_to_messages(
                     db, schema.ARTIFACT_TYPE, rows, io_types=False, base_type=False
@@ -200,16 +194,8 @@ def _fill(
             graph.executions.extend(executions)
         if "execution_types" in wanted:
             type_ids = sorted({e.type_id for e in executions})
-            graph.execution_types.extend(
-                type_rows_to_messages(
-                    db,
-                    schema.EXECUTION_TYPE,
-                    db.execute(
-                        queries.SELECT_TYPES_BY_IDS,
-                        (schema.EXECUTION_TYPE, _json_ids(type_ids)),
-                    ).fetchall(),
-                )
-            )
+            rows = type_rows_by_ids(db, schema.EXECUTION_TYPE, type_ids)
+            graph.execution_types.extend(type_rows_to_messages(db, schema.EXECUTION_TYPE, rows))
     if "contexts" in wanted or "context_types" in wanted:
         context_ids: set[int] = set()
         if "contexts" in read:
@@ -217,7 +203,7 @@ def _fill(
             context_ids |= {
                 row[0]
                 for row in db.execute(
-                    queries.CONTEXT_IDS_OF_NODES, (_json_ids(both[0]), _json_ids(both[1]))
+                    queries.CONTEXT_IDS_OF_NODES, (ids_json(both[0]), ids_json(both[1]))
                 )
             }
         contexts = find_nodes(db, CONTEXT, sorted(context_ids))
@@ -225,20 +211,14 @@ def _fill(
             graph.contexts.extend(contexts)
         if "context_types" in wanted:
             type_ids = sorted({c.type_id for c in contexts})
+            rows = type_rows_by_ids(db, schema.CONTEXT_TYPE, type_ids)
             graph.context_types.extend(
-                type_rows_to_messages(
-                    db,
-                    schema.CONTEXT_TYPE,
-                    db.execute(
-                        queries.SELECT_TYPES_BY_IDS, (schema.CONTEXT_TYPE, _json_ids(type_ids))
-                    ).fetchall(),
-                    base_type=False,
-                )
+                type_rows_to_messages(db, schema.CONTEXT_TYPE, rows, base_type=False)
             )
     if "events" in wanted and "events" in read and walked_events:
         paths: dict[int, list[tuple[int, int | None, str | None]]] = {}
         for event_id, is_index, index, key in db.execute(
-            queries.SELECT_EVENT_PATHS, (_json_ids({ev[4] for ev in walked_events}),)
+            queries.SELECT_EVENT_PATHS, (ids_json({ev[4] for ev in walked_events}),)
         ):
             paths.setdefault(event_id, []).append((is_index, index, key))
         for artifact_id, execution_id, event_type, when, event_id in walked_events:
@@ -254,12 +234,12 @@ def _fill(
                     event.path.steps.add(key=key)
     if "attributions" in wanted and "attributions" in read and artifact_ids:
         for context_id, artifact_id in db.execute(
-            queries.ATTRIBUTIONS_OF_ARTIFACTS, (_json_ids(sorted(artifact_ids)),)
+            queries.ATTRIBUTIONS_OF_ARTIFACTS, (ids_json(sorted(artifact_ids)),)
         ):
             graph.attributions.add(artifact_id=artifact_id, context_id=context_id)
     if "associations" in wanted and "associations" in read and execution_ids:
         for context_id, execution_id in db.execute(
-            queries.ASSOCIATIONS_OF_EXECUTIONS, (_json_ids(sorted(execution_ids)),)
+            queries.ASSOCIATIONS_OF_EXECUTIONS, (ids_json(sorted(execution_ids)),)
         ):
             graph.associations.add(execution_id=execution_id, context_id=context_id)
     return graph

@@ -22,7 +22,7 @@ from typing import Any
 import apsw
 
 from boardd.metadata import errors, queries
-from boardd.metadata.access import Access, find_nodes, nodes_from_rows
+from boardd.metadata.access import Access, find_nodes, ids_json, nodes_from_rows
 from boardd.metadata.filter_query import compile_filter
 from boardd.metadata.proto import metadata_store_pb2 as pb
 from boardd.metadata.queries import IDS, NodeKind
@@ -114,7 +114,7 @@ def list_page(
         params.extend(filter_params)
     if candidate_ids is not None:
         where.append(f"n.id IN {IDS}")
-        params.append(_json_ids(candidate_ids))
+        params.append(ids_json(candidate_ids))
     op = ">" if asc else "<"
     if field != _Field.ID:
         op += "="
@@ -135,7 +135,7 @@ def list_page(
                     "Invalid NextPageToken in List Operation. listed_ids field should not be empty."
                 )
             where.append(f"n.id NOT IN {IDS}")
-            params.append(_json_ids(token.listed_ids))
+            params.append(ids_json(token.listed_ids))
     else:
         where.append(f"n.{column} {op} ?")
         params.append(0 if asc else _INT64_MAX)
@@ -190,10 +190,6 @@ def _next_token(
     token.set_options.CopyFrom(options)
     token.set_options.ClearField("next_page_token")
     return token
-
-
-def _json_ids(ids: Any) -> str:
-    return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
 
 def options_from(list_options: ListOptions) -> pb.ListOperationOptions:
