@@ -18,7 +18,6 @@ connection and rows read as protos are ``access``'s, lists ``listing``'s, lineag
 from __future__ import annotations
 
 import json
-import operator
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -27,9 +26,8 @@ from typing import Any, TypeVar
 
 import apsw
 from google.protobuf import json_format
-from google.protobuf.message import Message
 
-from boardd.metadata import access, errors, lineage, listing, queries, schema
+from boardd.metadata import access, arguments, errors, lineage, listing, queries, schema
 from boardd.metadata.access import UnstorableValueError as UnstorableValueError
 from boardd.metadata.listing import ListOptions as ListOptions
 from boardd.metadata.listing import OrderByField as OrderByField
@@ -55,12 +53,6 @@ class ExtraOptions:
 
 _SYSTEM_TYPE_NAMES = frozenset(name for name, _ in schema.SYSTEM_TYPES)
 
-_KIND_OF_NODE: dict[type[Message], NodeKind] = {
-    pb.Artifact: ARTIFACT,
-    pb.Execution: EXECUTION,
-    pb.Context: CONTEXT,
-}
-
 _VALUE_CHECK: dict[int, str] = {
     pb.INT: "int_value",
     pb.DOUBLE: "double_value",
@@ -69,57 +61,6 @@ _VALUE_CHECK: dict[int, str] = {
     pb.PROTO: "proto_value",
     pb.BOOLEAN: "bool_value",
 }
-
-
-# -- arguments ------------------------------------------------------------------------------------
-# ML Metadata copies each argument into a request message, so a wrong argument is a TypeError
-# there before anything is written: these checks give the same (a message of another class
-# stored as a context, say, would otherwise slip through).
-
-_M = TypeVar("_M", bound=Message)
-
-
-def _message(cls: type[_M], value: object, method: str = "CopyFrom") -> _M:
-    """``value`` if it is a ``cls``; TypeError as protobuf's CopyFrom/MergeFrom words it."""
-    if not isinstance(value, cls):
-        raise TypeError(
-            f"Parameter to {method}() must be instance of same class: expected {cls} got "
-            f"{type(value)}."
-        )
-    return value
-
-
-def _messages(cls: type[_M], values: Iterable[object]) -> list[_M]:
-    return [_message(cls, v) for v in values]
-
-
-def _type_message(cls: type[_M], value: object) -> _M:
-    """A type argument: None is an empty type (rejected for its missing name), another class a
-    TypeError (as MLMD's MergeFrom)."""
-    if value is None:
-        empty: _M = cls()
-        return empty
-    return _message(cls, value, "MergeFrom")
-
-
-def _id(value: object) -> int:
-    """An id argument: an integer (``operator.index``: a str or float is a TypeError)."""
-    return operator.index(value)  # type: ignore[arg-type]
-
-
-def _ids(values: Iterable[object]) -> list[int]:
-    return [_id(v) for v in values]
-
-
-def _text(value: object) -> str:
-    """A string argument (a name, uri, external id)."""
-    if not isinstance(value, str):
-        raise TypeError("bad argument type for built-in operation")
-    return value
-
-
-def _optional_text(value: object) -> str | None:
-    return None if value is None else _text(value)
 
 
 def _now_ms() -> int:
@@ -319,7 +260,7 @@ class MetadataStore:
     def _put_type(
         self, kind: int, type_message: Any, can_add_fields: bool, can_omit_fields: bool
     ) -> int:
-        type_message = _type_message(access.TYPE_CLASSES[kind], type_message)
+        type_message = arguments.type_message(access.TYPE_CLASSES[kind], type_message)
         with self._access.transaction(write=True) as db:
             return self._upsert_type(db, kind, type_message, can_add_fields, can_omit_fields)
 
@@ -361,7 +302,7 @@ class MetadataStore:
         return self._put_type(schema.CONTEXT_TYPE, context_type, can_add_fields, can_omit_fields)
 
     def _get_type(self, kind: int, type_name: str, type_version: str | None) -> Any:
-        type_name, type_version = _text(type_name), _optional_text(type_version)
+        type_name, type_version = arguments.text(type_name), arguments.optional_text(type_version)
         with self._access.transaction() as db:
             found = access.find_type_by_name(db, kind, type_name, type_version or None)
             if found is None:
@@ -427,7 +368,7 @@ class MetadataStore:
         return self._get_types(schema.CONTEXT_TYPE)
 
     def _get_types_by_id(self, kind: int, type_ids: Iterable[int]) -> list[Any]:
-        wanted = _ids(type_ids)
+        wanted = arguments.ids(type_ids)
         with self._access.transaction() as db:
             rows = {
                 row[0]: row
@@ -458,13 +399,9 @@ class MetadataStore:
         return self._get_types_by_id(schema.CONTEXT_TYPE, type_ids)
 
     def _get_types_by_external_ids(self, kind: int, external_ids: Iterable[str]) -> list[Any]:
-        wanted = [_text(e) for e in external_ids]
+        wanted = arguments.external_ids(external_ids)
         if not wanted:
             return []
-        if any(not e for e in wanted):
-            raise errors.InvalidArgumentError(
-                "Invalid argument because at least one empty external_id exists."
-            )
         with self._access.transaction() as db:
             rows = list(
                 db.execute(queries.SELECT_TYPES_BY_EXTERNAL_IDS, (kind, json.dumps(wanted)))
@@ -494,7 +431,7 @@ class MetadataStore:
     # -- nodes: reading -----------------------------------------------------------------------
 
     def _get_nodes_by_id(self, kind: NodeKind, ids: Iterable[int]) -> list[Any]:
-        wanted = _ids(ids)
+        wanted = arguments.ids(ids)
         with self._access.transaction() as db:
             return access.find_nodes(db, kind, wanted)
 
@@ -520,7 +457,7 @@ class MetadataStore:
         self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
     ) -> tuple[list[pb.Artifact], list[pb.ArtifactType]]:
         """The artifacts of these ids and their types (each type once)."""
-        wanted = _ids(artifact_ids)
+        wanted = arguments.ids(artifact_ids)
         with self._access.transaction() as db:
             artifacts = access.find_nodes(db, ARTIFACT, wanted)
             type_ids = list(dict.fromkeys(a.type_id for a in artifacts))
@@ -738,9 +675,9 @@ class MetadataStore:
     def _put_nodes(
         self, kind: NodeKind, nodes: Sequence[Any], field_mask_paths: Sequence[str] | None
     ) -> list[int]:
-        nodes = _messages(access.NODE_CLASSES[kind.name], nodes)
+        nodes = arguments.messages(access.NODE_CLASSES[kind.name], nodes)
         types: dict[tuple[int, int], _StoredType] = {}
-        mask = [_text(p) for p in field_mask_paths or ()]
+        mask = arguments.texts(field_mask_paths)
         with self._access.transaction(write=True) as db:
             now = _now_ms()
             return [self._upsert_node(db, kind, node, now, types, mask) for node in nodes]
@@ -790,7 +727,7 @@ class MetadataStore:
     def _get_nodes_by_type(
         self, kind: NodeKind, type_name: str, type_version: str | None
     ) -> list[Any]:
-        type_name, type_version = _text(type_name), _optional_text(type_version)
+        type_name, type_version = arguments.text(type_name), arguments.optional_text(type_version)
         with self._access.transaction() as db:
             type_id = self._type_id_for(db, kind, type_name, type_version)
             if type_id is None:
@@ -828,8 +765,8 @@ class MetadataStore:
     def _get_node_by_type_and_name(
         self, kind: NodeKind, type_name: str, name: str, type_version: str | None
     ) -> Any | None:
-        type_name, type_version = _text(type_name), _optional_text(type_version)
-        name = _text(name)
+        type_name, type_version = arguments.text(type_name), arguments.optional_text(type_version)
+        name = arguments.text(name)
         with self._access.transaction() as db:
             type_id = self._type_id_for(db, kind, type_name, type_version)
             if type_id is None:
@@ -881,19 +818,15 @@ class MetadataStore:
         self, uri: str, extra_options: ExtraOptions | None = None
     ) -> list[pb.Artifact]:
         """The artifacts with this uri."""
-        uri = _text(uri)
+        uri = arguments.text(uri)
         with self._access.transaction() as db:
             rows = db.execute(ARTIFACT.select_where("n.uri = ? ORDER BY n.id"), (uri,))
             return access.nodes_from_rows(db, ARTIFACT, rows)
 
     def _get_nodes_by_external_ids(self, kind: NodeKind, external_ids: Iterable[str]) -> list[Any]:
-        wanted = [_text(e) for e in external_ids]
+        wanted = arguments.external_ids(external_ids)
         if not wanted:
             return []
-        if any(not e for e in wanted):
-            raise errors.InvalidArgumentError(
-                "Invalid argument because at least one empty external_id exists."
-            )
         with self._access.transaction() as db:
             rows = db.execute(
                 kind.select_where(
@@ -968,7 +901,7 @@ class MetadataStore:
         self, events: Sequence[pb.Event], extra_options: ExtraOptions | None = None
     ) -> None:
         """Inserts events (their artifact and execution must exist; events never change)."""
-        events = _messages(pb.Event, events)
+        events = arguments.messages(pb.Event, events)
         with self._access.transaction(write=True) as db:
             now = _now_ms()
             for event in events:
@@ -978,7 +911,7 @@ class MetadataStore:
         self, execution_ids: Iterable[int], extra_options: ExtraOptions | None = None
     ) -> list[pb.Event]:
         """The events of these executions."""
-        wanted = _ids(execution_ids)
+        wanted = arguments.ids(execution_ids)
         with self._access.transaction() as db:
             return access.read_events(db, queries.SELECT_EVENTS_BY_EXECUTIONS, wanted)
 
@@ -986,7 +919,7 @@ class MetadataStore:
         self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
     ) -> list[pb.Event]:
         """The events of these artifacts."""
-        wanted = _ids(artifact_ids)
+        wanted = arguments.ids(artifact_ids)
         with self._access.transaction() as db:
             return access.read_events(db, queries.SELECT_EVENTS_BY_ARTIFACTS, wanted)
 
@@ -1023,8 +956,8 @@ class MetadataStore:
         extra_options: ExtraOptions | None = None,
     ) -> None:
         """Adds artifacts and executions to contexts (an existing link is kept as is)."""
-        attributions = _messages(pb.Attribution, attributions)
-        associations = _messages(pb.Association, associations)
+        attributions = arguments.messages(pb.Attribution, attributions)
+        associations = arguments.messages(pb.Association, associations)
         with self._access.transaction(write=True) as db:
             for attribution in attributions:
                 if not attribution.HasField("context_id"):
@@ -1049,7 +982,7 @@ class MetadataStore:
         InvalidArgumentError for an unknown id or a cycle; AlreadyExistsError for a link that
         exists.
         """
-        parent_contexts = _messages(pb.ParentContext, parent_contexts)
+        parent_contexts = arguments.messages(pb.ParentContext, parent_contexts)
         with self._access.transaction(write=True) as db:
             for link in parent_contexts:
                 if not link.HasField("parent_id") or not link.HasField("child_id"):
@@ -1082,7 +1015,7 @@ class MetadataStore:
     def _linked_contexts(
         self, sql: str, node_id: int, none_found: str | None = None
     ) -> list[pb.Context]:
-        node_id = _id(node_id)
+        node_id = arguments.one_id(node_id)
         with self._access.transaction() as db:
             ids = [row[0] for row in db.execute(sql, (node_id,))]
             if not ids and none_found is not None:
@@ -1128,7 +1061,7 @@ class MetadataStore:
         extra_options: ExtraOptions | None = None,
     ) -> list[pb.Artifact]:
         """The artifacts attributed to a context (all, or as ``list_options`` says)."""
-        context_id = _id(context_id)
+        context_id = arguments.one_id(context_id)
         return listing.list_nodes(
             self._access,
             ARTIFACT,
@@ -1145,7 +1078,7 @@ class MetadataStore:
         extra_options: ExtraOptions | None = None,
     ) -> list[pb.Execution]:
         """The executions associated with a context (newest first unless ``list_options``)."""
-        context_id = _id(context_id)
+        context_id = arguments.one_id(context_id)
         if list_options is None:
             list_options = ListOptions(order_by=OrderByField.CREATE_TIME, is_asc=False)
         return listing.list_nodes(
@@ -1227,20 +1160,9 @@ class MetadataStore:
         the context ids; every artifact is attributed and the execution associated to every
         context.
         """
-        execution = _message(pb.Execution, execution, "MergeFrom")
-        contexts = None if contexts is None else _messages(pb.Context, contexts)
-        pairs: list[tuple[pb.Artifact | None, pb.Event | None]] = []
-        for pair in artifact_and_events:
-            if not pair:
-                continue
-            artifact = pair[0]
-            event = pair[1] if len(pair) == 2 else None
-            pairs.append(
-                (
-                    None if artifact is None else _message(pb.Artifact, artifact),
-                    None if event is None else _message(pb.Event, event),
-                )
-            )
+        execution = arguments.message(pb.Execution, execution, "MergeFrom")
+        contexts = None if contexts is None else arguments.messages(pb.Context, contexts)
+        pairs = arguments.artifact_and_event_pairs(artifact_and_events)
         types: dict[tuple[int, int], _StoredType] = {}
         with self._access.transaction(write=True) as db:
             now = _now_ms()
@@ -1327,9 +1249,9 @@ class MetadataStore:
         lists given here, or None with the event's own id. Returns the execution, artifact and
         context ids, index-aligned.
         """
-        executions = _messages(pb.Execution, executions)
-        artifacts = _messages(pb.Artifact, artifacts)
-        contexts = _messages(pb.Context, contexts)
+        executions = arguments.messages(pb.Execution, executions)
+        artifacts = arguments.messages(pb.Artifact, artifacts)
+        contexts = arguments.messages(pb.Context, contexts)
         edges = [tuple(edge) for edge in event_edges]
         _check_event_edges(edges, executions, artifacts)
         types: dict[tuple[int, int], _StoredType] = {}
