@@ -10,9 +10,7 @@
 Errors of the server come back as :class:`BoarddError` with its status, code and message.
 """
 
-from boardd.client.client import Client
-from boardd.client.sse import ResetEvent, RunEvent, SeriesEvent, StreamEvent
-from boardd.client.types import (
+from boardd.client.answers import (
     BlobSequenceDatum,
     BoarddError,
     Experiment,
@@ -21,6 +19,8 @@ from boardd.client.types import (
     TensorDatum,
     TimeSeries,
 )
+from boardd.client.client import Client
+from boardd.client.sse import ResetEvent, RunEvent, SeriesEvent, StreamEvent
 
 __all__ = [
     "BlobSequenceDatum",

@@ -18,6 +18,15 @@ import numpy as np
 from google.protobuf import json_format
 
 from boardd import __version__
+from boardd.client.answers import (
+    BlobSequenceDatum,
+    BoarddError,
+    Experiment,
+    Run,
+    ScalarSeries,
+    TensorDatum,
+    TimeSeries,
+)
 from boardd.client.decode import concat, floats, tensor_datum
 from boardd.client.hparams import (
     Columns,
@@ -27,15 +36,6 @@ from boardd.client.hparams import (
     session_rows,
 )
 from boardd.client.sse import Block, SseParser, StreamEvent, event_of
-from boardd.client.types import (
-    BlobSequenceDatum,
-    BoarddError,
-    Experiment,
-    Run,
-    ScalarSeries,
-    TensorDatum,
-    TimeSeries,
-)
 from boardd.proto import hparams_api_pb2
 
 Params = Mapping[str, str | int | Sequence[str] | None]

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from boardd.client.types import BoarddError, TensorDatum
+from boardd.client.answers import BoarddError, TensorDatum
 
 NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _NUMPY_DTYPES = {
