@@ -191,6 +191,15 @@ class Access:
             raise errors.InternalError(f"lineage store error: {exc}") from exc
 
 
+def execute_or_internal_error(db: apsw.Connection, sql: str, params: tuple[Any, ...]) -> None:
+    """Runs a statement whose constraint failure ML Metadata reports as an InternalError (an
+    update to a name or external id another row holds), not as AlreadyExists."""
+    try:
+        db.execute(sql, params)
+    except apsw.ConstraintError as exc:
+        raise errors.InternalError(f"Error when executing query: {exc}") from exc
+
+
 def _connect(config: pb.ConnectionConfig) -> apsw.Connection:
     which = config.WhichOneof("config")
     if which == "fake_database":

@@ -25,9 +25,17 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import apsw
-from google.protobuf import json_format
 
-from boardd.metadata import access, arguments, errors, lineage, listing, queries, schema
+from boardd.metadata import (
+    access,
+    arguments,
+    errors,
+    lineage,
+    listing,
+    queries,
+    schema,
+    type_registry,
+)
 from boardd.metadata.access import UnstorableValueError as UnstorableValueError
 from boardd.metadata.listing import ListOptions as ListOptions
 from boardd.metadata.listing import OrderByField as OrderByField
@@ -51,8 +59,6 @@ class ExtraOptions:
 
 # -- the simple system types ------------------------------------------------------------------
 
-_SYSTEM_TYPE_NAMES = frozenset(name for name, _ in schema.SYSTEM_TYPES)
-
 _VALUE_CHECK: dict[int, str] = {
     pb.INT: "int_value",
     pb.DOUBLE: "double_value",
@@ -65,15 +71,6 @@ _VALUE_CHECK: dict[int, str] = {
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass
-class _StoredType:
-    """What validation needs of a stored type."""
-
-    id: int
-    name: str
-    properties: dict[str, int]
 
 
 class MetadataStore:
@@ -111,158 +108,12 @@ class MetadataStore:
 
     # -- types --------------------------------------------------------------------------------
 
-    def _stored_type(
-        self,
-        db: apsw.Connection,
-        kind: int,
-        type_id: int,
-        cache: dict[tuple[int, int], _StoredType],
-    ) -> _StoredType | None:
-        """A type of this kind (None if there is none), through a per-call cache."""
-        found = cache.get((kind, type_id))
-        if found is not None:
-            return found
-        row = db.execute(queries.SELECT_TYPE_BY_ID, (kind, type_id)).fetchone()
-        if row is None:
-            return None
-        properties = {
-            name: data_type
-            for _, name, data_type in db.execute(
-                queries.SELECT_TYPE_PROPERTIES, (access.ids_json([type_id]),)
-            )
-        }
-        found = _StoredType(id=type_id, name=row[1], properties=properties)
-        cache[(kind, type_id)] = found
-        return found
-
-    def _upsert_type(
-        self,
-        db: apsw.Connection,
-        kind: int,
-        request: Any,
-        can_add_fields: bool,
-        can_omit_fields: bool,
-    ) -> int:
-        """MLMD's UpsertTypes for one type: create, or evolve compatibly; returns its id."""
-        version = request.version if request.HasField("version") and request.version else None
-        stored = access.find_type_by_name(db, kind, request.name, version)
-        if stored is None:
-            if not request.name:
-                raise errors.InvalidArgumentError("No type name is specified.")
-            input_type = output_type = None
-            if kind == schema.EXECUTION_TYPE:
-                if request.HasField("input_type"):
-                    input_type = json_format.MessageToJson(request.input_type, indent=None)
-                if request.HasField("output_type"):
-                    output_type = json_format.MessageToJson(request.output_type, indent=None)
-            if request.HasField("external_id"):
-                taken = db.execute(
-                    queries.TYPE_ID_BY_EXTERNAL_ID,
-                    (request.external_id, kind),
-                ).get
-                if taken is not None:
-                    raise errors.AlreadyExistsError(
-                        f"Conflict of external_id: {request.external_id} Found already "
-                        f"existing type {taken} with the same external_id"
-                    )
-            # As MLMD: an external id taken by a type of another kind is an internal error.
-            self._execute_internal(
-                db,
-                queries.INSERT_TYPE,
-                (
-                    request.name,
-                    version,
-                    kind,
-                    request.description if request.HasField("description") else None,
-                    input_type,
-                    output_type,
-                    request.external_id if request.HasField("external_id") else None,
-                ),
-            )
-            type_id = db.last_insert_rowid()
-            for name, data_type in request.properties.items():
-                if data_type == pb.UNKNOWN:
-                    raise errors.InvalidArgumentError(f"Property {name} is UNKNOWN.")
-                db.execute(queries.INSERT_TYPE_PROPERTY, (type_id, name, data_type))
-        else:
-            type_id = stored.id
-            self._evolve_type(db, stored, request, can_add_fields, can_omit_fields)
-        self._upsert_base_type(db, kind, request, type_id)
-        return int(type_id)
-
-    @staticmethod
-    def _evolve_type(
-        db: apsw.Connection,
-        stored: Any,
-        request: Any,
-        can_add_fields: bool,
-        can_omit_fields: bool,
-    ) -> None:
-        prefix = "Type already exists with different properties: "
-        omitted = 0
-        for name, data_type in stored.properties.items():
-            if name not in request.properties:
-                omitted += 1
-            elif request.properties[name] != data_type:
-                raise errors.AlreadyExistsError(
-                    prefix + "Conflicting property value type found in stored and given "
-                    f"types: property {name!r}"
-                )
-            if omitted and not can_omit_fields:
-                raise errors.AlreadyExistsError(
-                    prefix + "can_omit_fields is false while stored type has more properties"
-                )
-        added = [
-            (name, data_type)
-            for name, data_type in request.properties.items()
-            if name not in stored.properties
-        ]
-        if added and not can_add_fields:
-            raise errors.AlreadyExistsError(
-                prefix + "can_add_fields is false while the given type has more properties"
-            )
-        for name, data_type in added:
-            if data_type == pb.UNKNOWN:
-                raise errors.InvalidArgumentError(f"Property:{name} type should not be UNKNOWN.")
-            db.execute(queries.INSERT_TYPE_PROPERTY, (stored.id, name, data_type))
-        if request.external_id:
-            # MLMD compares against a stored type read without its external id, so any
-            # non-empty external id in the request is written.
-            MetadataStore._execute_internal(
-                db, queries.UPDATE_TYPE_EXTERNAL_ID, (request.external_id, stored.id)
-            )
-
-    @staticmethod
-    def _execute_internal(db: apsw.Connection, sql: str, params: tuple[Any, ...]) -> None:
-        try:
-            db.execute(sql, params)
-        except apsw.ConstraintError as exc:
-            raise errors.InternalError(f"Error when executing query: {exc}") from exc
-
-    def _upsert_base_type(self, db: apsw.Connection, kind: int, request: Any, type_id: int) -> None:
-        if kind == schema.CONTEXT_TYPE or not request.HasField("base_type"):
-            return
-        names = access.BASE_TYPE_NAMES[kind]
-        if request.base_type not in names:
-            raise errors.UnimplementedError("base_type deletion is not supported yet")
-        wanted = names[request.base_type]
-        current = db.execute(
-            queries.SELECT_PARENT_TYPE_NAMES, (access.ids_json([type_id]),)
-        ).fetchall()
-        if not current:
-            parent = db.execute(queries.SELECT_SYSTEM_TYPE_ID, (wanted, kind)).get
-            if parent is None:
-                raise errors.NotFoundError(f"No type found for query, name: `{wanted}`")
-            db.execute(queries.INSERT_PARENT_TYPE, (type_id, parent))
-        elif current[0][1] != wanted:
-            raise errors.UnimplementedError("base_type update is not supported yet")
-
     def _put_type(
         self, kind: int, type_message: Any, can_add_fields: bool, can_omit_fields: bool
     ) -> int:
         type_message = arguments.type_message(access.TYPE_CLASSES[kind], type_message)
         with self._access.transaction(write=True) as db:
-            return self._upsert_type(db, kind, type_message, can_add_fields, can_omit_fields)
+            return type_registry.put_type(db, kind, type_message, can_add_fields, can_omit_fields)
 
     def put_artifact_type(
         self,
@@ -304,13 +155,7 @@ class MetadataStore:
     def _get_type(self, kind: int, type_name: str, type_version: str | None) -> Any:
         type_name, type_version = arguments.text(type_name), arguments.optional_text(type_version)
         with self._access.transaction() as db:
-            found = access.find_type_by_name(db, kind, type_name, type_version or None)
-            if found is None:
-                raise errors.NotFoundError(
-                    f"No type found for query, name: `{type_name}`, version: "
-                    f"`{type_version or 'nullopt'}`"
-                )
-            return found
+            return type_registry.get_type(db, kind, type_name, type_version)
 
     def get_artifact_type(
         self,
@@ -344,12 +189,7 @@ class MetadataStore:
 
     def _get_types(self, kind: int) -> list[Any]:
         with self._access.transaction() as db:
-            rows = [
-                row
-                for row in db.execute(queries.SELECT_ALL_TYPES, (kind,))
-                if row[1] not in _SYSTEM_TYPE_NAMES
-            ]
-            return access.type_rows_to_messages(db, kind, rows, external_id=False)
+            return type_registry.all_types(db, kind)
 
     def get_artifact_types(
         self, extra_options: ExtraOptions | None = None
@@ -370,15 +210,7 @@ class MetadataStore:
     def _get_types_by_id(self, kind: int, type_ids: Iterable[int]) -> list[Any]:
         wanted = arguments.ids(type_ids)
         with self._access.transaction() as db:
-            rows = {
-                row[0]: row
-                for row in db.execute(queries.SELECT_TYPES_BY_IDS, (kind, access.ids_json(wanted)))
-            }
-            # In the order asked, repeats kept, unknown ids skipped (as MLMD).
-            ordered = [rows[i] for i in wanted if i in rows]
-            return access.type_rows_to_messages(
-                db, kind, ordered, base_type=kind != schema.CONTEXT_TYPE
-            )
+            return type_registry.types_by_ids(db, kind, wanted)
 
     def get_artifact_types_by_id(
         self, type_ids: Iterable[int], extra_options: ExtraOptions | None = None
@@ -403,12 +235,7 @@ class MetadataStore:
         if not wanted:
             return []
         with self._access.transaction() as db:
-            rows = list(
-                db.execute(queries.SELECT_TYPES_BY_EXTERNAL_IDS, (kind, json.dumps(wanted)))
-            )
-            if not rows:
-                raise errors.NotFoundError("No types found for external_ids.")
-            return access.type_rows_to_messages(db, kind, rows, io_types=False, base_type=False)
+            return type_registry.types_by_external_ids(db, kind, wanted)
 
     def get_artifact_types_by_external_ids(
         self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
@@ -461,16 +288,9 @@ class MetadataStore:
         with self._access.transaction() as db:
             artifacts = access.find_nodes(db, ARTIFACT, wanted)
             type_ids = list(dict.fromkeys(a.type_id for a in artifacts))
-            by_id = {
-                row[0]: row
-                for row in db.execute(
-                    queries.SELECT_TYPES_BY_IDS, (schema.ARTIFACT_TYPE, access.ids_json(type_ids))
-                )
-            }
             # Each type once, in the order the artifacts first name it (as MLMD).
-            rows = [by_id[i] for i in type_ids if i in by_id]
-            types = access.type_rows_to_messages(
-                db, schema.ARTIFACT_TYPE, rows, io_types=False, base_type=False
+            types = type_registry.types_by_ids(
+                db, schema.ARTIFACT_TYPE, type_ids, io_types=False, base_type=False
             )
             return artifacts, types
 
@@ -478,7 +298,7 @@ class MetadataStore:
 
     @staticmethod
     def _validate_properties(
-        node: Any, stored_type: _StoredType, masked: set[str] | None = None
+        node: Any, stored_type: type_registry.StoredType, masked: set[str] | None = None
     ) -> None:
         for name, value in node.properties.items():
             if masked is not None and name not in masked:
@@ -495,13 +315,13 @@ class MetadataStore:
         kind: NodeKind,
         node: Any,
         now: int,
-        types: dict[tuple[int, int], _StoredType],
+        types: type_registry.TypeCache,
         validate: bool = True,
     ) -> int:
         if validate:
             if not node.HasField("type_id"):
                 raise errors.InvalidArgumentError("Type id is missing.")
-            stored_type = self._stored_type(db, kind.type_kind, node.type_id, types)
+            stored_type = type_registry.stored_type(db, kind.type_kind, node.type_id, types)
             if stored_type is None:
                 raise errors.NotFoundError(f"No type found for query, type_id: {node.type_id}")
             self._validate_properties(node, stored_type)
@@ -551,7 +371,7 @@ class MetadataStore:
         kind: NodeKind,
         node: Any,
         now: int,
-        types: dict[tuple[int, int], _StoredType],
+        types: type_registry.TypeCache,
         mask: Sequence[str] = (),
         force_update_time: bool = False,
     ) -> int:
@@ -564,7 +384,7 @@ class MetadataStore:
                 f"Given type_id {node.type_id} is different from the one known before: "
                 f"{stored.type_id}"
             )
-        stored_type = self._stored_type(db, kind.type_kind, stored.type_id, types)
+        stored_type = type_registry.stored_type(db, kind.type_kind, stored.type_id, types)
         if stored_type is None:
             raise errors.NotFoundError(f"No type found for query, type_id: {stored.type_id}")
         field_mask = _FieldMask.parse(mask, kind)
@@ -613,7 +433,7 @@ class MetadataStore:
             )
         # As MLMD: a name or external id taken by another node fails an update as an
         # internal error (creating such a node is AlreadyExists).
-        self._execute_internal(db, kind.update, (*values, now, node.id))
+        access.execute_or_internal_error(db, kind.update, (*values, now, node.id))
         return int(node.id)
 
     @staticmethod
@@ -665,7 +485,7 @@ class MetadataStore:
         kind: NodeKind,
         node: Any,
         now: int,
-        types: dict[tuple[int, int], _StoredType],
+        types: type_registry.TypeCache,
         mask: Sequence[str] = (),
     ) -> int:
         if node.HasField("id"):
@@ -676,7 +496,7 @@ class MetadataStore:
         self, kind: NodeKind, nodes: Sequence[Any], field_mask_paths: Sequence[str] | None
     ) -> list[int]:
         nodes = arguments.messages(access.NODE_CLASSES[kind.name], nodes)
-        types: dict[tuple[int, int], _StoredType] = {}
+        types: type_registry.TypeCache = {}
         mask = arguments.texts(field_mask_paths)
         with self._access.transaction(write=True) as db:
             now = _now_ms()
@@ -715,21 +535,12 @@ class MetadataStore:
 
     # -- nodes by type, name, uri, external id ------------------------------------------------
 
-    def _type_id_for(
-        self, db: apsw.Connection, kind: NodeKind, type_name: str, type_version: str | None
-    ) -> int | None:
-        row = db.execute(
-            queries.TYPE_ID_BY_NAME,
-            (kind.type_kind, type_name, type_version or None),
-        ).fetchone()
-        return None if row is None else int(row[0])
-
     def _get_nodes_by_type(
         self, kind: NodeKind, type_name: str, type_version: str | None
     ) -> list[Any]:
         type_name, type_version = arguments.text(type_name), arguments.optional_text(type_version)
         with self._access.transaction() as db:
-            type_id = self._type_id_for(db, kind, type_name, type_version)
+            type_id = type_registry.type_id_by_name(db, kind.type_kind, type_name, type_version)
             if type_id is None:
                 return []
             rows = db.execute(kind.select_where("n.type_id = ? ORDER BY n.id"), (type_id,))
@@ -768,7 +579,7 @@ class MetadataStore:
         type_name, type_version = arguments.text(type_name), arguments.optional_text(type_version)
         name = arguments.text(name)
         with self._access.transaction() as db:
-            type_id = self._type_id_for(db, kind, type_name, type_version)
+            type_id = type_registry.type_id_by_name(db, kind.type_kind, type_name, type_version)
             if type_id is None:
                 return None
             rows = db.execute(kind.select_where("n.type_id = ? AND n.name = ?"), (type_id, name))
@@ -1097,7 +908,7 @@ class MetadataStore:
         db: apsw.Connection,
         artifact: pb.Artifact,
         now: int,
-        types: dict[tuple[int, int], _StoredType],
+        types: type_registry.TypeCache,
         reuse_by_external_id: bool,
     ) -> int:
         if reuse_by_external_id and not artifact.HasField("id") and artifact.external_id:
@@ -1114,7 +925,7 @@ class MetadataStore:
         db: apsw.Connection,
         context: pb.Context,
         now: int,
-        types: dict[tuple[int, int], _StoredType],
+        types: type_registry.TypeCache,
         reuse_if_exists: bool,
         validate: bool = True,
     ) -> int:
@@ -1163,7 +974,7 @@ class MetadataStore:
         execution = arguments.message(pb.Execution, execution, "MergeFrom")
         contexts = None if contexts is None else arguments.messages(pb.Context, contexts)
         pairs = arguments.artifact_and_event_pairs(artifact_and_events)
-        types: dict[tuple[int, int], _StoredType] = {}
+        types: type_registry.TypeCache = {}
         with self._access.transaction(write=True) as db:
             now = _now_ms()
             artifact_ids_by_pair: list[int | None] = []
@@ -1254,7 +1065,7 @@ class MetadataStore:
         contexts = arguments.messages(pb.Context, contexts)
         edges = [tuple(edge) for edge in event_edges]
         _check_event_edges(edges, executions, artifacts)
-        types: dict[tuple[int, int], _StoredType] = {}
+        types: type_registry.TypeCache = {}
         with self._access.transaction(write=True) as db:
             now = _now_ms()
             # MLMD's BatchTypeAndPropertyValidation, kind by kind: every node names a type,
@@ -1270,7 +1081,7 @@ class MetadataStore:
                     raise errors.InvalidArgumentError("Type id is missing.")
                 wanted = sorted({node.type_id for node in nodes})
                 found = {
-                    type_id: self._stored_type(db, kind.type_kind, type_id, types)
+                    type_id: type_registry.stored_type(db, kind.type_kind, type_id, types)
                     for type_id in wanted
                 }
                 missing = [type_id for type_id, stored in found.items() if stored is None]
