@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from boardd.api.app import create_app
 from boardd.api.auth import cookie_value
 from boardd.config import ExperimentSpec
-from boardd.lineage import LineageService, types
+from boardd.lineage import LineageService, vocabulary
 from boardd.metadata.proto import metadata_store_pb2 as pb
 from tests.api.conftest import assert_error
 from tests.conftest import ThreadedServer, ingest
@@ -252,7 +252,7 @@ def test_a_value_the_store_cannot_hold_is_the_clients_error(api: Api) -> None:
 
 
 def test_a_type_conflict_is_409(api: Api) -> None:
-    changed = {"name": types.CHECKPOINT, "properties": {"size": "STRING"}}
+    changed = {"name": vocabulary.CHECKPOINT, "properties": {"size": "STRING"}}
     error = assert_error(
         api.client.post(
             "/api/v1/metadata/put_artifact_type", json={"artifact_type": changed}, headers=AUTH
@@ -279,7 +279,7 @@ def test_the_lineage_graph_of_a_checkpoint(api: Api) -> None:
     root = graph["root"]
     assert {"source": run["id"], "target": root, "type": "OUTPUT"} in graph["edges"]
     kinds = {n["type"] for n in graph["nodes"]}
-    assert kinds == {types.TRAINING_RUN, types.CHECKPOINT, types.EVENT_FILE}
+    assert kinds == {vocabulary.TRAINING_RUN, vocabulary.CHECKPOINT, vocabulary.EVENT_FILE}
     by_id = api.client.get(
         "/api/v1/metadata/lineage_graph",
         params={"artifact_id": root.split(":")[1], "hops": 2},

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from boardd.lineage import types
+from boardd.lineage import vocabulary
 from tests.daemon.conftest import Daemon, ServeFactory, boardd_env, wait_until
 from tests.lineage.conftest import TRIALS, write_training_logdir
 
@@ -49,7 +49,8 @@ def test_rebuild_leaves_user_records_intact(tmp_path: Path, serve: ServeFactory)
     daemon = serve(*args)
     wait_until(
         lambda: (
-            len(call(daemon, "get_artifacts_by_type", type_name=types.CHECKPOINT)) == checkpoints
+            len(call(daemon, "get_artifacts_by_type", type_name=vocabulary.CHECKPOINT))
+            == checkpoints
         ),
         what="the checkpoints in the lineage store",
         alive=daemon.check_alive,
@@ -59,7 +60,7 @@ def test_rebuild_leaves_user_records_intact(tmp_path: Path, serve: ServeFactory)
     }
 
     def statuses() -> dict[str, str]:
-        runs = call(daemon, "get_executions_by_type", type_name=types.TRAINING_RUN)
+        runs = call(daemon, "get_executions_by_type", type_name=vocabulary.TRAINING_RUN)
         return {r["name"]: r["properties"].get("status", {}).get("stringValue", "") for r in runs}
 
     # The catch-up commits in batches: wait for the last sessions' ends to be in.
@@ -76,7 +77,7 @@ def test_rebuild_leaves_user_records_intact(tmp_path: Path, serve: ServeFactory)
     run = call(
         daemon,
         "get_execution_by_type_and_name",
-        type_name=types.TRAINING_RUN,
+        type_name=vocabulary.TRAINING_RUN,
         execution_name="runs/lr0.1",
     )
     call(
@@ -118,7 +119,7 @@ def checkpoints_by_experiment(daemon: Daemon) -> dict[str, int]:
     """The checkpoint artifacts in the lineage store, counted by experiment (an artifact's
     name is EXPERIMENT/PATH)."""
     counts: dict[str, int] = {}
-    for artifact in call(daemon, "get_artifacts_by_type", type_name=types.CHECKPOINT):
+    for artifact in call(daemon, "get_artifacts_by_type", type_name=vocabulary.CHECKPOINT):
         experiment = artifact["name"].split("/", 1)[0]
         counts[experiment] = counts.get(experiment, 0) + 1
     return counts
@@ -149,12 +150,12 @@ def test_two_daemons_on_one_lineage_file_record_each_its_logdirs(
     # A third daemon on another logdir named like one already recorded: it serves the store,
     # says who records that name, and writes nothing over the other one's records.
     other = write_training_logdir(tmp_path / "gamma")
-    contexts = call(daemons[0], "get_contexts_by_type", type_name=types.EXPERIMENT)
+    contexts = call(daemons[0], "get_contexts_by_type", type_name=vocabulary.EXPERIMENT)
     late = serve(f"alpha={other.path}", "--token-file", token_file, "--lineage", lineage)
     wait_until(
         lambda: "another boardd records experiment alpha" in late.stderr(),
         what="the third daemon saying that another one records alpha",
         alive=late.check_alive,
     )
-    assert call(late, "get_contexts_by_type", type_name=types.EXPERIMENT) == contexts
+    assert call(late, "get_contexts_by_type", type_name=vocabulary.EXPERIMENT) == contexts
     assert checkpoints_by_experiment(late) == expected

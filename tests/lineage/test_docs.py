@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from boardd.lineage import types
+from boardd.lineage import vocabulary
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "lineage.md"
 
@@ -39,11 +39,11 @@ def test_the_types_table_is_what_boardd_registers() -> None:
     text = PAGE.read_text(encoding="utf-8")
     section = text[text.index("## What boardd records by itself") :]
     section = section[: section.index("\n## ", 1)]
-    for name, properties in types.PROPERTIES.items():
+    for name, properties in vocabulary.PROPERTIES.items():
         [row] = [line for line in section.splitlines() if line.startswith(f"| `{name}` |")]
         kind = {"context": "ContextType", "execution": "ExecutionType", "artifact": "ArtifactType"}
-        assert f"| {kind[types.KINDS[name]]} |" in row, row
+        assert f"| {kind[vocabulary.KINDS[name]]} |" in row, row
         documented = set(re.findall(r"`([a-z_]+)`", row.split("|")[5]))
         assert set(properties) <= documented, (name, set(properties) - documented)
-    for pattern in types.CHECKPOINT_PATTERNS:
+    for pattern in vocabulary.CHECKPOINT_PATTERNS:
         assert f"`{pattern}`" in section, pattern

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from boardd.lineage import types
+from boardd.lineage import vocabulary
 from boardd.lineage.graph import LineageNotFound, chain, lineage_graph
 from tests.lineage.conftest import OFFICIAL, OFFICIAL_HPARAMS, TRIALS, Populated, records_in
 
@@ -15,16 +15,16 @@ from tests.lineage.conftest import OFFICIAL, OFFICIAL_HPARAMS, TRIALS, Populated
 def test_from_a_checkpoint_back_to_its_runs_hparams(populated: Populated) -> None:
     checkpoint = populated.logdir.checkpoints["lr0.01"][1]  # checkpoints/epoch=4.ckpt
     [found] = populated.read(lambda s: chain(s, str(checkpoint)))
-    assert found["type"] == types.CHECKPOINT
+    assert found["type"] == vocabulary.CHECKPOINT
     assert found["uri"] == str(checkpoint)
     [run] = found["produced_by"]
-    assert run["type"] == types.TRAINING_RUN
+    assert run["type"] == vocabulary.TRAINING_RUN
     assert run["name"] == "exp/lr0.01"
     assert run["state"] == "COMPLETE"
     hparams, _ = TRIALS["lr0.01"]
     assert run["hparams"] == {k: float(v) if type(v) is int else v for k, v in hparams.items()}
     assert [c["name"] for c in run["contexts"]] == ["exp"]
-    data = [o for o in run["outputs"] if o["type"] == types.EVENT_FILE]
+    data = [o for o in run["outputs"] if o["type"] == vocabulary.EVENT_FILE]
     on_disk = [
         str(populated.logdir.path / "lr0.01" / f)
         for f in os.listdir(populated.logdir.path / "lr0.01")
@@ -59,7 +59,7 @@ def test_graph_hops(populated: Populated) -> None:
     assert zero["edges"] == []
     one = populated.read(lambda s: lineage_graph(s, artifact.id, 1))
     [run] = [n for n in one["nodes"] if n["kind"] == "execution"]
-    assert run["type"] == types.TRAINING_RUN and run["name"] == "exp/lr0.1"
+    assert run["type"] == vocabulary.TRAINING_RUN and run["name"] == "exp/lr0.1"
     assert run["boardd"] is True
     assert one["edges"] == [
         {"source": run["id"], "target": f"artifact:{artifact.id}", "type": "OUTPUT"}

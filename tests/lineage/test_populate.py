@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from boardd.lineage import types
+from boardd.lineage import vocabulary
 from boardd.lineage.populate import Populator
 from boardd.lineage.scan import scan
 from boardd.lineage.service import open_store
@@ -44,10 +44,10 @@ def test_types_are_registered(populated: Populated) -> None:
             {t.name for t in s.get_artifact_types()},
         )
     )
-    assert types.EXPERIMENT in names[0]
-    assert types.TRAINING_RUN in names[1]
-    assert {types.EVENT_FILE, types.CHECKPOINT} <= names[2]
-    [checkpoint_type] = populated.read(lambda s: [s.get_artifact_type(types.CHECKPOINT)])
+    assert vocabulary.EXPERIMENT in names[0]
+    assert vocabulary.TRAINING_RUN in names[1]
+    assert {vocabulary.EVENT_FILE, vocabulary.CHECKPOINT} <= names[2]
+    [checkpoint_type] = populated.read(lambda s: [s.get_artifact_type(vocabulary.CHECKPOINT)])
     assert dict(checkpoint_type.properties) == {
         "run": pb.STRING,
         "size": pb.INT,
@@ -56,12 +56,12 @@ def test_types_are_registered(populated: Populated) -> None:
 
 
 def test_experiment_runs_and_hparams(populated: Populated) -> None:
-    contexts = populated.read(lambda s: s.get_contexts_by_type(types.EXPERIMENT))
+    contexts = populated.read(lambda s: s.get_contexts_by_type(vocabulary.EXPERIMENT))
     [context] = contexts
     assert context.name == "exp"
     assert context.external_id == "boardd:experiment:exp"
     assert context.properties["logdir"].string_value == str(populated.logdir.path)
-    runs = by_name(populated.read(lambda s: s.get_executions_by_type(types.TRAINING_RUN)))
+    runs = by_name(populated.read(lambda s: s.get_executions_by_type(vocabulary.TRAINING_RUN)))
     tbx_sessions = {name for name in runs if name.count("/") == 2}
     assert set(runs) == {f"exp/{r}" for r in [*TRIALS, OFFICIAL]} | tbx_sessions
     assert len(tbx_sessions) == len(TRIALS)
@@ -90,7 +90,7 @@ def test_experiment_runs_and_hparams(populated: Populated) -> None:
 
 def test_event_files_and_checkpoints_are_outputs_of_their_runs(populated: Populated) -> None:
     logdir = populated.logdir
-    files = populated.read(lambda s: s.get_artifacts_by_type(types.EVENT_FILE))
+    files = populated.read(lambda s: s.get_artifacts_by_type(vocabulary.EVENT_FILE))
     on_disk = sorted(
         os.path.join(top, f)
         for top, _dirs, names in os.walk(logdir.path)
@@ -102,14 +102,14 @@ def test_event_files_and_checkpoints_are_outputs_of_their_runs(populated: Popula
         assert artifact.properties["size"].int_value == os.path.getsize(artifact.uri)
         assert artifact.properties["records"].int_value == records_in(artifact.uri)
         assert artifact.state == pb.Artifact.LIVE
-    checkpoints = populated.read(lambda s: s.get_artifacts_by_type(types.CHECKPOINT))
+    checkpoints = populated.read(lambda s: s.get_artifacts_by_type(vocabulary.CHECKPOINT))
     expected = {str(p): run for run, paths in logdir.checkpoints.items() for p in paths}
     assert {a.uri: a.properties["run"].string_value for a in checkpoints} == expected
     assert all(a.properties["size"].int_value == len(CHECKPOINT_BYTES) for a in checkpoints)
     assert not {str(p) for p in logdir.others} & {a.uri for a in [*files, *checkpoints]}
     runs = {
         e.id: e.properties["run"].string_value
-        for e in populated.read(lambda s: s.get_executions_by_type(types.TRAINING_RUN))
+        for e in populated.read(lambda s: s.get_executions_by_type(vocabulary.TRAINING_RUN))
     }
     artifacts = [*files, *checkpoints]
     events = populated.read(lambda s: s.get_events_by_artifact_ids([a.id for a in artifacts]))
@@ -118,7 +118,7 @@ def test_event_files_and_checkpoints_are_outputs_of_their_runs(populated: Popula
     assert all(e.type == pb.Event.OUTPUT for e in events)
     for artifact in artifacts:
         assert producer[artifact.id] == artifact.properties["run"].string_value
-    [context] = populated.read(lambda s: s.get_contexts_by_type(types.EXPERIMENT))
+    [context] = populated.read(lambda s: s.get_contexts_by_type(vocabulary.EXPERIMENT))
     attributed = populated.read(lambda s: s.get_artifacts_by_context(context.id))
     assert {a.id for a in attributed} == {a.id for a in artifacts}
 
@@ -148,9 +148,9 @@ def test_a_refresh_without_changes_writes_nothing(populated: Populated) -> None:
 def user_records(store: Any) -> dict[str, int]:
     """A user's records written with MLMD's API, some in boardd's types, one with a name
     boardd would also use."""
-    checkpoint_type = store.get_artifact_type(types.CHECKPOINT)
-    experiment_type = store.get_context_type(types.EXPERIMENT)
-    run_type = store.get_execution_type(types.TRAINING_RUN)
+    checkpoint_type = store.get_artifact_type(vocabulary.CHECKPOINT)
+    experiment_type = store.get_context_type(vocabulary.EXPERIMENT)
+    run_type = store.get_execution_type(vocabulary.TRAINING_RUN)
     dataset = pb.ArtifactType(name="DataSet")
     dataset.properties["split"] = pb.STRING
     dataset_type = store.put_artifact_type(dataset)
@@ -240,7 +240,7 @@ def test_state_follows_inactivity_without_session_end(tmp_path: Path) -> None:
     try:
         populator = Populator(store, idle_seconds=60.0)
         populator.refresh(scan(spec), now=WALL + 10)
-        [run] = store.get_executions_by_type(types.TRAINING_RUN)
+        [run] = store.get_executions_by_type(vocabulary.TRAINING_RUN)
         assert run.last_known_state == pb.Execution.RUNNING
         assert run.properties["status"].string_value == "active"
         assert (
@@ -249,7 +249,7 @@ def test_state_follows_inactivity_without_session_end(tmp_path: Path) -> None:
             else True
         )
         populator.refresh(scan(spec), now=WALL + 3600)
-        [run] = store.get_executions_by_type(types.TRAINING_RUN)
+        [run] = store.get_executions_by_type(vocabulary.TRAINING_RUN)
         assert run.last_known_state == pb.Execution.COMPLETE
         assert run.properties["status"].string_value == "inactive"
         assert run.properties["end_time"].int_value == int((WALL + 5) * 1000)
@@ -271,7 +271,7 @@ def test_a_name_taken_by_a_user_record_is_skipped_not_fatal(
     try:
         # A user registered boardd's type first (with a property of their own) and took the
         # name boardd gives one run.
-        run_type = pb.ExecutionType(name=types.TRAINING_RUN)
+        run_type = pb.ExecutionType(name=vocabulary.TRAINING_RUN)
         run_type.properties["owner"] = pb.STRING
         type_id = store.put_execution_type(run_type)
         [theirs] = store.put_executions([pb.Execution(type_id=type_id, name="exp/lr0.1")])
@@ -283,9 +283,9 @@ def test_a_name_taken_by_a_user_record_is_skipped_not_fatal(
         [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert "1 execution name(s) are taken" in warning and "'exp/lr0.1'" in warning
         assert "\n" not in warning
-        names = {e.name for e in store.get_executions_by_type(types.TRAINING_RUN)}
+        names = {e.name for e in store.get_executions_by_type(vocabulary.TRAINING_RUN)}
         assert {"exp/lr0.01", f"exp/{OFFICIAL}"} <= names
-        stored = store.get_execution_type(types.TRAINING_RUN)
+        stored = store.get_execution_type(vocabulary.TRAINING_RUN)
         assert "owner" in stored.properties and "last_step" in stored.properties
     finally:
         store.close()
@@ -309,10 +309,10 @@ def test_two_experiments_whose_paths_share_a_prefix_keep_their_files(tmp_path: P
     try:
         service.refresh_now()
         service.refresh_now(["runs"])  # runs' refresh must leave runs2's files alone
-        checkpoints = service.read(lambda s: s.get_artifacts_by_type(types.CHECKPOINT))
+        checkpoints = service.read(lambda s: s.get_artifacts_by_type(vocabulary.CHECKPOINT))
         assert sorted(a.name for a in checkpoints) == ["runs/a/model.pt", "runs2/a/model.pt"]
         assert {a.state for a in checkpoints} == {pb.Artifact.LIVE}
-        contexts = service.read(lambda s: s.get_contexts_by_type(types.EXPERIMENT))
+        contexts = service.read(lambda s: s.get_contexts_by_type(vocabulary.EXPERIMENT))
         assert sorted(c.name for c in contexts) == ["runs", "runs2"]
     finally:
         service.close()
@@ -336,13 +336,13 @@ def test_a_run_whose_name_is_not_utf8_is_recorded_under_its_escaped_name(tmp_pat
     service.start()
     try:
         service.refresh_now()
-        runs = service.read(lambda s: s.get_executions_by_type(types.TRAINING_RUN))
+        runs = service.read(lambda s: s.get_executions_by_type(vocabulary.TRAINING_RUN))
         assert sorted(e.properties["run"].string_value for e in runs) == ["bad%FF%FE", "good"]
-        files = service.read(lambda s: s.get_artifacts_by_type(types.EVENT_FILE))
+        files = service.read(lambda s: s.get_artifacts_by_type(vocabulary.EVENT_FILE))
         bad_file = next(a for a in files if a.properties["run"].string_value == "bad%FF%FE")
         assert "/bad%FF%FE/" in bad_file.uri and bad_file.state == pb.Artifact.LIVE
         assert bad_file.properties["records"].int_value > 0
-        checkpoints = service.read(lambda s: s.get_artifacts_by_type(types.CHECKPOINT))
+        checkpoints = service.read(lambda s: s.get_artifacts_by_type(vocabulary.CHECKPOINT))
         assert [a.name for a in checkpoints] == ["exp/bad%FF%FE/model.ckpt"]
         assert checkpoints[0].state == pb.Artifact.LIVE
     finally:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from boardd.data.changes import ChangeHub
-from boardd.lineage import LineageService, LineageUnavailable, types
+from boardd.lineage import LineageService, LineageUnavailable, vocabulary
 from boardd.metadata.proto import metadata_store_pb2 as pb
 from tests.conftest import LiveStore
 from tests.daemon.conftest import wait_until
@@ -32,7 +32,7 @@ def test_a_commit_on_the_bus_brings_its_files_in(tmp_path: Path, live_stores: ob
                 service.read(
                     lambda s: [
                         a.properties["records"].int_value
-                        for a in s.get_artifacts_by_type(types.EVENT_FILE)
+                        for a in s.get_artifacts_by_type(vocabulary.EVENT_FILE)
                     ]
                 )
                 == [3]
@@ -44,13 +44,15 @@ def test_a_commit_on_the_bus_brings_its_files_in(tmp_path: Path, live_stores: ob
         wait_until(
             lambda: service.read(
                 lambda s: (
-                    s.get_artifacts_by_type(types.EVENT_FILE)[0].properties["records"].int_value
+                    s.get_artifacts_by_type(vocabulary.EVENT_FILE)[0]
+                    .properties["records"]
+                    .int_value
                     == 4
                 )
             ),
             what="the grown file's record count",
         )
-        [execution] = service.read(lambda s: s.get_executions_by_type(types.TRAINING_RUN))
+        [execution] = service.read(lambda s: s.get_executions_by_type(vocabulary.TRAINING_RUN))
         assert execution.properties["last_step"].int_value == 2
     finally:
         service.close()
@@ -146,7 +148,7 @@ def test_daemons_sharing_a_lineage_file_record_one_at_a_time(
 
     def files(service: LineageService) -> list[str]:
         return sorted(
-            a.uri for a in service.read(lambda s: s.get_artifacts_by_type(types.EVENT_FILE))
+            a.uri for a in service.read(lambda s: s.get_artifacts_by_type(vocabulary.EVENT_FILE))
         )
 
     try:

@@ -16,7 +16,7 @@ from tensorboardX import SummaryWriter
 from boardd.config import SettingsError, parse_size, serve_settings
 from boardd.exitcodes import ExitCode
 from boardd.ingest.remote import parse_storage_options
-from boardd.lineage import types
+from boardd.lineage import vocabulary
 from boardd.store.location import default_store_path, is_url
 from tests.conftest import EventRun
 from tests.daemon.conftest import Daemon, ServeFactory, boardd_env, wait_until
@@ -112,7 +112,7 @@ def test_an_uploaded_logdir_reads_as_the_same_files_on_local_disk(
 
     def remote_files() -> list[dict[str, Any]]:
         response = client.post(
-            "/api/v1/metadata/get_artifacts_by_type", json={"type_name": types.EVENT_FILE}
+            "/api/v1/metadata/get_artifacts_by_type", json={"type_name": vocabulary.EVENT_FILE}
         )
         assert response.status_code == 200, response.text
         found = response.json()["result"]

@@ -88,7 +88,7 @@ def _values(values: dict[str, Any]) -> str:
 
 def render(found: list[dict[str, Any]], out: TextIO) -> None:
     """The chain as text: the artifact, then each run that wrote it, indented."""
-    from boardd.lineage.types import EVENT_FILE
+    from boardd.lineage.vocabulary import EVENT_FILE
 
     for n, artifact in enumerate(found):
         if n:

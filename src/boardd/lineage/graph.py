@@ -9,7 +9,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from boardd.lineage import types
+from boardd.lineage import vocabulary
 
 #: Event types that make an artifact an input of the execution, and an output.
 _INPUTS = frozenset({"INPUT", "DECLARED_INPUT", "INTERNAL_INPUT"})
@@ -77,7 +77,7 @@ def _node(kind: str, message: Any, type_name: str, state: str) -> dict[str, Any]
         "state": state,
         "properties": properties_of(message),
         "custom_properties": custom_properties_of(message),
-        "boardd": types.is_ours(message.external_id),
+        "boardd": vocabulary.is_ours(message.external_id),
     }
     if kind == "artifact":
         node["uri"] = message.uri

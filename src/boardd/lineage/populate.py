@@ -4,7 +4,7 @@ Per experiment: a context ``Experiment``; per run an execution ``TrainingRun`` (
 hparams session's end, else from inactivity; its hparams as custom properties) associated with
 the experiment; per event file an artifact ``EventFile`` and per checkpoint-like file an
 artifact ``Checkpoint``, each an OUTPUT of its run and attributed to the experiment. Records
-are found by their external ids (:mod:`boardd.lineage.types`), never by a logdir store's row
+are found by their external ids (:mod:`boardd.lineage.vocabulary`), never by a logdir store's row
 ids, so a rebuilt logdir store maps onto the same records. A file that disappears is marked
 DELETED (MLMD has no deletion). Records without boardd's key prefix are never written.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from boardd.data.experiments import RunSummary
-from boardd.lineage import types
+from boardd.lineage import vocabulary
 from boardd.lineage.graph import found
 from boardd.lineage.scan import LogdirView
 from boardd.metadata import errors
@@ -60,16 +60,24 @@ def register_types(store: MetadataStore) -> TypeIds:
     """Registers boardd's types (idempotent). A type a user registered first under the same
     name keeps its properties and gains boardd's (``can_add_fields``, ``can_omit_fields``)."""
     ids = {}
-    for name in (types.EXPERIMENT, types.TRAINING_RUN, types.EVENT_FILE, types.CHECKPOINT):
-        message = types.type_message(name, pb)
+    for name in (
+        vocabulary.EXPERIMENT,
+        vocabulary.TRAINING_RUN,
+        vocabulary.EVENT_FILE,
+        vocabulary.CHECKPOINT,
+    ):
+        message = vocabulary.type_message(name, pb)
         put = {
             "context": store.put_context_type,
             "execution": store.put_execution_type,
             "artifact": store.put_artifact_type,
-        }[types.KINDS[name]]
+        }[vocabulary.KINDS[name]]
         ids[name] = put(message, can_add_fields=True, can_omit_fields=True)
     return TypeIds(
-        ids[types.EXPERIMENT], ids[types.TRAINING_RUN], ids[types.EVENT_FILE], ids[types.CHECKPOINT]
+        ids[vocabulary.EXPERIMENT],
+        ids[vocabulary.TRAINING_RUN],
+        ids[vocabulary.EVENT_FILE],
+        ids[vocabulary.CHECKPOINT],
     )
 
 
@@ -169,7 +177,7 @@ class Populator:
         context = pb.Context()
         context.type_id = self._types.experiment
         context.name = view.experiment
-        context.external_id = types.experiment_key(view.experiment)
+        context.external_id = vocabulary.experiment_key(view.experiment)
         context.properties["logdir"].string_value = escape(str(view.logdir))
         _, _ = self._put("context", [context])
         known = self._known.get(context.external_id)
@@ -181,12 +189,12 @@ class Populator:
         executions = [
             e
             for e in found(store.get_executions_by_context, context_id)
-            if types.is_ours(e.external_id)
+            if vocabulary.is_ours(e.external_id)
         ]
         artifacts = [
             a
             for a in found(store.get_artifacts_by_context, context_id)
-            if types.is_ours(a.external_id)
+            if vocabulary.is_ours(a.external_id)
         ]
         for record in [*executions, *artifacts]:
             self._known[record.external_id] = (record.id, _fingerprint(record))
@@ -205,7 +213,7 @@ class Populator:
         execution = pb.Execution()
         execution.type_id = self._types.training_run
         execution.name = f"{view.experiment}/{name}"
-        execution.external_id = types.run_key(view.experiment, name)
+        execution.external_id = vocabulary.run_key(view.experiment, name)
         props = execution.properties
         props["experiment"].string_value = view.experiment
         props["run"].string_value = name
@@ -278,7 +286,7 @@ class Populator:
         artifact = pb.Artifact()
         artifact.type_id = type_id
         artifact.uri = path
-        artifact.external_id = types.file_key(path)
+        artifact.external_id = vocabulary.file_key(path)
         if isinstance(view.logdir, Path):
             try:
                 relative = os.path.relpath(path, escape(str(view.logdir)))
@@ -297,7 +305,7 @@ class Populator:
     def _vanished(self, view: LogdirView, seen: set[str]) -> Iterable[tuple[Any, str]]:
         """boardd's artifacts of this experiment no longer in the view: marked DELETED."""
         # With the separator: /runs must not claim the files of /runs2.
-        prefix = types.file_key(os.path.join(escape(str(view.logdir)), ""))
+        prefix = vocabulary.file_key(os.path.join(escape(str(view.logdir)), ""))
         gone = [k for k in self._known if k.startswith(prefix) and k not in seen]
         if not gone:
             return []

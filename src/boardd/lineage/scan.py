@@ -15,7 +15,7 @@ from boardd.config import ExperimentSpec
 from boardd.data import experiments
 from boardd.data.experiments import RunSummary
 from boardd.data.pool import open_store
-from boardd.lineage.types import is_checkpoint
+from boardd.lineage.vocabulary import is_checkpoint
 from boardd.store.names import escape, unescape
 from boardd.store.queries import EventFileRow
 
