@@ -1,6 +1,6 @@
 """The ``boardd`` command line: ``main(argv)`` parses the flags and runs one command, each in a
-module of its own (inspect, ingest, serve, export, install_service, hparams, lineage); it
-returns the exit code."""
+module of its own (inspect_command, ingest, serve, export, install_service, hparams, lineage);
+it returns the exit code."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ __all__ = ["ExitCode", "build_parser", "main"]
 
 #: The commands (name → module of boardd.cli), in the order ``boardd --help`` lists them.
 COMMANDS = {
-    "inspect": "inspect",
+    "inspect": "inspect_command",
     "ingest": "ingest",
     "serve": "serve",
     "install-service": "install_service",

@@ -11,7 +11,7 @@ from boardd.cli.common import add_crc_argument, fail
 from boardd.exitcodes import ExitCode, describe
 
 if TYPE_CHECKING:
-    from boardd.reader.inspect import InspectReport
+    from boardd.reader.inventory import InspectReport
 
 NAME = "inspect"
 
@@ -46,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     """Runs ``boardd inspect``; returns the exit code."""
     from boardd.ingest.progress import ProgressLine
-    from boardd.reader.inspect import InspectError, format_table, inspect_path
+    from boardd.reader.inventory import InspectError, format_table, inspect_path
     from boardd.reader.modes import CrcMode
 
     progress = ProgressLine(sys.stderr) if sys.stderr.isatty() and not args.json else None
@@ -70,7 +70,7 @@ def _named_as_served(report: InspectReport) -> InspectReport:
     """The report with its run names and paths as the store and the API name them: a byte of a
     name that is not UTF-8 as ``%XX`` (boardd.store.names), not a raw byte on the terminal or
     a lone surrogate in the JSON (which strict parsers refuse)."""
-    from boardd.reader.inspect import InspectReport, RunReport
+    from boardd.reader.inventory import InspectReport, RunReport
     from boardd.reader.logdir import DiscoveryProblem
     from boardd.store.names import escape
 
