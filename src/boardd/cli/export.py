@@ -6,7 +6,7 @@ import argparse
 import stat
 from pathlib import Path
 
-from boardd.cli.common import fail, settings_failed
+from boardd.cli.messages import fail, settings_failed
 from boardd.config import SettingsError, check_logdir, parse_experiments
 from boardd.exitcodes import ExitCode, describe
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from boardd.cli.common import fail, settings_failed
+from boardd.cli.messages import fail, settings_failed
 from boardd.config import SettingsError, check_logdir
 from boardd.exitcodes import ExitCode, describe
 

@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from boardd.cli.common import add_store_arguments, fail, positive_int, settings_failed
+from boardd.cli.flags import add_store_arguments, positive_int
+from boardd.cli.messages import fail, settings_failed
 from boardd.config import SettingsError, check_logdir, parse_crc, parse_sampling
 from boardd.exitcodes import ExitCode, describe
 

@@ -7,7 +7,8 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from boardd.cli.common import add_crc_argument, fail
+from boardd.cli.flags import add_crc_argument
+from boardd.cli.messages import fail
 from boardd.exitcodes import ExitCode, describe
 
 if TYPE_CHECKING:

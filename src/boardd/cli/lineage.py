@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from boardd.cli.common import fail, settings_failed
+from boardd.cli.messages import fail, settings_failed
 from boardd.config import SettingsError, lineage_path
 from boardd.exitcodes import ExitCode
 

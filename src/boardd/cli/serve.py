@@ -7,7 +7,8 @@ import logging
 import os
 import re
 
-from boardd.cli.common import add_store_arguments, fail, settings_failed, setup_logging
+from boardd.cli.flags import add_store_arguments
+from boardd.cli.messages import fail, settings_failed, setup_logging
 from boardd.config import (
     DEFAULT_HOST,
     DEFAULT_HPARAMS_IDLE_SECONDS,

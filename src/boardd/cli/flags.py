@@ -1,25 +1,11 @@
-"""What several commands share: the store flags, ``--crc``, logging, and how a command fails."""
+"""Flags several commands share: the store's (``--db``, ``--samples-per-plugin``,
+``--rebuild``), ``--crc``, and the type of a positive count."""
 
 from __future__ import annotations
 
 import argparse
-import logging
-import os
-import sys
 
-from boardd.config import CRC_CHOICES, CRC_HELP, SettingsError
-from boardd.exitcodes import ExitCode
-
-
-def fail(command: str, message: object, code: int = ExitCode.ERROR) -> int:
-    """Prints ``boardd COMMAND: message`` on stderr; returns ``code`` (the exit code)."""
-    print(f"boardd {command}: {message}", file=sys.stderr)
-    return code
-
-
-def settings_failed(command: str, error: SettingsError) -> int:
-    """A bad setting: its message, and the exit code it carries (usage, or a bad logdir)."""
-    return fail(command, error, error.exit_code)
+from boardd.config import CRC_CHOICES, CRC_HELP
 
 
 def positive_int(text: str) -> int:
@@ -62,18 +48,3 @@ def add_store_arguments(parser: argparse.ArgumentParser, *, rebuild_help: str) -
     )
     parser.add_argument("--rebuild", action="store_true", help=rebuild_help)
     add_crc_argument(parser)
-
-
-def setup_logging(level: str) -> None:
-    """One line per event on stderr; no timestamps when journald adds its own."""
-    fmt = "%(levelname)s %(name)s: %(message)s"
-    if not os.environ.get("JOURNAL_STREAM"):
-        fmt = "%(asctime)s " + fmt
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(fmt))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    # The form parser (Starlette's) warns of every malformed body before it raises: the
-    # request gets its 400, and a client must not write a line of our log per request.
-    logging.getLogger("python_multipart").setLevel(logging.ERROR)
