@@ -21,7 +21,6 @@ import json
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import apsw
@@ -32,6 +31,7 @@ from boardd.metadata import (
     errors,
     lineage,
     listing,
+    nodes,
     queries,
     schema,
     type_registry,
@@ -55,18 +55,6 @@ class ExtraOptions:
 
     def __init__(self, euc: object = None) -> None:
         del euc
-
-
-# -- the simple system types ------------------------------------------------------------------
-
-_VALUE_CHECK: dict[int, str] = {
-    pb.INT: "int_value",
-    pb.DOUBLE: "double_value",
-    pb.STRING: "string_value",
-    pb.STRUCT: "struct_value",
-    pb.PROTO: "proto_value",
-    pb.BOOLEAN: "bool_value",
-}
 
 
 def _now_ms() -> int:
@@ -286,221 +274,17 @@ class MetadataStore:
         """The artifacts of these ids and their types (each type once)."""
         wanted = arguments.ids(artifact_ids)
         with self._access.transaction() as db:
-            artifacts = access.find_nodes(db, ARTIFACT, wanted)
-            type_ids = list(dict.fromkeys(a.type_id for a in artifacts))
-            # Each type once, in the order the artifacts first name it (as MLMD).
-            types = type_registry.types_by_ids(
-                db, schema.ARTIFACT_TYPE, type_ids, io_types=False, base_type=False
-            )
-            return artifacts, types
+            return nodes.artifacts_and_types(db, wanted)
 
     # -- nodes: writing -----------------------------------------------------------------------
 
-    @staticmethod
-    def _validate_properties(
-        node: Any, stored_type: type_registry.StoredType, masked: set[str] | None = None
-    ) -> None:
-        for name, value in node.properties.items():
-            if masked is not None and name not in masked:
-                continue
-            data_type = stored_type.properties.get(name)
-            if data_type is None:
-                raise errors.InvalidArgumentError(f"Found unknown property: {name}")
-            if value.WhichOneof("value") != _VALUE_CHECK.get(data_type):
-                raise errors.InvalidArgumentError(f"Found unmatched property type: {name}")
-
-    def _create_node(
-        self,
-        db: apsw.Connection,
-        kind: NodeKind,
-        node: Any,
-        now: int,
-        types: type_registry.TypeCache,
-        validate: bool = True,
-    ) -> int:
-        if validate:
-            if not node.HasField("type_id"):
-                raise errors.InvalidArgumentError("Type id is missing.")
-            stored_type = type_registry.stored_type(db, kind.type_kind, node.type_id, types)
-            if stored_type is None:
-                raise errors.NotFoundError(f"No type found for query, type_id: {node.type_id}")
-            self._validate_properties(node, stored_type)
-        if kind is ARTIFACT:
-            values: tuple[Any, ...] = (
-                node.type_id,
-                node.uri,
-                node.state if node.HasField("state") else None,
-                node.name if node.HasField("name") else None,
-                node.external_id if node.HasField("external_id") else None,
-            )
-        elif kind is EXECUTION:
-            values = (
-                node.type_id,
-                node.last_known_state if node.HasField("last_known_state") else None,
-                node.name if node.HasField("name") else None,
-                node.external_id if node.HasField("external_id") else None,
-            )
-        else:
-            if not node.name:
-                raise errors.InvalidArgumentError("Context name should not be empty")
-            values = (
-                node.type_id,
-                node.name,
-                node.external_id if node.HasField("external_id") else None,
-            )
-        try:
-            db.execute(kind.insert, (*values, now, now))
-        except apsw.ConstraintError as exc:
-            raise errors.AlreadyExistsError(f"Given node already exists: {node} {exc}") from exc
-        node_id = int(db.last_insert_rowid())
-        rows = [
-            (node_id, name, 0, *access.value_columns(name, value))
-            for name, value in node.properties.items()
-        ]
-        rows.extend(
-            (node_id, name, 1, *access.value_columns(name, value))
-            for name, value in node.custom_properties.items()
-        )
-        if rows:
-            db.executemany(kind.insert_property, rows)
-        return node_id
-
-    def _update_node(
-        self,
-        db: apsw.Connection,
-        kind: NodeKind,
-        node: Any,
-        now: int,
-        types: type_registry.TypeCache,
-        mask: Sequence[str] = (),
-        force_update_time: bool = False,
-    ) -> int:
-        found = access.find_nodes(db, kind, [node.id])
-        if not found:
-            raise errors.InvalidArgumentError(f"Cannot find the given id {node.id}")
-        stored = found[0]
-        if node.HasField("type_id") and node.type_id != stored.type_id:
-            raise errors.InvalidArgumentError(
-                f"Given type_id {node.type_id} is different from the one known before: "
-                f"{stored.type_id}"
-            )
-        stored_type = type_registry.stored_type(db, kind.type_kind, stored.type_id, types)
-        if stored_type is None:
-            raise errors.NotFoundError(f"No type found for query, type_id: {stored.type_id}")
-        field_mask = _FieldMask.parse(mask, kind)
-        self._validate_properties(
-            node, stored_type, field_mask.property_names(False) if field_mask else None
-        )
-        changed = self._modify_properties(
-            db, kind, node.id, node.properties, stored.properties, False, field_mask
-        )
-        changed += self._modify_properties(
-            db, kind, node.id, node.custom_properties, stored.custom_properties, True, field_mask
-        )
-        if not force_update_time and not changed and _same_node_fields(node, stored):
-            return int(node.id)
-        if field_mask is not None:
-            merged = type(stored)()
-            merged.CopyFrom(stored)
-            for name in field_mask.fields:
-                if node.HasField(name):
-                    setattr(merged, name, getattr(node, name))
-                else:
-                    merged.ClearField(name)
-            source = merged
-        else:
-            source = node
-        if kind is ARTIFACT:
-            values: tuple[Any, ...] = (
-                stored.type_id,
-                source.uri,
-                source.state if source.HasField("state") else None,
-                source.external_id if source.HasField("external_id") else None,
-            )
-        elif kind is EXECUTION:
-            values = (
-                stored.type_id,
-                source.last_known_state if source.HasField("last_known_state") else None,
-                source.external_id if source.HasField("external_id") else None,
-            )
-        else:
-            if not source.name:
-                raise errors.InvalidArgumentError("Context name should not be empty")
-            values = (
-                stored.type_id,
-                source.name,
-                source.external_id if source.HasField("external_id") else None,
-            )
-        # As MLMD: a name or external id taken by another node fails an update as an
-        # internal error (creating such a node is AlreadyExists).
-        access.execute_or_internal_error(db, kind.update, (*values, now, node.id))
-        return int(node.id)
-
-    @staticmethod
-    def _modify_properties(
-        db: apsw.Connection,
-        kind: NodeKind,
-        node_id: int,
-        current: Any,
-        previous: Any,
-        is_custom: bool,
-        field_mask: _FieldMask | None,
-    ) -> int:
-        """MLMD's ModifyProperties: writes the differences; returns how many changed."""
-        names: Iterable[str]
-        masked = field_mask.property_names(is_custom) if field_mask else None
-        if masked is not None:
-            names = masked
-        else:
-            names = list(dict.fromkeys([*previous.keys(), *current.keys()]))
-        changed = 0
-        for name in sorted(names):
-            before = name in previous
-            after = name in current
-            if before and not after:
-                db.execute(kind.delete_property, (node_id, name))
-                changed += 1
-            elif after and before and previous[name] != current[name] and not is_custom:
-                # As MLMD: an UPDATE of the value's column by node and name (a custom property
-                # of the same name gets that column too).
-                columns = access.value_columns(name, current[name])
-                for column, value in zip(queries.VALUE_COLUMNS, columns, strict=True):
-                    if value is not None:
-                        db.execute(kind.update_property(column), (value, node_id, name))
-                        break
-                changed += 1
-            elif after and (not before or previous[name] != current[name]):
-                if before:
-                    db.execute(kind.delete_property, (node_id, name))
-                db.execute(
-                    kind.insert_property,
-                    (node_id, name, int(is_custom), *access.value_columns(name, current[name])),
-                )
-                changed += 1
-        return changed
-
-    def _upsert_node(
-        self,
-        db: apsw.Connection,
-        kind: NodeKind,
-        node: Any,
-        now: int,
-        types: type_registry.TypeCache,
-        mask: Sequence[str] = (),
-    ) -> int:
-        if node.HasField("id"):
-            return self._update_node(db, kind, node, now, types, mask)
-        return self._create_node(db, kind, node, now, types)
-
     def _put_nodes(
-        self, kind: NodeKind, nodes: Sequence[Any], field_mask_paths: Sequence[str] | None
+        self, kind: NodeKind, given: Sequence[Any], field_mask_paths: Sequence[str] | None
     ) -> list[int]:
-        nodes = arguments.messages(access.NODE_CLASSES[kind.name], nodes)
-        types: type_registry.TypeCache = {}
+        checked = arguments.messages(access.NODE_CLASSES[kind.name], given)
         mask = arguments.texts(field_mask_paths)
         with self._access.transaction(write=True) as db:
-            now = _now_ms()
-            return [self._upsert_node(db, kind, node, now, types, mask) for node in nodes]
+            return nodes.put_nodes(db, kind, checked, _now_ms(), mask)
 
     def put_artifacts(
         self,
@@ -540,11 +324,7 @@ class MetadataStore:
     ) -> list[Any]:
         type_name, type_version = arguments.text(type_name), arguments.optional_text(type_version)
         with self._access.transaction() as db:
-            type_id = type_registry.type_id_by_name(db, kind.type_kind, type_name, type_version)
-            if type_id is None:
-                return []
-            rows = db.execute(kind.select_where("n.type_id = ? ORDER BY n.id"), (type_id,))
-            return access.nodes_from_rows(db, kind, rows)
+            return nodes.nodes_by_type(db, kind, type_name, type_version)
 
     def get_artifacts_by_type(
         self,
@@ -579,12 +359,7 @@ class MetadataStore:
         type_name, type_version = arguments.text(type_name), arguments.optional_text(type_version)
         name = arguments.text(name)
         with self._access.transaction() as db:
-            type_id = type_registry.type_id_by_name(db, kind.type_kind, type_name, type_version)
-            if type_id is None:
-                return None
-            rows = db.execute(kind.select_where("n.type_id = ? AND n.name = ?"), (type_id, name))
-            found = access.nodes_from_rows(db, kind, rows)
-            return found[0] if found else None
+            return nodes.node_by_type_and_name(db, kind, type_name, name, type_version)
 
     def get_artifact_by_type_and_name(
         self,
@@ -631,24 +406,14 @@ class MetadataStore:
         """The artifacts with this uri."""
         uri = arguments.text(uri)
         with self._access.transaction() as db:
-            rows = db.execute(ARTIFACT.select_where("n.uri = ? ORDER BY n.id"), (uri,))
-            return access.nodes_from_rows(db, ARTIFACT, rows)
+            return nodes.artifacts_by_uri(db, uri)
 
     def _get_nodes_by_external_ids(self, kind: NodeKind, external_ids: Iterable[str]) -> list[Any]:
         wanted = arguments.external_ids(external_ids)
         if not wanted:
             return []
         with self._access.transaction() as db:
-            rows = db.execute(
-                kind.select_where(
-                    "n.external_id IN (SELECT value FROM json_each(?)) ORDER BY n.id"
-                ),
-                (json.dumps(wanted),),
-            )
-            found = access.nodes_from_rows(db, kind, rows)
-            if not found:
-                raise errors.NotFoundError(f"No {kind.name}s found for external_ids.")
-            return found
+            return nodes.nodes_by_external_ids(db, kind, wanted)
 
     def get_artifacts_by_external_ids(
         self, external_ids: Iterable[str], extra_options: ExtraOptions | None = None
@@ -917,8 +682,8 @@ class MetadataStore:
                 copy = pb.Artifact()
                 copy.CopyFrom(artifact)
                 copy.id = row
-                return self._update_node(db, ARTIFACT, copy, now, types)
-        return self._upsert_node(db, ARTIFACT, artifact, now, types)
+                return nodes.update_node(db, ARTIFACT, copy, now, types)
+        return nodes.put_node(db, ARTIFACT, artifact, now, types)
 
     def _upsert_context_with_options(
         self,
@@ -942,9 +707,9 @@ class MetadataStore:
             if row is not None:
                 return int(row)
         if context.HasField("id"):
-            return self._update_node(db, CONTEXT, context, now, types)
+            return nodes.update_node(db, CONTEXT, context, now, types)
         try:
-            return self._create_node(db, CONTEXT, context, now, types, validate=validate)
+            return nodes.create_node(db, CONTEXT, context, now, types, validate=validate)
         except errors.AlreadyExistsError as exc:
             if not reuse_if_exists:
                 raise
@@ -988,11 +753,11 @@ class MetadataStore:
                     )
                 )
             if execution.HasField("id"):
-                execution_id = self._update_node(
+                execution_id = nodes.update_node(
                     db, EXECUTION, execution, now, types, force_update_time=force_update_time
                 )
             else:
-                execution_id = self._create_node(db, EXECUTION, execution, now, types)
+                execution_id = nodes.create_node(db, EXECUTION, execution, now, types)
             artifact_ids: list[int] = []
             for (artifact, event), artifact_id in zip(pairs, artifact_ids_by_pair, strict=True):
                 if event is not None:
@@ -1070,16 +835,16 @@ class MetadataStore:
             now = _now_ms()
             # MLMD's BatchTypeAndPropertyValidation, kind by kind: every node names a type,
             # every type named exists (of that kind), then each node's properties match.
-            for kind, nodes in (
+            for kind, batch in (
                 (ARTIFACT, artifacts),
                 (EXECUTION, executions),
                 (CONTEXT, contexts),
             ):
-                if not nodes:
+                if not batch:
                     continue
-                if any(not node.HasField("type_id") for node in nodes):
+                if any(not node.HasField("type_id") for node in batch):
                     raise errors.InvalidArgumentError("Type id is missing.")
-                wanted = sorted({node.type_id for node in nodes})
+                wanted = sorted({node.type_id for node in batch})
                 found = {
                     type_id: type_registry.stored_type(db, kind.type_kind, type_id, types)
                     for type_id in wanted
@@ -1091,10 +856,10 @@ class MetadataStore:
                         f"Results missing for ids: {{{','.join(map(str, wanted))}}}. "
                         f"Found results for {{{','.join(map(str, present))}}}"
                     )
-                for node in nodes:
+                for node in batch:
                     stored = found[node.type_id]
                     assert stored is not None
-                    self._validate_properties(node, stored)
+                    nodes.validate_properties(node, stored)
             context_ids = [
                 self._upsert_context_with_options(
                     db, context, now, types, reuse_context_if_already_exist, validate=False
@@ -1119,13 +884,13 @@ class MetadataStore:
                     copy = pb.Artifact()
                     copy.CopyFrom(artifact)
                     copy.id = reuse[artifact.external_id]
-                    artifact_ids.append(self._update_node(db, ARTIFACT, copy, now, types))
+                    artifact_ids.append(nodes.update_node(db, ARTIFACT, copy, now, types))
                 else:
-                    artifact_ids.append(self._upsert_node(db, ARTIFACT, artifact, now, types))
+                    artifact_ids.append(nodes.put_node(db, ARTIFACT, artifact, now, types))
             execution_ids = [
-                self._update_node(db, EXECUTION, execution, now, types)
+                nodes.update_node(db, EXECUTION, execution, now, types)
                 if execution.HasField("id")
-                else self._create_node(db, EXECUTION, execution, now, types, validate=False)
+                else nodes.create_node(db, EXECUTION, execution, now, types, validate=False)
                 for execution in executions
             ]
             distinct_contexts = list(dict.fromkeys(context_ids))
@@ -1261,67 +1026,6 @@ def _check_event_edges(
                         f"{artifact_index} has an ID of {artifact.id} that does not match the "
                         f"event_edge's event.artifact_id of {event.artifact_id}"
                     )
-
-
-def _same_node_fields(node: Any, stored: Any) -> bool:
-    """MLMD's update check: the nodes equal but for type_id, properties and timestamps."""
-    a = type(node)()
-    a.CopyFrom(node)
-    b = type(stored)()
-    b.CopyFrom(stored)
-    for message in (a, b):
-        for name in (
-            "type_id",
-            "properties",
-            "custom_properties",
-            "create_time_since_epoch",
-            "last_update_time_since_epoch",
-        ):
-            message.ClearField(name)
-    return bool(a == b)
-
-
-@dataclass
-class _FieldMask:
-    """A put call's ``field_mask_paths``, split as MLMD splits them (field_mask_utils.cc)."""
-
-    #: The node's own fields named (unknown names are ignored, as by MLMD).
-    fields: list[str]
-    #: Property names named ("properties.NAME"); None when the mask names ``properties``
-    #: as a whole, which means all of them.
-    properties: set[str] | None
-    custom_properties: set[str] | None
-
-    @classmethod
-    def parse(cls, paths: Sequence[str], kind: NodeKind) -> _FieldMask | None:
-        if not paths:
-            return None
-        message_fields = access.NODE_CLASSES[kind.name].DESCRIPTOR.fields_by_name
-        fields = [
-            p
-            for p in paths
-            if not p.startswith("properties")
-            and not p.startswith("custom_properties")
-            and p in message_fields
-        ]
-        return cls(
-            fields=fields,
-            properties=_mask_names(paths, "properties"),
-            custom_properties=_mask_names(paths, "custom_properties"),
-        )
-
-    def property_names(self, is_custom: bool) -> set[str] | None:
-        return self.custom_properties if is_custom else self.properties
-
-
-def _mask_names(paths: Sequence[str], prefix: str) -> set[str] | None:
-    names: set[str] = set()
-    for path in paths:
-        if path == prefix:
-            return None
-        if path.startswith(prefix):
-            names.add(path.removeprefix(prefix + "."))
-    return names
 
 
 def downgrade_schema(config: pb.ConnectionConfig, downgrade_to_schema_version: int) -> None:
