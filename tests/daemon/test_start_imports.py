@@ -30,7 +30,7 @@ LATER = (
     "boardd.proto",
     "google.protobuf",
     "diskcache",
-    "boardd.ingest.pool",
+    "boardd.ingest.worker_pool",
     # TensorBoard's UI is located in its package, never imported (importing it takes seconds);
     # text descriptions are rendered by the first route that needs them.
     "tensorboard",

@@ -17,9 +17,9 @@ import pytest
 from tensorboardX import SummaryWriter
 
 from boardd.ingest.ingestor import Ingestor
-from boardd.ingest.pool import WorkerError, WorkerPool
 from boardd.ingest.segment import decode_segment
 from boardd.ingest.sources import LocalFile
+from boardd.ingest.worker_pool import WorkerError, WorkerPool
 from boardd.reader.tfrecord import CrcMode
 from boardd.reader.types import DataClass, TagMetadata
 from boardd.store.connection import open_reader

@@ -49,8 +49,8 @@ from boardd.store.names import escape
 from boardd.store.writer import FileProgress, FileRecord, StoreWriter
 
 if TYPE_CHECKING:
-    from boardd.ingest.pool import WorkerPool
     from boardd.ingest.segment import Segment
+    from boardd.ingest.worker_pool import WorkerPool
     from boardd.reader.events import EventDecoder
     from boardd.reader.source import RandomAccessBytes
 
@@ -687,7 +687,7 @@ class Ingestor:
         ready = ReadyRuns(bytes_left)
         for run_id in queues:
             ready.put(run_id)
-        from boardd.ingest.pool import WorkerError, WorkerPool
+        from boardd.ingest.worker_pool import WorkerError, WorkerPool
 
         # This process decodes too, whenever it has nothing to commit.
         pool = WorkerPool(min(workers - 1, len(queues)), fork=self.fork and can_fork())
