@@ -1,9 +1,10 @@
 """The lineage store's core: its connection and transactions, and its rows read as protos.
 
-Every other module of boardd.metadata reads nodes, types and events through here (the
-Python API in metadata_store.py, lists in listing.py, lineage walks in lineage.py), and each
-public call of the API is one :meth:`Access.transaction`. Row ↔ proto: nodes and types from
-their rows with their properties (``nodes_from_rows``, ``type_rows_to_messages``), and a
+Every other module of boardd.metadata reads nodes and types through here (types in
+type_registry.py, nodes in nodes.py, events and context links in edges.py, lists in
+listing.py, lineage walks in lineage.py), and each public call of the API
+(metadata_store.MetadataStore) is one :meth:`Access.transaction`. Row ↔ proto: nodes and types
+from their rows with their properties (``nodes_from_rows``, ``type_rows_to_messages``), and a
 property value as the property table's value columns (``value_columns``, ``fill_value``).
 """
 
@@ -351,26 +352,3 @@ def find_nodes(db: apsw.Connection, kind: NodeKind, ids: Sequence[int]) -> list[
         return []
     rows = db.execute(kind.select_where(f"n.id IN {queries.IDS} ORDER BY n.id"), (ids_json(ids),))
     return nodes_from_rows(db, kind, rows)
-
-
-def read_events(db: apsw.Connection, sql: str, ids: Iterable[int]) -> list[pb.Event]:
-    rows: list[tuple[Any, ...]] = db.execute(sql, (ids_json(ids),)).fetchall()
-    if not rows:
-        return []
-    by_id: dict[int, pb.Event] = {}
-    out: list[pb.Event] = []
-    for event_id, artifact_id, execution_id, event_type, when in rows:
-        event = pb.Event(artifact_id=artifact_id, execution_id=execution_id, type=event_type)
-        if when is not None:
-            event.milliseconds_since_epoch = when
-        by_id[event_id] = event
-        out.append(event)
-    for event_id, is_index, index, key in db.execute(
-        queries.SELECT_EVENT_PATHS, (ids_json(by_id),)
-    ):
-        step = by_id[event_id].path.steps.add()
-        if is_index:
-            step.index = index
-        else:
-            step.key = key
-    return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import apsw
@@ -28,6 +28,7 @@ import apsw
 from boardd.metadata import (
     access,
     arguments,
+    edges,
     errors,
     lineage,
     listing,
@@ -435,53 +436,13 @@ class MetadataStore:
 
     # -- events -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _insert_event(db: apsw.Connection, event: pb.Event, validate: bool, now: int) -> None:
-        """MLMD's CreateEvent."""
-        if not event.HasField("artifact_id"):
-            raise errors.InvalidArgumentError("No artifact id is specified.")
-        if not event.HasField("execution_id"):
-            raise errors.InvalidArgumentError("No execution id is specified.")
-        if not event.HasField("type") or event.type == pb.Event.UNKNOWN:
-            raise errors.InvalidArgumentError("No event type is specified.")
-        if validate:
-            if db.execute(queries.ARTIFACT_EXISTS, (event.artifact_id,)).get is None:
-                raise errors.InvalidArgumentError(
-                    f"No artifact with the given id {event.artifact_id}"
-                )
-            if db.execute(queries.EXECUTION_EXISTS, (event.execution_id,)).get is None:
-                raise errors.InvalidArgumentError(
-                    f"No execution with the given id {event.execution_id}"
-                )
-        when = event.milliseconds_since_epoch if event.HasField("milliseconds_since_epoch") else now
-        try:
-            db.execute(
-                queries.INSERT_EVENT, (event.artifact_id, event.execution_id, event.type, when)
-            )
-        except apsw.ConstraintError as exc:
-            raise errors.AlreadyExistsError(f"Given event already exists: {event}") from exc
-        steps = event.path.steps
-        if steps:
-            event_id = db.last_insert_rowid()
-            db.executemany(
-                queries.INSERT_EVENT_PATH,
-                [
-                    (event_id, 1, step.index, None)
-                    if step.WhichOneof("value") == "index"
-                    else (event_id, 0, None, step.key)
-                    for step in steps
-                ],
-            )
-
     def put_events(
         self, events: Sequence[pb.Event], extra_options: ExtraOptions | None = None
     ) -> None:
         """Inserts events (their artifact and execution must exist; events never change)."""
         events = arguments.messages(pb.Event, events)
         with self._access.transaction(write=True) as db:
-            now = _now_ms()
-            for event in events:
-                self._insert_event(db, event, True, now)
+            edges.put_events(db, events, _now_ms())
 
     def get_events_by_execution_ids(
         self, execution_ids: Iterable[int], extra_options: ExtraOptions | None = None
@@ -489,7 +450,7 @@ class MetadataStore:
         """The events of these executions."""
         wanted = arguments.ids(execution_ids)
         with self._access.transaction() as db:
-            return access.read_events(db, queries.SELECT_EVENTS_BY_EXECUTIONS, wanted)
+            return edges.events_of_executions(db, wanted)
 
     def get_events_by_artifact_ids(
         self, artifact_ids: Iterable[int], extra_options: ExtraOptions | None = None
@@ -497,33 +458,9 @@ class MetadataStore:
         """The events of these artifacts."""
         wanted = arguments.ids(artifact_ids)
         with self._access.transaction() as db:
-            return access.read_events(db, queries.SELECT_EVENTS_BY_ARTIFACTS, wanted)
+            return edges.events_of_artifacts(db, wanted)
 
     # -- contexts: membership and nesting -----------------------------------------------------
-
-    @staticmethod
-    def _insert_attribution(
-        db: apsw.Connection, context_id: int, artifact_id: int, validate: bool
-    ) -> None:
-        """MLMD's InsertAttributionIfNotExist."""
-        if validate:
-            if db.execute(queries.CONTEXT_EXISTS, (context_id,)).get is None:
-                raise errors.InvalidArgumentError("Context id not found.")
-            if db.execute(queries.ARTIFACT_EXISTS, (artifact_id,)).get is None:
-                raise errors.InvalidArgumentError("Artifact id not found.")
-        db.execute(queries.INSERT_ATTRIBUTION, (context_id, artifact_id))
-
-    @staticmethod
-    def _insert_association(
-        db: apsw.Connection, context_id: int, execution_id: int, validate: bool
-    ) -> None:
-        """MLMD's InsertAssociationIfNotExist."""
-        if validate:
-            if db.execute(queries.CONTEXT_EXISTS, (context_id,)).get is None:
-                raise errors.InvalidArgumentError("Context id not found.")
-            if db.execute(queries.EXECUTION_EXISTS, (execution_id,)).get is None:
-                raise errors.InvalidArgumentError("Execution id not found.")
-        db.execute(queries.INSERT_ASSOCIATION, (context_id, execution_id))
 
     def put_attributions_and_associations(
         self,
@@ -535,18 +472,7 @@ class MetadataStore:
         attributions = arguments.messages(pb.Attribution, attributions)
         associations = arguments.messages(pb.Association, associations)
         with self._access.transaction(write=True) as db:
-            for attribution in attributions:
-                if not attribution.HasField("context_id"):
-                    raise errors.InvalidArgumentError("No context id is specified.")
-                if not attribution.HasField("artifact_id"):
-                    raise errors.InvalidArgumentError("No artifact id is specified")
-                self._insert_attribution(db, attribution.context_id, attribution.artifact_id, True)
-            for association in associations:
-                if not association.HasField("context_id"):
-                    raise errors.InvalidArgumentError("No context id is specified.")
-                if not association.HasField("execution_id"):
-                    raise errors.InvalidArgumentError("No execution id is specified")
-                self._insert_association(db, association.context_id, association.execution_id, True)
+            edges.put_attributions_and_associations(db, attributions, associations)
 
     def put_parent_contexts(
         self,
@@ -560,75 +486,38 @@ class MetadataStore:
         """
         parent_contexts = arguments.messages(pb.ParentContext, parent_contexts)
         with self._access.transaction(write=True) as db:
-            for link in parent_contexts:
-                if not link.HasField("parent_id") or not link.HasField("child_id"):
-                    raise errors.InvalidArgumentError(
-                        f"Missing parent / child id in the parent_context: {link}"
-                    )
-                found = db.execute(
-                    queries.COUNT_CONTEXTS,
-                    (access.ids_json([link.parent_id, link.child_id]),),
-                ).get
-                if found < 2:
-                    raise errors.InvalidArgumentError(
-                        f"Given parent / child id in the parent_context cannot be found: {link}"
-                    )
-                # A cycle: the child is the parent, or one of the parent's ancestors.
-                ancestors = {
-                    row[0] for row in db.execute(queries.SELECT_ANCESTORS, (link.parent_id,))
-                }
-                if link.child_id in ancestors:
-                    raise errors.InvalidArgumentError(
-                        "There is a cycle detected of the given relationship."
-                    )
-                try:
-                    db.execute(queries.INSERT_PARENT_CONTEXT, (link.child_id, link.parent_id))
-                except apsw.ConstraintError as exc:
-                    raise errors.AlreadyExistsError(
-                        f"Given parent_context already exists: {link}"
-                    ) from exc
+            edges.put_parent_contexts(db, parent_contexts)
 
     def _linked_contexts(
-        self, sql: str, node_id: int, none_found: str | None = None
+        self, read: Callable[[apsw.Connection, int], list[pb.Context]], node_id: int
     ) -> list[pb.Context]:
         node_id = arguments.one_id(node_id)
         with self._access.transaction() as db:
-            ids = [row[0] for row in db.execute(sql, (node_id,))]
-            if not ids and none_found is not None:
-                raise errors.NotFoundError(f"{none_found}{node_id}")
-            return access.find_nodes(db, CONTEXT, ids)
+            return read(db, node_id)
 
     def get_parent_contexts_by_context(
         self, context_id: int, extra_options: ExtraOptions | None = None
     ) -> list[pb.Context]:
         """The parents of a context."""
-        return self._linked_contexts(queries.SELECT_PARENT_IDS, context_id)
+        return self._linked_contexts(edges.parent_contexts, context_id)
 
     def get_children_contexts_by_context(
         self, context_id: int, extra_options: ExtraOptions | None = None
     ) -> list[pb.Context]:
         """The children of a context."""
-        return self._linked_contexts(queries.SELECT_CHILD_IDS, context_id)
+        return self._linked_contexts(edges.child_contexts, context_id)
 
     def get_contexts_by_artifact(
         self, artifact_id: int, extra_options: ExtraOptions | None = None
     ) -> list[pb.Context]:
         """The contexts an artifact is attributed to (NotFoundError when none, as MLMD)."""
-        return self._linked_contexts(
-            queries.SELECT_CONTEXT_IDS_BY_ARTIFACT,
-            artifact_id,
-            "No contexts found for artifact_id: ",
-        )
+        return self._linked_contexts(edges.contexts_of_artifact, artifact_id)
 
     def get_contexts_by_execution(
         self, execution_id: int, extra_options: ExtraOptions | None = None
     ) -> list[pb.Context]:
         """The contexts an execution is associated with (NotFoundError when none, as MLMD)."""
-        return self._linked_contexts(
-            queries.SELECT_CONTEXT_IDS_BY_EXECUTION,
-            execution_id,
-            "No contexts found for execution_id: ",
-        )
+        return self._linked_contexts(edges.contexts_of_execution, execution_id)
 
     def get_artifacts_by_context(
         self,
@@ -642,9 +531,7 @@ class MetadataStore:
             self._access,
             ARTIFACT,
             list_options,
-            lambda db: [
-                row[0] for row in db.execute(queries.SELECT_ARTIFACT_IDS_BY_CONTEXT, (context_id,))
-            ],
+            lambda db: edges.artifact_ids_of_context(db, context_id),
         )
 
     def get_executions_by_context(
@@ -661,9 +548,7 @@ class MetadataStore:
             self._access,
             EXECUTION,
             list_options,
-            lambda db: [
-                row[0] for row in db.execute(queries.SELECT_EXECUTION_IDS_BY_CONTEXT, (context_id,))
-            ],
+            lambda db: edges.execution_ids_of_context(db, context_id),
         )
 
     # -- put_execution and put_lineage_subgraph -----------------------------------------------
@@ -780,7 +665,7 @@ class MetadataStore:
                         raise errors.InvalidArgumentError(
                             "If no artifact is present, given event must have an artifact_id"
                         )
-                    self._insert_event(db, copy, False, now)
+                    edges.insert_event(db, copy, False, now)
                 if artifact is not None:
                     assert artifact_id is not None
                     artifact_ids.append(artifact_id)
@@ -802,11 +687,7 @@ class MetadataStore:
                         db, context, now, types, reuse_context_if_already_exist
                     )
                 context_ids.append(context_id)
-                db.execute(queries.INSERT_ASSOCIATION_IF_NEW, (context_id, execution_id))
-                db.executemany(
-                    queries.INSERT_ATTRIBUTION_IF_NEW,
-                    [(context_id, artifact_id) for artifact_id in distinct_artifacts],
-                )
+                edges.link_to_context(db, context_id, [execution_id], distinct_artifacts)
             return execution_id, artifact_ids, context_ids
 
     def put_lineage_subgraph(
@@ -828,8 +709,8 @@ class MetadataStore:
         executions = arguments.messages(pb.Execution, executions)
         artifacts = arguments.messages(pb.Artifact, artifacts)
         contexts = arguments.messages(pb.Context, contexts)
-        edges = [tuple(edge) for edge in event_edges]
-        _check_event_edges(edges, executions, artifacts)
+        edge_tuples = [tuple(edge) for edge in event_edges]
+        _check_event_edges(edge_tuples, executions, artifacts)
         types: type_registry.TypeCache = {}
         with self._access.transaction(write=True) as db:
             now = _now_ms()
@@ -897,15 +778,8 @@ class MetadataStore:
             distinct_executions = list(dict.fromkeys(execution_ids))
             distinct_artifacts = list(dict.fromkeys(artifact_ids))
             for context_id in distinct_contexts:
-                db.executemany(
-                    queries.INSERT_ASSOCIATION_IF_NEW,
-                    [(context_id, execution_id) for execution_id in distinct_executions],
-                )
-                db.executemany(
-                    queries.INSERT_ATTRIBUTION_IF_NEW,
-                    [(context_id, artifact_id) for artifact_id in distinct_artifacts],
-                )
-            for execution_index, artifact_index, event in edges:
+                edges.link_to_context(db, context_id, distinct_executions, distinct_artifacts)
+            for execution_index, artifact_index, event in edge_tuples:
                 assert isinstance(event, pb.Event)
                 copy = pb.Event()
                 copy.CopyFrom(event)
@@ -915,7 +789,7 @@ class MetadataStore:
                 if not copy.HasField("artifact_id"):
                     assert isinstance(artifact_index, int)
                     copy.artifact_id = artifact_ids[artifact_index]
-                self._insert_event(db, copy, False, now)
+                edges.insert_event(db, copy, False, now)
             return execution_ids, artifact_ids, context_ids
 
     # -- lineage ------------------------------------------------------------------------------
