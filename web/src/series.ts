@@ -3,11 +3,10 @@
 // TensorBoard shows the last one), so a delta fetch that overlaps the stream's point, or
 // arrives after it, leaves each step once.
 
-export interface ScalarColumns {
-  step: number[];
-  wall_time: number[];
-  value: (number | string)[];
-}
+import type { Schemas } from "./api_types";
+
+/** One series' points as /api/v1/scalars?format=columns answers them. */
+export type ScalarColumns = Schemas["ScalarColumns"];
 
 export class Series {
   step: number[] = [];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { bandPairs, type Bucket, distributionColumns, niceTicks, num, rebin, valueRange } from "../src/views/histmath";
+import { asBuckets, bandPairs, type Bucket, distributionColumns, niceTicks, num, rebin, valueRange } from "../src/views/histmath";
 
 describe("num", () => {
   it("reads TensorBoard's spellings of non-finite values", () => {
@@ -9,6 +9,21 @@ describe("num", () => {
     expect(num("-Infinity")).toBe(-Infinity);
     expect(num("NaN")).toBeNaN();
     expect(num(null)).toBeNaN();
+  });
+});
+
+describe("asBuckets", () => {
+  it("reads a histograms tensor's [k, 3] values, non-finite ones spelled", () => {
+    const values: unknown = [[-1, 0, 3], ["-Infinity", -5, 1]];
+    expect(asBuckets(values)).toEqual(values);
+    expect(asBuckets([])).toEqual([]);
+  });
+  it("refuses anything else a tensor's values may be", () => {
+    expect(asBuckets({ error: "cannot decode DT_STRING" })).toBeNull();
+    expect(asBuckets(1.5)).toBeNull();
+    expect(asBuckets([1, 2, 3])).toBeNull();
+    expect(asBuckets([[1, 2]])).toBeNull();
+    expect(asBuckets([[1, 2, true]])).toBeNull();
   });
 });
 

@@ -1,32 +1,67 @@
 import { describe, expect, it } from "vitest";
 
-import { axisOf, compareCells, filterRows, fitText, hasRepeatedTrials, metricKey, PLOT_EDGE, parallelLayout, parseFilter, type Row, sortRows, tableOf, TITLE_GAP, trialStatus } from "../src/views/hptable";
+import type { Schemas } from "../src/api_types";
+import {
+  axisOf,
+  compareCells,
+  filterRows,
+  fitText,
+  hasRepeatedTrials,
+  type HparamsExperiment,
+  metricKey,
+  PLOT_EDGE,
+  parallelLayout,
+  parseFilter,
+  type Row,
+  type SessionGroups,
+  sortRows,
+  tableOf,
+  TITLE_GAP,
+  trialStatus,
+} from "../src/views/hptable";
 
-// The shapes /api/v1/hparams/experiment and /session_groups answer (proto3 JSON).
-const experiment = {
-  hparamInfos: [
-    { name: "lr", displayName: "learning rate", type: "DATA_TYPE_FLOAT64" },
-    { name: "optimizer", type: "DATA_TYPE_STRING" },
-  ],
-  metricInfos: [{ name: { group: "validation", tag: "loss" } }, { name: { group: "", tag: "score" }, displayName: "Score" }],
-};
-const groups = {
-  sessionGroups: [
-    {
-      name: "a",
-      hparams: { lr: 0.1, optimizer: "sgd" },
-      sessions: [
-        { name: "a/0", status: "STATUS_SUCCESS", metricValues: [{ name: { group: "validation", tag: "loss" }, value: 0.5 }] },
-        { name: "a/1", status: "STATUS_FAILURE", metricValues: [{ name: { group: "validation", tag: "loss" }, value: "NaN" }] },
-      ],
-    },
-    {
-      name: "b",
-      hparams: { lr: 0.001, optimizer: "adam" },
-      sessions: [{ name: "b/0", status: "STATUS_RUNNING", metricValues: [{ name: { tag: "score" }, value: 3 }] }],
-    },
-  ],
-};
+// The answers of /api/v1/hparams/experiment and /session_groups (proto3 JSON, typed by the
+// OpenAPI document), built from what each test sets; the rest as the API prints defaults.
+type Group = SessionGroups["sessionGroups"][number];
+type Session = Group["sessions"][number];
+type HparamInfo = Schemas["HParamInfo"];
+
+function metric(name: Schemas["MetricName"], value: Schemas["FloatOrText"]): Schemas["MetricValue"] {
+  return { name, value, trainingStep: 1, wallTimeSecs: 0 };
+}
+function session(name: string, fields: Partial<Session> = {}): Session {
+  return { name, status: "STATUS_UNKNOWN", metricValues: [], ...fields };
+}
+function group(name: string, fields: Partial<Group> = {}): Group {
+  return { name, hparams: {}, metricValues: [], sessions: [], ...fields };
+}
+function groupsOf(...list: Group[]): SessionGroups {
+  return { sessionGroups: list, totalSize: list.length };
+}
+function hparam(name: string, fields: Partial<HparamInfo> = {}): HparamInfo {
+  return { name, type: "DATA_TYPE_UNSET", ...fields };
+}
+function experimentOf(hparamInfos: HparamInfo[], metrics: HparamsExperiment["metricInfos"]): HparamsExperiment {
+  return { hparamInfos, metricInfos: metrics };
+}
+
+const experiment = experimentOf(
+  [hparam("lr", { displayName: "learning rate", type: "DATA_TYPE_FLOAT64" }), hparam("optimizer", { type: "DATA_TYPE_STRING" })],
+  [{ name: { group: "validation", tag: "loss" } }, { name: { group: "", tag: "score" }, displayName: "Score" }],
+);
+const groups = groupsOf(
+  group("a", {
+    hparams: { lr: 0.1, optimizer: "sgd" },
+    sessions: [
+      session("a/0", { status: "STATUS_SUCCESS", metricValues: [metric({ group: "validation", tag: "loss" }, 0.5)] }),
+      session("a/1", { status: "STATUS_FAILURE", metricValues: [metric({ group: "validation", tag: "loss" }, "NaN")] }),
+    ],
+  }),
+  group("b", {
+    hparams: { lr: 0.001, optimizer: "adam" },
+    sessions: [session("b/0", { status: "STATUS_RUNNING", metricValues: [metric({ tag: "score" }, 3)] })],
+  }),
+);
 
 describe("tableOf", () => {
   it("makes a row per session with its group's hparams and its own metrics", () => {
@@ -50,20 +85,16 @@ describe("tableOf", () => {
   });
   it("has a trial column only when some session's group is named apart from it", () => {
     // PyTorch's add_hparams: a group per session, named as the session is.
-    const own = {
-      sessionGroups: [
-        { name: "r/1", hparams: { lr: 0.1 }, sessions: [{ name: "r/1" }] },
-        { name: "r/2", hparams: { lr: 0.2 }, sessions: [{ name: "r/2" }] },
-      ],
-    };
+    const own = groupsOf(
+      group("r/1", { hparams: { lr: 0.1 }, sessions: [session("r/1")] }),
+      group("r/2", { hparams: { lr: 0.2 }, sessions: [session("r/2")] }),
+    );
     expect(tableOf(experiment, own).columns.map((c) => c.key)).not.toContain("trial");
     // Keras's trial IDs: two runs of one trial sort and filter together.
-    const keras = {
-      sessionGroups: [
-        { name: "trial-1", hparams: { lr: 0.1 }, sessions: [{ name: "run-1" }] },
-        { name: "manual", hparams: { lr: 0.2 }, sessions: [{ name: "m-0" }, { name: "m-1" }] },
-      ],
-    };
+    const keras = groupsOf(
+      group("trial-1", { hparams: { lr: 0.1 }, sessions: [session("run-1")] }),
+      group("manual", { hparams: { lr: 0.2 }, sessions: [session("m-0"), session("m-1")] }),
+    );
     const { columns, rows } = tableOf(experiment, keras);
     expect(columns[0].key).toBe("trial");
     expect(sortRows(rows, "trial", false).map((r) => [r.values.trial, r.session])).toEqual([
@@ -74,10 +105,8 @@ describe("tableOf", () => {
     expect(filterRows(rows, columns, { trial: "^man" }).map((r) => r.session)).toEqual(["m-0", "m-1"]);
   });
   it("keys the trial column apart from an hparam named trial", () => {
-    const named = { hparamInfos: [{ name: "trial" }], metricInfos: [] };
-    const { columns, rows } = tableOf(named, {
-      sessionGroups: [{ name: "t-1", hparams: { trial: 7 }, sessions: [{ name: "run-1" }] }],
-    });
+    const named = experimentOf([hparam("trial")], []);
+    const { columns, rows } = tableOf(named, groupsOf(group("t-1", { hparams: { trial: 7 }, sessions: [session("run-1")] })));
     expect(columns.map((c) => [c.key, c.kind])).toEqual([
       ["trial id", "trial"],
       ["trial", "hparam"],
@@ -86,13 +115,11 @@ describe("tableOf", () => {
     expect(rows[0].values).toMatchObject({ trial: 7, "trial id": "t-1" });
   });
   it("makes a row per trial with the group's metrics (the API's mean), its count and statuses", () => {
-    const withMeans = {
-      sessionGroups: [
-        { ...groups.sessionGroups[0], metricValues: [{ name: { group: "validation", tag: "loss" }, value: 0.75 }] },
-        { ...groups.sessionGroups[1], metricValues: [{ name: { group: "", tag: "score" }, value: 3 }] },
-        { name: "empty", hparams: { lr: 1 }, sessions: [] },
-      ],
-    };
+    const withMeans = groupsOf(
+      { ...groups.sessionGroups[0], metricValues: [metric({ group: "validation", tag: "loss" }, 0.75)] },
+      { ...groups.sessionGroups[1], metricValues: [metric({ group: "", tag: "score" }, 3)] },
+      group("empty", { hparams: { lr: 1 } }),
+    );
     const { columns, rows } = tableOf(experiment, withMeans, "trials");
     expect(columns.map((c) => [c.key, c.kind, c.numeric])).toEqual([
       ["sessions", "sessions", true],
@@ -112,8 +139,8 @@ describe("tableOf", () => {
     expect(sortRows(rows, "sessions", true).map((r) => r.session)).toEqual(["a", "b"]);
   });
   it("keys the sessions column apart from a metric named sessions", () => {
-    const named = { hparamInfos: [], metricInfos: [{ name: { tag: "sessions" } }] };
-    const one = { sessionGroups: [{ name: "g", metricValues: [{ name: { tag: "sessions" }, value: 9 }], sessions: [{ name: "r" }] }] };
+    const named = experimentOf([], [{ name: { tag: "sessions" } }]);
+    const one = groupsOf(group("g", { metricValues: [metric({ tag: "sessions" }, 9)], sessions: [session("r")] }));
     const { columns, rows } = tableOf(named, one, "trials");
     expect(columns.map((c) => [c.key, c.kind])).toEqual([
       ["session count", "sessions"],
@@ -124,8 +151,8 @@ describe("tableOf", () => {
   });
   it("offers trial rows only when a trial repeats", () => {
     expect(hasRepeatedTrials(groups)).toBe(true);
-    expect(hasRepeatedTrials({ sessionGroups: [{ name: "x", sessions: [{ name: "x" }] }] })).toBe(false);
-    expect(hasRepeatedTrials({})).toBe(false);
+    expect(hasRepeatedTrials(groupsOf(group("x", { sessions: [session("x")] })))).toBe(false);
+    expect(hasRepeatedTrials(groupsOf())).toBe(false);
   });
   it("names a trial's status by its sessions'", () => {
     expect(trialStatus(["success", "success"])).toBe("success");
@@ -205,23 +232,19 @@ describe("axisOf", () => {
 describe("add_hparams' sessions", () => {
   // tensorboardX's add_hparams: a session per call in a timestamped sub-run of the writer's
   // run, its group named after it; boardd's API names the run the user named.
-  const tbx = {
-    sessionGroups: [
-      {
-        name: "lr0.01_bs128_sgd/1796660406.1974096",
-        displayName: "lr0.01_bs128_sgd",
-        hparams: { lr: 0.01 },
-        sessions: [{ name: "lr0.01_bs128_sgd/1796660406.1974096", run: "lr0.01_bs128_sgd", status: "STATUS_SUCCESS", metricValues: [{ name: { tag: "hparam/acc" }, value: 0.9 }] }],
-      },
-      {
-        name: "lr0.1_bs32_sgd/1796660407.5",
-        displayName: "lr0.1_bs32_sgd",
-        hparams: { lr: 0.1 },
-        sessions: [{ name: "lr0.1_bs32_sgd/1796660407.5", run: "lr0.1_bs32_sgd", status: "STATUS_SUCCESS", metricValues: [{ name: { tag: "hparam/acc" }, value: 0.8 }] }],
-      },
-    ],
-  };
-  const exp = { hparamInfos: [{ name: "lr" }], metricInfos: [{ name: { tag: "hparam/acc" } }] };
+  const tbx = groupsOf(
+    group("lr0.01_bs128_sgd/1796660406.1974096", {
+      displayName: "lr0.01_bs128_sgd",
+      hparams: { lr: 0.01 },
+      sessions: [session("lr0.01_bs128_sgd/1796660406.1974096", { run: "lr0.01_bs128_sgd", status: "STATUS_SUCCESS", metricValues: [metric({ tag: "hparam/acc" }, 0.9)] })],
+    }),
+    group("lr0.1_bs32_sgd/1796660407.5", {
+      displayName: "lr0.1_bs32_sgd",
+      hparams: { lr: 0.1 },
+      sessions: [session("lr0.1_bs32_sgd/1796660407.5", { run: "lr0.1_bs32_sgd", status: "STATUS_SUCCESS", metricValues: [metric({ tag: "hparam/acc" }, 0.8)] })],
+    }),
+  );
+  const exp = experimentOf([hparam("lr")], [{ name: { tag: "hparam/acc" } }]);
 
   it("show as the run the user named, in its colour, the sub-run kept as the session", () => {
     const { columns, rows } = tableOf(exp, tbx);
@@ -243,7 +266,7 @@ describe("add_hparams' sessions", () => {
   });
 
   it("keep their own names without boardd's (TensorBoard's answer)", () => {
-    const plain = { sessionGroups: groups.sessionGroups };
+    const plain = groupsOf(...groups.sessionGroups);
     const { rows } = tableOf(experiment, plain);
     expect(rows.map((r) => [r.name, r.color])).toEqual(rows.map((r) => [r.session, r.session]));
   });

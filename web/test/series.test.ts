@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Series, toNumber } from "../src/series";
+import { type ScalarColumns, Series, toNumber } from "../src/series";
 
 describe("Series (live points merged by step)", () => {
   it("appends past the end and reports new steps", () => {
@@ -20,7 +20,7 @@ describe("Series (live points merged by step)", () => {
   });
 
   it("adopts an answer's columns as an empty series' own, as merging them would give", () => {
-    const cols = { step: [0, 1, 5], wall_time: [10, 11, 15], value: [1, "NaN", 3] as (number | string)[] };
+    const cols: ScalarColumns = { step: [0, 1, 5], wall_time: [10, 11, 15], value: [1, "NaN", 3] };
     const merged = new Series();
     merged.merge(cols.step, cols.wall_time, cols.value.map(toNumber));
     const s = new Series();

@@ -2,6 +2,7 @@
 // to the selected experiment, and drawing only the cards in view.
 
 import { initialRuns, type Run, type RunEvent, type SeriesEvent } from "../api";
+import type { ApiAnswer, ApiRoute } from "../api_types";
 import { colorsReady, runColor, runColors } from "../colors";
 import { el } from "../dom";
 import { formatState, matcher, parseState } from "../url";
@@ -52,10 +53,15 @@ export async function getJson<T>(path: string, params: [string, string][] = []):
   return (await response.json()) as T;
 }
 
-/** GET /api/v1/PATH of the context's experiment. */
-export function api<T>(ctx: ViewContext, path: string, params: [string, string][] = []): Promise<T> {
+/** GET /api/v1/ROUTE, its answer typed as the OpenAPI document describes it. */
+export function getApi<R extends ApiRoute>(route: R, params: [string, string][] = []): Promise<ApiAnswer<R>> {
+  return getJson<ApiAnswer<R>>(`api/v1/${route}`, params);
+}
+
+/** GET /api/v1/ROUTE of the context's experiment. */
+export function api<R extends ApiRoute>(ctx: ViewContext, route: R, params: [string, string][] = []): Promise<ApiAnswer<R>> {
   const scoped: [string, string][] = ctx.experiment ? [["experiment", ctx.experiment], ...params] : params;
-  return getJson<T>(`api/v1/${path}`, scoped);
+  return getApi(route, scoped);
 }
 
 /** GET one of TensorBoard's data routes (boardd's own implementation of them: Markdown
@@ -73,7 +79,7 @@ let first: Promise<string | null> | null = null;
 
 /** The daemon's first experiment (the one the data API answers without `experiment=`). */
 function firstExperiment(): Promise<string | null> {
-  first ??= getJson<{ id: string }[]>("api/v1/experiments").then(
+  first ??= getApi("experiments").then(
     (list) => list[0]?.id ?? null,
     (err: unknown) => {
       first = null; // asked again next time
@@ -83,8 +89,8 @@ function firstExperiment(): Promise<string | null> {
   return first;
 }
 
-/** A run's series by tag, as the data API's `/list` routes answer. */
-export type Listing = Record<string, Record<string, { max_step: number; max_length?: number; description?: string }>>;
+/** The series' metadata by run and tag, as the `/list` routes of the cards' kinds answer. */
+export type Listing = ApiAnswer<"tensors/list" | "blob_sequences/list">;
 
 /** (tag, run) pairs of a listing, by tag then run. */
 export function pairs(listing: Listing): { tag: string; run: string }[] {
@@ -219,7 +225,9 @@ export function describeInto(box: HTMLElement, text: string, html = ""): void {
 }
 
 /** Runs' tags as a TensorBoard plugin's tags route answers them: {run: {tag: {description…}}}
- * (the text plugin's is {run: [tag…]}: no descriptions). */
+ * (the text plugin's is {run: [tag…]}: no descriptions). TEMPORARY local type: TensorBoard's
+ * `data/plugin/PLUGIN/tags` routes are not in boardd's OpenAPI document; an /api/v1 route
+ * that answers the rendered descriptions (with its schema) would replace it. */
 type PluginTags = Record<string, Record<string, { description?: string }> | string[]>;
 
 /** The tags' summary descriptions of a TensorBoard plugin, as HTML: the Markdown rendered and
@@ -336,7 +344,7 @@ export abstract class CardsView<C extends SeriesCard> implements MountedView {
   /** The series listing ({run: {tag: metadata}}), of every series or of those `filter`
    * (the list route's parameters, e.g. [["tag", TAG]]) selects. */
   protected list(filter: [string, string][] = []): Promise<Listing> {
-    return api<Listing>(this.ctx, `${this.options.kind}/list`, [["plugin", this.options.plugin], ...filter]);
+    return api(this.ctx, `${this.options.kind}/list`, [["plugin", this.options.plugin], ...filter]);
   }
   protected abstract make(tag: string, run: string): C;
   /** Fetches what the card lacks and touches it. */

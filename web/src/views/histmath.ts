@@ -11,6 +11,19 @@ export function num(v: number | string | null | undefined): number {
 /** [left, right, count] buckets as the data API answers them (non-finite values spelled). */
 export type Bucket = [number | string, number | string, number | string];
 
+/** A histograms tensor's values (TensorDatum.values of /api/v1/tensors: [k, 3] rows of
+ * [left, right, count]) as buckets, or null when they are not such rows (a tensor that could
+ * not be decoded is {"error": …}). The document leaves `values` untyped (any tensor's, of any
+ * shape), so they are checked, not assumed. */
+export function asBuckets(values: unknown): Bucket[] | null {
+  if (!Array.isArray(values)) return null;
+  for (const row of values as unknown[]) {
+    if (!Array.isArray(row) || row.length !== 3) return null;
+    for (const v of row as unknown[]) if (typeof v !== "number" && typeof v !== "string") return null;
+  }
+  return values as Bucket[];
+}
+
 /** The finite [lo, hi] covering every bucket edge of every histogram, or null (none). */
 export function valueRange(histograms: readonly (readonly Bucket[])[]): [number, number] | null {
   let lo = Infinity;
@@ -56,7 +69,9 @@ export function rebin(buckets: readonly Bucket[], lo: number, hi: number, bins: 
   return out;
 }
 
-/** TensorBoard's distribution answer: `[[wall_time, step, [[basis_point, value], ...]], ...]`. */
+/** TensorBoard's distribution answer: `[[wall_time, step, [[basis_point, value], ...]], ...]`
+ * (`data/plugin/distributions/distributions`). TEMPORARY local type: the route is not in
+ * boardd's OpenAPI document (an /api/v1 route of distributions would be). */
 export type DistributionAnswer = [number, number, [number, number | string][]][];
 
 /** The basis points of TensorBoard's distributions (the median, ±1σ, ±2σ, ±3σ of a normal,

@@ -5,9 +5,10 @@
 // Contract for tests: each card carries data-tag, data-run, data-steps (histograms drawn)
 // and data-last-step (the largest step drawn).
 
+import type { Schemas } from "../api_types";
 import { runColor } from "../colors";
 import { api, CardsView, el, seriesCard, type ViewDef } from "./common";
-import { type Bucket, niceTicks, rebin, valueRange } from "./histmath";
+import { asBuckets, type Bucket, niceTicks, rebin, valueRange } from "./histmath";
 import { tickLabels } from "./ticks";
 
 /** Histograms per series drawn (TensorBoard's route gives 51). */
@@ -17,12 +18,23 @@ const WIDTH = 440;
 const HEIGHT = 260;
 const LABEL_FONT = "11px system-ui, sans-serif";
 
-interface Hist {
-  step: number;
-  wall_time: number;
-  values: Bucket[];
+/** A step's histogram: its point of /api/v1/tensors with the tensor's values read as
+ * buckets (asBuckets). */
+type Hist = Pick<Schemas["TensorDatum"], "step" | "wall_time"> & { values: Bucket[] };
+
+/** The histograms of a series' points; a point whose tensor is not [k, 3] buckets is left
+ * out (said once per answer). */
+function histogramsOf(points: readonly Schemas["TensorDatum"][], what: string): Hist[] {
+  const out: Hist[] = [];
+  let skipped = 0;
+  for (const p of points) {
+    const values = asBuckets(p.values);
+    if (values) out.push({ step: p.step, wall_time: p.wall_time, values });
+    else skipped++;
+  }
+  if (skipped) console.warn(`${what}: ${skipped} step(s) whose tensor is not a histogram, not drawn`);
+  return out;
 }
-type TensorAnswer = Record<string, Record<string, Hist[]>>;
 
 class HistogramCard {
   readonly root: HTMLElement;
@@ -193,14 +205,14 @@ class HistogramsView extends CardsView<HistogramCard> {
   /** The series' histograms, downsampled as the API does (the first, the last and a uniform
    * sample between, stable as steps are added). */
   protected async load(card: HistogramCard): Promise<void> {
-    const answer = await api<TensorAnswer>(this.ctx, "tensors", [
+    const answer = await api(this.ctx, "tensors", [
       ["plugin", "histograms"],
       ["run", card.run],
       ["tag", card.tag],
       ["downsample", String(STEPS_SHOWN)],
     ]);
     if (!this.alive) return;
-    card.hists = answer[card.run]?.[card.tag] ?? [];
+    card.hists = histogramsOf(answer[card.run]?.[card.tag] ?? [], `histograms ${card.tag} (${card.run})`);
     this.drawer.touch(card);
   }
 }

@@ -1,6 +1,8 @@
 // Pure parts of the hparams view: the table's rows and columns from the hparams API's
 // answers, sorting, filtering, and the parallel-coordinates axes.
 
+import type { ApiAnswer, Schemas } from "../api_types";
+
 export type Cell = number | string | boolean | null;
 
 export interface Column {
@@ -35,39 +37,16 @@ export interface Row {
  * mean of its sessions' metrics, as TensorBoard's table shows it. */
 export type RowsOf = "sessions" | "trials";
 
-interface MetricName {
-  group?: string;
-  tag?: string;
-}
-interface HparamInfo {
-  name: string;
-  displayName?: string;
-  type?: string;
-}
-export interface HparamsExperiment {
-  hparamInfos?: HparamInfo[];
-  metricInfos?: { name: MetricName; displayName?: string }[];
-}
-export interface SessionGroups {
-  sessionGroups?: {
-    name: string;
-    /** boardd's: the group as shown (its session's run, for a group named after it). */
-    displayName?: string;
-    hparams?: Record<string, Cell>;
-    /** The group's metrics: each the mean of its sessions' values (the API's default
-     * aggregation, as TensorBoard's UI asks for it). */
-    metricValues?: { name: MetricName; value?: number | string }[];
-    sessions?: {
-      name: string;
-      /** boardd's: the run the user named for the session (the writer's run, for a session
-       * add_hparams wrote in a timestamped sub-run of it). */
-      run?: string;
-      status?: string;
-      metricValues?: { name: MetricName; value?: number | string }[];
-    }[];
-  }[];
-  totalSize?: number;
-}
+type MetricName = Schemas["MetricName"];
+
+/** /api/v1/hparams/experiment's answer, each metric with its name. TEMPORARY: the MetricInfo
+ * schema leaves `name` optional (boardd always sends it, and the table keys a metric's column
+ * by it); once the schema requires it, this is ApiAnswer<"hparams/experiment">. */
+export type HparamsExperiment = Omit<ApiAnswer<"hparams/experiment">, "metricInfos"> & {
+  metricInfos: (Schemas["MetricInfo"] & { name: MetricName })[];
+};
+/** /api/v1/hparams/session_groups' answer. */
+export type SessionGroups = ApiAnswer<"hparams/session_groups">;
 
 export function metricKey(name: MetricName): string {
   return name.group ? `${name.group}/${name.tag ?? ""}` : (name.tag ?? "");

@@ -18,7 +18,9 @@ const HEIGHT = 240;
 /** Said under a curve whose every threshold is at (0, 0). */
 const NO_POSITIVE = "no true positive at any threshold: precision and recall are 0";
 
-/** One step of TensorBoard's PR-curves route: a value per threshold. */
+/** One step of TensorBoard's PR-curves route (`data/plugin/pr_curves/pr_curves`, answering
+ * {run: [step, …]}): a value per threshold. TEMPORARY local type: the route is not in boardd's
+ * OpenAPI document (an /api/v1 route of PR curves would be). */
 export interface PrStep {
   step: number;
   wall_time: number;

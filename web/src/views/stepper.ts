@@ -2,6 +2,7 @@
 // curves): the steps held, the one shown, and whether the card follows the last one as new
 // steps are committed (it does until the slider is moved back).
 
+import type { Schemas } from "../api_types";
 import { api, CardsView, el, type SeriesCard, type ViewContext } from "./common";
 import { nearestIndex } from "./steps";
 
@@ -88,7 +89,7 @@ export abstract class BlobStepsView<C extends SeriesCard & { readonly stepper: S
 }
 
 /** A step of a blob sequence as /api/v1/blob_sequences answers it. */
-export type BlobStep = { step: number; wall_time: number; blobs: string[] };
+export type BlobStep = Schemas["BlobSequenceDatum"];
 
 /** The steps of one series of blob sequences after `after` (all of them without), from
  * /api/v1/blob_sequences; `extra`: more parameters (images skip their width and height). */
@@ -102,7 +103,7 @@ export async function blobSteps(
 ): Promise<BlobStep[]> {
   const params: [string, string][] = [["plugin", plugin], ["run", run], ["tag", tag], ...extra];
   if (after !== undefined) params.push(["step_min", String(after + 1)]);
-  const answer = await api<Record<string, Record<string, BlobStep[]>>>(ctx, "blob_sequences", params);
+  const answer = await api(ctx, "blob_sequences", params);
   return answer[run]?.[tag] ?? [];
 }
 

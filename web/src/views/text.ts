@@ -7,6 +7,8 @@
 
 import { CardsView, el, seriesCard, tensorboardData, type ViewDef } from "./common";
 
+/** TensorBoard's `data/plugin/text/text?run=&tag=` answer. TEMPORARY local type: the route is
+ * not in boardd's OpenAPI document (an /api/v1 route of the rendered text would be). */
 type TextAnswer = { wall_time: number; step: number; text: string }[];
 
 class TextCard {
