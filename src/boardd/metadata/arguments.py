@@ -96,3 +96,65 @@ def artifact_and_event_pairs(
             )
         )
     return pairs
+
+
+def check_event_edges(
+    edges: Sequence[tuple[Any, ...]],
+    executions: Sequence[pb.Execution],
+    artifacts: Sequence[pb.Artifact],
+) -> None:
+    """MLMD's CheckEventEdges: every edge names its execution and artifact consistently."""
+    for edge in edges:
+        execution_index, artifact_index, event = edge
+        if event is None:
+            raise errors.InvalidArgumentError("No event found for event_edge")
+        if execution_index is None and not event.HasField("execution_id"):
+            raise errors.InvalidArgumentError(
+                "Event_edge is missing an execution. Could not find either an "
+                "execution_index or an event.execution_id"
+            )
+        if execution_index is not None:
+            if not 0 <= execution_index < len(executions):
+                raise errors.OutOfRangeError(
+                    f"The event_edge has an execution_index {execution_index} that is outside "
+                    f"the bounds of the request's executions list, [0, {len(executions)})"
+                )
+            if event.HasField("execution_id"):
+                execution = executions[execution_index]
+                if not execution.HasField("id"):
+                    raise errors.InvalidArgumentError(
+                        f"Missing execution ID. The referenced execution at execution_index "
+                        f"{execution_index} does not have an ID even though the event_edge "
+                        f"specifies an event.execution_id of {event.execution_id}"
+                    )
+                if execution.id != event.execution_id:
+                    raise errors.InvalidArgumentError(
+                        f"Execution ID mismatch. The referenced execution at execution_index "
+                        f"{execution_index} has an ID of {execution.id} that does not match "
+                        f"the event_edge's event.execution_id of {event.execution_id}"
+                    )
+        if artifact_index is None and not event.HasField("artifact_id"):
+            raise errors.InvalidArgumentError(
+                "Event_edge is missing an artifact. Could not find either an artifact_index "
+                "or an event.artifact_id"
+            )
+        if artifact_index is not None:
+            if not 0 <= artifact_index < len(artifacts):
+                raise errors.OutOfRangeError(
+                    f"The event_edge has an artifact_index {artifact_index} that is outside "
+                    f"the bounds of the request's artifacts list, [0, {len(artifacts)})"
+                )
+            if event.HasField("artifact_id"):
+                artifact = artifacts[artifact_index]
+                if not artifact.HasField("id"):
+                    raise errors.InvalidArgumentError(
+                        f"Missing artifact ID. The referenced artifact at artifact_index "
+                        f"{artifact_index} does not have an ID even though the event_edge "
+                        f"specifies an event.artifact_id of {event.artifact_id}"
+                    )
+                if artifact.id != event.artifact_id:
+                    raise errors.InvalidArgumentError(
+                        f"Artifact ID mismatch. The referenced artifact at artifact_index "
+                        f"{artifact_index} has an ID of {artifact.id} that does not match the "
+                        f"event_edge's event.artifact_id of {event.artifact_id}"
+                    )

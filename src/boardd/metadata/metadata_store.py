@@ -10,14 +10,16 @@ Each public call is one SQLite transaction (``access.Access.transaction``): it c
 not at all. A store is used by one thread at a time; another thread opens its own
 ``MetadataStore`` on the same file (WAL mode lets readers run beside the writer).
 
-This module is the API's facade: arguments checked as MLMD checks them, and the writes. The
-connection and rows read as protos are ``access``'s, lists ``listing``'s, lineage walks
-``lineage``'s; none of those imports this module.
+This module is the API's facade: each method checks its arguments (``arguments``), opens the
+call's transaction and hands it to the module of its concern: ``type_registry`` (types),
+``nodes`` (artifacts, executions, contexts), ``edges`` (events, attributions, associations,
+parent contexts), ``subgraph_writes`` (put_execution, put_lineage_subgraph), ``listing``
+(ListOptions, pages), ``lineage`` (get_lineage_subgraph). The connection and rows read as protos
+are ``access``'s. None of those imports this module.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -33,8 +35,8 @@ from boardd.metadata import (
     lineage,
     listing,
     nodes,
-    queries,
     schema,
+    subgraph_writes,
     type_registry,
 )
 from boardd.metadata.access import UnstorableValueError as UnstorableValueError
@@ -553,57 +555,6 @@ class MetadataStore:
 
     # -- put_execution and put_lineage_subgraph -----------------------------------------------
 
-    def _upsert_artifact_reusing(
-        self,
-        db: apsw.Connection,
-        artifact: pb.Artifact,
-        now: int,
-        types: type_registry.TypeCache,
-        reuse_by_external_id: bool,
-    ) -> int:
-        if reuse_by_external_id and not artifact.HasField("id") and artifact.external_id:
-            row = db.execute(queries.ARTIFACT_ID_BY_EXTERNAL_ID, (artifact.external_id,)).get
-            if row is not None:
-                copy = pb.Artifact()
-                copy.CopyFrom(artifact)
-                copy.id = row
-                return nodes.update_node(db, ARTIFACT, copy, now, types)
-        return nodes.put_node(db, ARTIFACT, artifact, now, types)
-
-    def _upsert_context_with_options(
-        self,
-        db: apsw.Connection,
-        context: pb.Context,
-        now: int,
-        types: type_registry.TypeCache,
-        reuse_if_exists: bool,
-        validate: bool = True,
-    ) -> int:
-        """MLMD's UpsertContextWithOptions."""
-        if not context.HasField("type_id"):
-            raise errors.InvalidArgumentError(f"Context is missing a type_id: {context}")
-        if not context.HasField("name"):
-            raise errors.InvalidArgumentError(f"Context is missing a name: {context}")
-        if reuse_if_exists and not context.HasField("id"):
-            row = db.execute(
-                queries.CONTEXT_ID_BY_TYPE_AND_NAME,
-                (context.type_id, context.name),
-            ).get
-            if row is not None:
-                return int(row)
-        if context.HasField("id"):
-            return nodes.update_node(db, CONTEXT, context, now, types)
-        try:
-            return nodes.create_node(db, CONTEXT, context, now, types, validate=validate)
-        except errors.AlreadyExistsError as exc:
-            if not reuse_if_exists:
-                raise
-            # As MLMD: the context appeared meanwhile (another writer); retrying reuses it.
-            raise errors.AbortedError(
-                "Concurrent creation of the same context at the first time. Retry the "
-                f"transaction to reuse the context: {context}"
-            ) from exc
-
     def put_execution(
         self,
         execution: pb.Execution,
@@ -624,71 +575,18 @@ class MetadataStore:
         execution = arguments.message(pb.Execution, execution, "MergeFrom")
         contexts = None if contexts is None else arguments.messages(pb.Context, contexts)
         pairs = arguments.artifact_and_event_pairs(artifact_and_events)
-        types: type_registry.TypeCache = {}
         with self._access.transaction(write=True) as db:
-            now = _now_ms()
-            artifact_ids_by_pair: list[int | None] = []
-            for artifact, _event in pairs:
-                if artifact is None:
-                    artifact_ids_by_pair.append(None)
-                    continue
-                artifact_ids_by_pair.append(
-                    self._upsert_artifact_reusing(
-                        db, artifact, now, types, reuse_artifact_if_already_exist_by_external_id
-                    )
-                )
-            if execution.HasField("id"):
-                execution_id = nodes.update_node(
-                    db, EXECUTION, execution, now, types, force_update_time=force_update_time
-                )
-            else:
-                execution_id = nodes.create_node(db, EXECUTION, execution, now, types)
-            artifact_ids: list[int] = []
-            for (artifact, event), artifact_id in zip(pairs, artifact_ids_by_pair, strict=True):
-                if event is not None:
-                    copy = pb.Event()
-                    copy.CopyFrom(event)
-                    if copy.HasField("execution_id") and copy.execution_id != execution_id:
-                        raise errors.InvalidArgumentError(
-                            "Request's event.execution_id does not match with the given execution: "
-                        )
-                    copy.execution_id = execution_id
-                    if artifact is not None:
-                        assert artifact_id is not None
-                        if copy.HasField("artifact_id") and copy.artifact_id != artifact_id:
-                            raise errors.InvalidArgumentError(
-                                "Given event.artifact_id is not aligned with the artifact: "
-                                f"{artifact}"
-                            )
-                        copy.artifact_id = artifact_id
-                    elif not copy.HasField("artifact_id"):
-                        raise errors.InvalidArgumentError(
-                            "If no artifact is present, given event must have an artifact_id"
-                        )
-                    edges.insert_event(db, copy, False, now)
-                if artifact is not None:
-                    assert artifact_id is not None
-                    artifact_ids.append(artifact_id)
-                elif event is not None:
-                    artifact_ids.append(event.artifact_id)
-                else:
-                    artifact_ids.append(-1)
-            distinct_artifacts = list(dict.fromkeys(artifact_ids))
-            context_ids: list[int] = []
-            for context in contexts or ():
-                if context.HasField("id") and force_reuse_context:
-                    if db.execute(queries.CONTEXT_EXISTS, (context.id,)).get is None:
-                        raise errors.NotFoundError(
-                            f"Context with ID {context.id} was not found in MLMD"
-                        )
-                    context_id = int(context.id)
-                else:
-                    context_id = self._upsert_context_with_options(
-                        db, context, now, types, reuse_context_if_already_exist
-                    )
-                context_ids.append(context_id)
-                edges.link_to_context(db, context_id, [execution_id], distinct_artifacts)
-            return execution_id, artifact_ids, context_ids
+            return subgraph_writes.put_execution(
+                db,
+                _now_ms(),
+                execution,
+                pairs,
+                contexts,
+                reuse_context=reuse_context_if_already_exist,
+                reuse_artifact_by_external_id=reuse_artifact_if_already_exist_by_external_id,
+                force_reuse_context=force_reuse_context,
+                force_update_time=force_update_time,
+            )
 
     def put_lineage_subgraph(
         self,
@@ -710,87 +608,18 @@ class MetadataStore:
         artifacts = arguments.messages(pb.Artifact, artifacts)
         contexts = arguments.messages(pb.Context, contexts)
         edge_tuples = [tuple(edge) for edge in event_edges]
-        _check_event_edges(edge_tuples, executions, artifacts)
-        types: type_registry.TypeCache = {}
+        arguments.check_event_edges(edge_tuples, executions, artifacts)
         with self._access.transaction(write=True) as db:
-            now = _now_ms()
-            # MLMD's BatchTypeAndPropertyValidation, kind by kind: every node names a type,
-            # every type named exists (of that kind), then each node's properties match.
-            for kind, batch in (
-                (ARTIFACT, artifacts),
-                (EXECUTION, executions),
-                (CONTEXT, contexts),
-            ):
-                if not batch:
-                    continue
-                if any(not node.HasField("type_id") for node in batch):
-                    raise errors.InvalidArgumentError("Type id is missing.")
-                wanted = sorted({node.type_id for node in batch})
-                found = {
-                    type_id: type_registry.stored_type(db, kind.type_kind, type_id, types)
-                    for type_id in wanted
-                }
-                missing = [type_id for type_id, stored in found.items() if stored is None]
-                if missing:
-                    present = [type_id for type_id in wanted if type_id not in missing]
-                    raise errors.NotFoundError(
-                        f"Results missing for ids: {{{','.join(map(str, wanted))}}}. "
-                        f"Found results for {{{','.join(map(str, present))}}}"
-                    )
-                for node in batch:
-                    stored = found[node.type_id]
-                    assert stored is not None
-                    nodes.validate_properties(node, stored)
-            context_ids = [
-                self._upsert_context_with_options(
-                    db, context, now, types, reuse_context_if_already_exist, validate=False
-                )
-                for context in contexts
-            ]
-            # MLMD maps external ids to stored artifacts once, before writing any artifact.
-            reuse: dict[str, int] = {}
-            if reuse_artifact_if_already_exist_by_external_id:
-                externals = [a.external_id for a in artifacts if a.external_id]
-                if externals:
-                    reuse = {
-                        row[1]: row[0]
-                        for row in db.execute(
-                            queries.ARTIFACT_IDS_BY_EXTERNAL_IDS,
-                            (json.dumps(externals),),
-                        )
-                    }
-            artifact_ids = []
-            for artifact in artifacts:
-                if not artifact.HasField("id") and artifact.external_id in reuse:
-                    copy = pb.Artifact()
-                    copy.CopyFrom(artifact)
-                    copy.id = reuse[artifact.external_id]
-                    artifact_ids.append(nodes.update_node(db, ARTIFACT, copy, now, types))
-                else:
-                    artifact_ids.append(nodes.put_node(db, ARTIFACT, artifact, now, types))
-            execution_ids = [
-                nodes.update_node(db, EXECUTION, execution, now, types)
-                if execution.HasField("id")
-                else nodes.create_node(db, EXECUTION, execution, now, types, validate=False)
-                for execution in executions
-            ]
-            distinct_contexts = list(dict.fromkeys(context_ids))
-            distinct_executions = list(dict.fromkeys(execution_ids))
-            distinct_artifacts = list(dict.fromkeys(artifact_ids))
-            for context_id in distinct_contexts:
-                edges.link_to_context(db, context_id, distinct_executions, distinct_artifacts)
-            for execution_index, artifact_index, event in edge_tuples:
-                assert isinstance(event, pb.Event)
-                copy = pb.Event()
-                copy.CopyFrom(event)
-                if not copy.HasField("execution_id"):
-                    assert isinstance(execution_index, int)
-                    copy.execution_id = execution_ids[execution_index]
-                if not copy.HasField("artifact_id"):
-                    assert isinstance(artifact_index, int)
-                    copy.artifact_id = artifact_ids[artifact_index]
-                edges.insert_event(db, copy, False, now)
-            return execution_ids, artifact_ids, context_ids
+            return subgraph_writes.put_lineage_subgraph(
+                db,
+                _now_ms(),
+                executions,
+                artifacts,
+                contexts,
+                edge_tuples,
+                reuse_context=reuse_context_if_already_exist,
+                reuse_artifact_by_external_id=reuse_artifact_if_already_exist_by_external_id,
+            )
 
     # -- lineage ------------------------------------------------------------------------------
 
@@ -838,68 +667,6 @@ class MetadataStore:
     ) -> list[pb.Context]:
         """Contexts, all or as ``list_options`` says."""
         return self._list_nodes(CONTEXT, list_options)
-
-
-def _check_event_edges(
-    edges: Sequence[tuple[Any, ...]],
-    executions: Sequence[pb.Execution],
-    artifacts: Sequence[pb.Artifact],
-) -> None:
-    """MLMD's CheckEventEdges: every edge names its execution and artifact consistently."""
-    for edge in edges:
-        execution_index, artifact_index, event = edge
-        if event is None:
-            raise errors.InvalidArgumentError("No event found for event_edge")
-        if execution_index is None and not event.HasField("execution_id"):
-            raise errors.InvalidArgumentError(
-                "Event_edge is missing an execution. Could not find either an "
-                "execution_index or an event.execution_id"
-            )
-        if execution_index is not None:
-            if not 0 <= execution_index < len(executions):
-                raise errors.OutOfRangeError(
-                    f"The event_edge has an execution_index {execution_index} that is outside "
-                    f"the bounds of the request's executions list, [0, {len(executions)})"
-                )
-            if event.HasField("execution_id"):
-                execution = executions[execution_index]
-                if not execution.HasField("id"):
-                    raise errors.InvalidArgumentError(
-                        f"Missing execution ID. The referenced execution at execution_index "
-                        f"{execution_index} does not have an ID even though the event_edge "
-                        f"specifies an event.execution_id of {event.execution_id}"
-                    )
-                if execution.id != event.execution_id:
-                    raise errors.InvalidArgumentError(
-                        f"Execution ID mismatch. The referenced execution at execution_index "
-                        f"{execution_index} has an ID of {execution.id} that does not match "
-                        f"the event_edge's event.execution_id of {event.execution_id}"
-                    )
-        if artifact_index is None and not event.HasField("artifact_id"):
-            raise errors.InvalidArgumentError(
-                "Event_edge is missing an artifact. Could not find either an artifact_index "
-                "or an event.artifact_id"
-            )
-        if artifact_index is not None:
-            if not 0 <= artifact_index < len(artifacts):
-                raise errors.OutOfRangeError(
-                    f"The event_edge has an artifact_index {artifact_index} that is outside "
-                    f"the bounds of the request's artifacts list, [0, {len(artifacts)})"
-                )
-            if event.HasField("artifact_id"):
-                artifact = artifacts[artifact_index]
-                if not artifact.HasField("id"):
-                    raise errors.InvalidArgumentError(
-                        f"Missing artifact ID. The referenced artifact at artifact_index "
-                        f"{artifact_index} does not have an ID even though the event_edge "
-                        f"specifies an event.artifact_id of {event.artifact_id}"
-                    )
-                if artifact.id != event.artifact_id:
-                    raise errors.InvalidArgumentError(
-                        f"Artifact ID mismatch. The referenced artifact at artifact_index "
-                        f"{artifact_index} has an ID of {artifact.id} that does not match the "
-                        f"event_edge's event.artifact_id of {event.artifact_id}"
-                    )
 
 
 def downgrade_schema(config: pb.ConnectionConfig, downgrade_to_schema_version: int) -> None:
