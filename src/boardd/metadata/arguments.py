@@ -108,53 +108,37 @@ def check_event_edges(
         execution_index, artifact_index, event = edge
         if event is None:
             raise errors.InvalidArgumentError("No event found for event_edge")
-        if execution_index is None and not event.HasField("execution_id"):
+        _check_edge_end(event, "execution", execution_index, executions)
+        _check_edge_end(event, "artifact", artifact_index, artifacts)
+
+
+def _check_edge_end(event: pb.Event, noun: str, index: int | None, given: Sequence[Any]) -> None:
+    """One end of an event edge: an index into the nodes ``given`` or the event's own id of
+    the ``noun`` ("execution" or "artifact"), and both alike when both are there."""
+    event_field = f"{noun}_id"
+    if index is None:
+        if not event.HasField(event_field):
             raise errors.InvalidArgumentError(
-                "Event_edge is missing an execution. Could not find either an "
-                "execution_index or an event.execution_id"
+                f"Event_edge is missing an {noun}. Could not find either an {noun}_index or an "
+                f"event.{event_field}"
             )
-        if execution_index is not None:
-            if not 0 <= execution_index < len(executions):
-                raise errors.OutOfRangeError(
-                    f"The event_edge has an execution_index {execution_index} that is outside "
-                    f"the bounds of the request's executions list, [0, {len(executions)})"
-                )
-            if event.HasField("execution_id"):
-                execution = executions[execution_index]
-                if not execution.HasField("id"):
-                    raise errors.InvalidArgumentError(
-                        f"Missing execution ID. The referenced execution at execution_index "
-                        f"{execution_index} does not have an ID even though the event_edge "
-                        f"specifies an event.execution_id of {event.execution_id}"
-                    )
-                if execution.id != event.execution_id:
-                    raise errors.InvalidArgumentError(
-                        f"Execution ID mismatch. The referenced execution at execution_index "
-                        f"{execution_index} has an ID of {execution.id} that does not match "
-                        f"the event_edge's event.execution_id of {event.execution_id}"
-                    )
-        if artifact_index is None and not event.HasField("artifact_id"):
+        return
+    if not 0 <= index < len(given):
+        raise errors.OutOfRangeError(
+            f"The event_edge has an {noun}_index {index} that is outside the bounds of the "
+            f"request's {noun}s list, [0, {len(given)})"
+        )
+    if event.HasField(event_field):
+        node = given[index]
+        event_id = getattr(event, event_field)
+        if not node.HasField("id"):
             raise errors.InvalidArgumentError(
-                "Event_edge is missing an artifact. Could not find either an artifact_index "
-                "or an event.artifact_id"
+                f"Missing {noun} ID. The referenced {noun} at {noun}_index {index} does not have "
+                f"an ID even though the event_edge specifies an event.{event_field} of {event_id}"
             )
-        if artifact_index is not None:
-            if not 0 <= artifact_index < len(artifacts):
-                raise errors.OutOfRangeError(
-                    f"The event_edge has an artifact_index {artifact_index} that is outside "
-                    f"the bounds of the request's artifacts list, [0, {len(artifacts)})"
-                )
-            if event.HasField("artifact_id"):
-                artifact = artifacts[artifact_index]
-                if not artifact.HasField("id"):
-                    raise errors.InvalidArgumentError(
-                        f"Missing artifact ID. The referenced artifact at artifact_index "
-                        f"{artifact_index} does not have an ID even though the event_edge "
-                        f"specifies an event.artifact_id of {event.artifact_id}"
-                    )
-                if artifact.id != event.artifact_id:
-                    raise errors.InvalidArgumentError(
-                        f"Artifact ID mismatch. The referenced artifact at artifact_index "
-                        f"{artifact_index} has an ID of {artifact.id} that does not match the "
-                        f"event_edge's event.artifact_id of {event.artifact_id}"
-                    )
+        if node.id != event_id:
+            raise errors.InvalidArgumentError(
+                f"{noun.capitalize()} ID mismatch. The referenced {noun} at {noun}_index {index} "
+                f"has an ID of {node.id} that does not match the event_edge's "
+                f"event.{event_field} of {event_id}"
+            )

@@ -105,35 +105,31 @@ def put_attributions_and_associations(
 ) -> None:
     """Each link whose context and node exist, unless it is there already (as MLMD)."""
     for attribution in attributions:
-        if not attribution.HasField("context_id"):
-            raise errors.InvalidArgumentError("No context id is specified.")
-        if not attribution.HasField("artifact_id"):
-            raise errors.InvalidArgumentError("No artifact id is specified")
-        _insert_attribution(db, attribution.context_id, attribution.artifact_id)
+        _add_member(
+            db, attribution, "artifact", queries.ARTIFACT_EXISTS, queries.INSERT_ATTRIBUTION
+        )
     for association in associations:
-        if not association.HasField("context_id"):
-            raise errors.InvalidArgumentError("No context id is specified.")
-        if not association.HasField("execution_id"):
-            raise errors.InvalidArgumentError("No execution id is specified")
-        _insert_association(db, association.context_id, association.execution_id)
+        _add_member(
+            db, association, "execution", queries.EXECUTION_EXISTS, queries.INSERT_ASSOCIATION
+        )
 
 
-def _insert_attribution(db: apsw.Connection, context_id: int, artifact_id: int) -> None:
-    """MLMD's InsertAttributionIfNotExist."""
-    if db.execute(queries.CONTEXT_EXISTS, (context_id,)).get is None:
+def _add_member(
+    db: apsw.Connection, link: Any, noun: str, exists_sql: str, insert_sql: str
+) -> None:
+    """MLMD's InsertAttributionIfNotExist / InsertAssociationIfNotExist, with the checks of
+    the link's fields before them: ``noun`` is the member's kind ("artifact", "execution")."""
+    if not link.HasField("context_id"):
+        raise errors.InvalidArgumentError("No context id is specified.")
+    member_field = f"{noun}_id"
+    if not link.HasField(member_field):
+        raise errors.InvalidArgumentError(f"No {noun} id is specified")
+    if db.execute(queries.CONTEXT_EXISTS, (link.context_id,)).get is None:
         raise errors.InvalidArgumentError("Context id not found.")
-    if db.execute(queries.ARTIFACT_EXISTS, (artifact_id,)).get is None:
-        raise errors.InvalidArgumentError("Artifact id not found.")
-    db.execute(queries.INSERT_ATTRIBUTION, (context_id, artifact_id))
-
-
-def _insert_association(db: apsw.Connection, context_id: int, execution_id: int) -> None:
-    """MLMD's InsertAssociationIfNotExist."""
-    if db.execute(queries.CONTEXT_EXISTS, (context_id,)).get is None:
-        raise errors.InvalidArgumentError("Context id not found.")
-    if db.execute(queries.EXECUTION_EXISTS, (execution_id,)).get is None:
-        raise errors.InvalidArgumentError("Execution id not found.")
-    db.execute(queries.INSERT_ASSOCIATION, (context_id, execution_id))
+    member_id = getattr(link, member_field)
+    if db.execute(exists_sql, (member_id,)).get is None:
+        raise errors.InvalidArgumentError(f"{noun.capitalize()} id not found.")
+    db.execute(insert_sql, (link.context_id, member_id))
 
 
 def link_to_context(

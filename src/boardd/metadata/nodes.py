@@ -20,7 +20,7 @@ import apsw
 
 from boardd.metadata import access, errors, queries, schema, type_registry
 from boardd.metadata.proto import metadata_store_pb2 as pb
-from boardd.metadata.queries import ARTIFACT, EXECUTION, NodeKind
+from boardd.metadata.queries import ARTIFACT, CONTEXT, NodeKind
 
 #: The value field a property of each data type sets.
 _VALUE_CHECK: dict[int, str] = {
@@ -124,31 +124,9 @@ def create_node(
         if stored_type is None:
             raise errors.NotFoundError(f"No type found for query, type_id: {node.type_id}")
         validate_properties(node, stored_type)
-    if kind is ARTIFACT:
-        values: tuple[Any, ...] = (
-            node.type_id,
-            node.uri,
-            node.state if node.HasField("state") else None,
-            node.name if node.HasField("name") else None,
-            node.external_id if node.HasField("external_id") else None,
-        )
-    elif kind is EXECUTION:
-        values = (
-            node.type_id,
-            node.last_known_state if node.HasField("last_known_state") else None,
-            node.name if node.HasField("name") else None,
-            node.external_id if node.HasField("external_id") else None,
-        )
-    else:
-        if not node.name:
-            raise errors.InvalidArgumentError("Context name should not be empty")
-        values = (
-            node.type_id,
-            node.name,
-            node.external_id if node.HasField("external_id") else None,
-        )
+    values = _column_values(kind, node, kind.columns)
     try:
-        db.execute(kind.insert, (*values, now, now))
+        db.execute(kind.insert, (node.type_id, *values, now, now))
     except apsw.ConstraintError as exc:
         raise errors.AlreadyExistsError(f"Given node already exists: {node} {exc}") from exc
     node_id = int(db.last_insert_rowid())
@@ -209,31 +187,22 @@ def update_node(
         source = merged
     else:
         source = node
-    if kind is ARTIFACT:
-        values: tuple[Any, ...] = (
-            stored.type_id,
-            source.uri,
-            source.state if source.HasField("state") else None,
-            source.external_id if source.HasField("external_id") else None,
-        )
-    elif kind is EXECUTION:
-        values = (
-            stored.type_id,
-            source.last_known_state if source.HasField("last_known_state") else None,
-            source.external_id if source.HasField("external_id") else None,
-        )
-    else:
-        if not source.name:
-            raise errors.InvalidArgumentError("Context name should not be empty")
-        values = (
-            stored.type_id,
-            source.name,
-            source.external_id if source.HasField("external_id") else None,
-        )
+    values = _column_values(kind, source, kind.update_columns)
     # As MLMD: a name or external id taken by another node fails an update as an
     # internal error (creating such a node is AlreadyExists).
-    access.execute_or_internal_error(db, kind.update, (*values, now, node.id))
+    access.execute_or_internal_error(db, kind.update, (stored.type_id, *values, now, node.id))
     return int(node.id)
+
+
+def _column_values(kind: NodeKind, node: Any, columns: Sequence[str]) -> tuple[Any, ...]:
+    """A node's fields as its table's columns: NULL for a field not set, but for ``uri`` (an
+    empty string, as MLMD stores it). A context's name must not be empty."""
+    if kind is CONTEXT and not node.name:
+        raise errors.InvalidArgumentError("Context name should not be empty")
+    return tuple(
+        getattr(node, column) if column == "uri" or node.HasField(column) else None
+        for column in columns
+    )
 
 
 def _modify_properties(
