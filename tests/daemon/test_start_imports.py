@@ -16,7 +16,7 @@ from tensorboardX import SummaryWriter
 
 from boardd.data.experiments import experiment_id
 from boardd.data.kinds import SCALARS
-from boardd.data.pool import open_store
+from boardd.data.connections import open_store
 from boardd.data.series import Bounds, Selection, list_series, read_scalars
 from tests.conftest import ingest
 from tests.daemon.conftest import SRC, ServeFactory, wait_until

@@ -10,7 +10,7 @@ import apsw
 import pytest
 
 from boardd.data import experiments
-from boardd.data.pool import open_store
+from boardd.data.connections import open_store
 from tests.api.conftest import ALL, ingest, write_logdir
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,19 +14,17 @@ import numpy as np
 import pytest
 
 from boardd.data import accel, columns, experiments, series
+from boardd.data.connections import open_store
 from boardd.data.kinds import SCALARS
-from boardd.data.pool import open_store
 from boardd.data.series import Bounds, Selection
 from boardd.store import queries
 from tests.conftest import EventRun, ingest
 
 
-@pytest.fixture(autouse=True)
-def empty_cache() -> Iterator[None]:
-    """Each test starts with the process's cache empty (and leaves it so)."""
-    columns.cache.clear()
-    yield
-    columns.cache.clear()
+@pytest.fixture
+def column_cache() -> columns.ColumnCache:
+    """A cache of the default bound, empty, as an application gives its data providers."""
+    return columns.ColumnCache()
 
 
 def _from_store(
@@ -63,16 +60,16 @@ BOUNDS = [
 
 @pytest.mark.parametrize("bounds", BOUNDS, ids=repr)
 def test_a_cached_series_is_cut_as_the_store_cuts_it(
-    connection: apsw.Connection, exp_id: int, bounds: Bounds
+    connection: apsw.Connection, exp_id: int, bounds: Bounds, column_cache: columns.ColumnCache
 ) -> None:
     found = series.list_series(connection, exp_id, SCALARS, Selection("scalars"))
     assert found
     # The whole series read first: every series is then held, and the bounds cut it.
-    series.read_scalars(connection, found, Bounds())
-    assert columns.cache.stats.entries == len(found)
-    hits = columns.cache.stats.hits
-    got = series.read_scalars(connection, found, bounds)
-    assert columns.cache.stats.hits == hits + len(found)
+    series.read_scalars(connection, found, Bounds(), cache=column_cache)
+    assert column_cache.stats.entries == len(found)
+    hits = column_cache.stats.hits
+    got = series.read_scalars(connection, found, bounds, cache=column_cache)
+    assert column_cache.stats.hits == hits + len(found)
     for s, col in zip(found, got, strict=True):
         steps, walls, values = _from_store(connection, s, bounds)
         assert col.steps.tolist() == steps
@@ -81,7 +78,7 @@ def test_a_cached_series_is_cut_as_the_store_cuts_it(
 
 
 def test_downsampled_reads_are_the_same_with_and_without_the_cache(
-    connection: apsw.Connection, exp_id: int
+    connection: apsw.Connection, exp_id: int, column_cache: columns.ColumnCache
 ) -> None:
     found = series.list_series(connection, exp_id, SCALARS, Selection("scalars"))
     for bounds in (
@@ -89,10 +86,12 @@ def test_downsampled_reads_are_the_same_with_and_without_the_cache(
         Bounds(downsample=40, downsample_by="extremes"),
         Bounds(step_min=5, downsample=3),
     ):
-        columns.cache.clear()
-        cold = series.read_scalars(connection, found, bounds)  # whole: fills, or cut: reads
-        series.read_scalars(connection, found, Bounds())
-        warm = series.read_scalars(connection, found, bounds)
+        column_cache.clear()
+        cold = series.read_scalars(
+            connection, found, bounds, cache=column_cache
+        )  # whole: fills, or cut: reads
+        series.read_scalars(connection, found, Bounds(), cache=column_cache)
+        warm = series.read_scalars(connection, found, bounds, cache=column_cache)
         for a, b in zip(cold, warm, strict=True):
             assert a.steps.tolist() == b.steps.tolist()
             assert a.wall_times.tolist() == b.wall_times.tolist()
@@ -114,18 +113,24 @@ def test_downsampled_reads_are_the_same_with_and_without_the_cache(
     ids=repr,
 )
 def test_reads_before_numpy_is_imported_answer_the_same(
-    connection: apsw.Connection, exp_id: int, bounds: Bounds, monkeypatch: pytest.MonkeyPatch
+    connection: apsw.Connection,
+    exp_id: int,
+    bounds: Bounds,
+    monkeypatch: pytest.MonkeyPatch,
+    column_cache: columns.ColumnCache,
 ) -> None:
     # `boardd serve` answers its first requests before its warm-up imports numpy
     # (boardd.data.accel): the pure-Python kernels choose the same points.
     found = series.list_series(connection, exp_id, SCALARS, Selection("scalars"))
-    with_numpy = series.read_scalars(connection, found, bounds)
-    columns.cache.clear()
+    with_numpy = series.read_scalars(connection, found, bounds, cache=column_cache)
+    column_cache.clear()
     monkeypatch.setattr(accel, "_numpy", None)
     monkeypatch.setattr(accel, "_deferred", True)
-    cold = series.read_scalars(connection, found, bounds)  # from the store (or filling)
-    series.read_scalars(connection, found, Bounds())
-    warm = series.read_scalars(connection, found, bounds)  # from the cache
+    cold = series.read_scalars(
+        connection, found, bounds, cache=column_cache
+    )  # from the store (or filling)
+    series.read_scalars(connection, found, Bounds(), cache=column_cache)
+    warm = series.read_scalars(connection, found, bounds, cache=column_cache)  # from the cache
     assert accel._numpy is None  # nothing asked for numpy
     for a, b, c in zip(with_numpy, cold, warm, strict=True):
         assert a.steps.tolist() == b.steps.tolist() == c.steps.tolist()
@@ -135,17 +140,19 @@ def test_reads_before_numpy_is_imported_answer_the_same(
 
 
 def test_a_step_range_not_held_reads_only_the_range(
-    connection: apsw.Connection, exp_id: int
+    connection: apsw.Connection, exp_id: int, column_cache: columns.ColumnCache
 ) -> None:
     found = series.list_series(connection, exp_id, SCALARS, Selection("scalars"))
-    series.read_scalars(connection, found, Bounds(step_min=100))
+    series.read_scalars(connection, found, Bounds(step_min=100), cache=column_cache)
     # A live chart's delta must not make the daemon read (and hold) whole series.
-    assert columns.cache.stats.entries == 0
+    assert column_cache.stats.entries == 0
 
 
-def test_cached_arrays_are_read_only(connection: apsw.Connection, exp_id: int) -> None:
+def test_cached_arrays_are_read_only(
+    connection: apsw.Connection, exp_id: int, column_cache: columns.ColumnCache
+) -> None:
     found = series.list_series(connection, exp_id, SCALARS, Selection("scalars"))
-    (col, *_) = series.read_scalars(connection, found, Bounds())
+    (col, *_) = series.read_scalars(connection, found, Bounds(), cache=column_cache)
     with pytest.raises(TypeError, match="read-only"):
         col.values[0] = 1.0
     with pytest.raises(ValueError, match="read-only"):
@@ -167,28 +174,32 @@ def _loss(connection: apsw.Connection) -> queries.SeriesInfo:
     return found
 
 
-def test_a_commit_to_the_series_is_never_answered_from_before_it(tmp_path: Path) -> None:
+def test_a_commit_to_the_series_is_never_answered_from_before_it(
+    tmp_path: Path, column_cache: columns.ColumnCache
+) -> None:
     logdir, db, run = _store_of(tmp_path, {s: float(s) for s in range(100)})
     connection = open_store(db)
     try:
         before = _loss(connection)
-        (col,) = series.read_scalars(connection, [before], Bounds())
+        (col,) = series.read_scalars(connection, [before], Bounds(), cache=column_cache)
         assert col.steps.tolist() == list(range(100))
         run.scalars("loss", {s: -float(s) for s in range(100, 150)})
         run.close()
         ingest(logdir, db, experiment="exp")
         after = _loss(connection)
         assert after.generation > before.generation
-        (col,) = series.read_scalars(connection, [after], Bounds())
+        (col,) = series.read_scalars(connection, [after], Bounds(), cache=column_cache)
         assert col.steps.tolist() == list(range(150))
         assert col.values[-1] == -149.0
-        (cut,) = series.read_scalars(connection, [after], Bounds(latest=3))
+        (cut,) = series.read_scalars(connection, [after], Bounds(latest=3), cache=column_cache)
         assert cut.steps.tolist() == [147, 148, 149]
     finally:
         connection.close()
 
 
-def test_a_copy_of_a_store_file_does_not_share_its_entries(tmp_path: Path) -> None:
+def test_a_copy_of_a_store_file_does_not_share_its_entries(
+    tmp_path: Path, column_cache: columns.ColumnCache
+) -> None:
     _logdir, db, run = _store_of(tmp_path, {s: float(s) for s in range(10)})
     run.close()
     copy = tmp_path / "copy.sqlite"
@@ -199,8 +210,8 @@ def test_a_copy_of_a_store_file_does_not_share_its_entries(tmp_path: Path) -> No
     writer.close()
     first, second = open_store(db), open_store(copy)
     try:
-        (a,) = series.read_scalars(first, [_loss(first)], Bounds())
-        (b,) = series.read_scalars(second, [_loss(second)], Bounds())
+        (a,) = series.read_scalars(first, [_loss(first)], Bounds(), cache=column_cache)
+        (b,) = series.read_scalars(second, [_loss(second)], Bounds(), cache=column_cache)
         assert a.values[0] == 0.0 and b.values[0] == 1000.0
     finally:
         first.close()
@@ -240,9 +251,7 @@ def test_an_older_reading_never_replaces_a_newer_one() -> None:
     assert cache.get("s", 1, 3) is not None  # newer than asked for is fine
 
 
-def test_preload_fills_in_the_dashboards_order_up_to_its_share(
-    data_store: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_preload_fills_in_the_dashboards_order_up_to_its_share(data_store: Path) -> None:
     connection = open_store(data_store)
     try:
         todo = queries.scalar_series_by_tag(connection)
@@ -258,25 +267,26 @@ def test_preload_fills_in_the_dashboards_order_up_to_its_share(
             n for n in range(len(sizes) + 1) if n == len(sizes) or sum(sizes[: n + 1]) > share
         )
         assert 0 < fit < len(todo)
-        monkeypatch.setattr(columns, "cache", small)
-        assert columns.preload(connection) == fit
+        assert columns.preload(small, connection) == fit
         store = columns.store_key(connection)
         assert small.get(store, todo[0][0], todo[0][1]) is not None
         assert small.get(store, todo[fit][0], todo[fit][1]) is None
         # Again: what is held is skipped, nothing more fits.
-        assert columns.preload(connection) == 0
+        assert columns.preload(small, connection) == 0
         stop = threading.Event()
         stop.set()
         small.clear()
-        assert columns.preload(connection, stop) == 0
+        assert columns.preload(small, connection, stop) == 0
     finally:
         connection.close()
 
 
-def _read_is_the_stores(connection: apsw.Connection) -> queries.SeriesInfo:
+def _read_is_the_stores(
+    connection: apsw.Connection, column_cache: columns.ColumnCache
+) -> queries.SeriesInfo:
     """Reads the loss series whole through the cache; asserts it is what the store holds."""
     found = _loss(connection)
-    (col,) = series.read_scalars(connection, [found], Bounds())
+    (col,) = series.read_scalars(connection, [found], Bounds(), cache=column_cache)
     steps, walls, values = _from_store(connection, found, Bounds())
     assert col.steps.tolist() == steps
     assert col.wall_times.tolist() == walls
@@ -284,17 +294,19 @@ def _read_is_the_stores(connection: apsw.Connection) -> queries.SeriesInfo:
     return found
 
 
-def test_a_series_that_grew_reads_only_its_new_points(tmp_path: Path) -> None:
+def test_a_series_that_grew_reads_only_its_new_points(
+    tmp_path: Path, column_cache: columns.ColumnCache
+) -> None:
     logdir, db, run = _store_of(tmp_path, {s: float(s) for s in range(100)})
     connection = open_store(db)
     try:
-        _read_is_the_stores(connection)
-        grown = columns.cache.stats.grown  # the process's count so far
+        _read_is_the_stores(connection, column_cache)
+        grown = column_cache.stats.grown  # the process's count so far
         for k in range(3):
             run.scalars("loss", {s: -float(s) for s in range(100 + 50 * k, 150 + 50 * k)})
             ingest(logdir, db, experiment="exp")
-            _read_is_the_stores(connection)
-            assert columns.cache.stats.grown == grown + k + 1
+            _read_is_the_stores(connection, column_cache)
+            assert column_cache.stats.grown == grown + k + 1
         run.close()
     finally:
         connection.close()
@@ -325,7 +337,9 @@ def _replaced(logdir: Path, db: Path, run: EventRun) -> None:
 
 
 @pytest.mark.parametrize("change", [_evicted, _restarted, _replaced])
-def test_a_series_changed_otherwise_is_read_whole(tmp_path: Path, change: Any) -> None:
+def test_a_series_changed_otherwise_is_read_whole(
+    tmp_path: Path, change: Any, column_cache: columns.ColumnCache
+) -> None:
     sampling = {"scalars": 120} if change is _evicted else None
     logdir = tmp_path / "logs"
     run = EventRun(logdir / "run")
@@ -334,34 +348,38 @@ def test_a_series_changed_otherwise_is_read_whole(tmp_path: Path, change: Any) -
     ingest(logdir, db, sampling, experiment="exp")
     connection = open_store(db)
     try:
-        before = _read_is_the_stores(connection)
-        grown = columns.cache.stats.grown
+        before = _read_is_the_stores(connection, column_cache)
+        grown = column_cache.stats.grown
         change(logdir, db, run)
-        after = _read_is_the_stores(connection)
+        after = _read_is_the_stores(connection, column_cache)
         assert after.generation > before.generation
         if change is _replaced:
             assert after.id == before.id  # the case that matters: an id used again
-        assert columns.cache.stats.grown == grown
+        assert column_cache.stats.grown == grown
     finally:
         run.close()
         connection.close()
 
 
-def test_a_read_that_keeps_nothing_files_nothing_new(tmp_path: Path) -> None:
+def test_a_read_that_keeps_nothing_files_nothing_new(
+    tmp_path: Path, column_cache: columns.ColumnCache
+) -> None:
     _logdir, db, run = _store_of(tmp_path, {s: float(s) for s in range(100)})
     run.close()
     connection = open_store(db)
     try:
         found = _loss(connection)
-        (col,) = series.read_scalars(connection, [found], Bounds(), keep=False)
+        (col,) = series.read_scalars(connection, [found], Bounds(), keep=False, cache=column_cache)
         assert col.steps.tolist() == list(range(100))
-        assert columns.cache.stats.entries == 0
-        series.read_scalars(connection, [found], Bounds())
-        hits = columns.cache.stats.hits
+        assert column_cache.stats.entries == 0
+        series.read_scalars(connection, [found], Bounds(), cache=column_cache)
+        hits = column_cache.stats.hits
         # A series already held is read from the cache all the same.
-        (again,) = series.read_scalars(connection, [found], Bounds(), keep=False)
+        (again,) = series.read_scalars(
+            connection, [found], Bounds(), keep=False, cache=column_cache
+        )
         assert again.steps.tolist() == list(range(100))
-        assert columns.cache.stats.hits == hits + 1
-        assert columns.cache.stats.entries == 1
+        assert column_cache.stats.hits == hits + 1
+        assert column_cache.stats.entries == 1
     finally:
         connection.close()

@@ -23,7 +23,7 @@ import pytest
 from boardd.data import experiments
 from boardd.data import hparams as H
 from boardd.data.errors import BadRequest, NotFound
-from boardd.data.pool import open_store
+from boardd.data.connections import open_store
 from boardd.proto import hparams_api_pb2 as api
 from tests.conftest import ingest
 from tests.hparams_logdirs import WALL, write_rules, write_rules_tensorboardx
@@ -471,7 +471,7 @@ def test_experiment_hparams_limit_and_metrics(official: Any) -> None:
     cut = H.experiment_json(connection, exp_id, hparams_limit=2, include_metrics=False)
     assert [h["name"] for h in cut["hparamInfos"]] == ["dropout", "layers"]
     assert cut["metricInfos"] == []
-    message = H.experiment(connection, exp_id)
+    message = H.experiment(H.Source(connection, exp_id))
     assert message.hparam_infos[2].display_name == "learning rate"
 
 

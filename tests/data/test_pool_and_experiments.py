@@ -11,7 +11,7 @@ import pytest
 
 from boardd.data import experiments
 from boardd.data.errors import Unavailable
-from boardd.data.pool import ReadPool
+from boardd.data.connections import ReadPool
 from tests.api.conftest import RUNS
 
 

@@ -13,7 +13,7 @@ import pytest
 from tensorboard.compat.proto import event_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from boardd.data.pool import ReadPool
+from boardd.data.connections import ReadPool
 from boardd.store.connection import READER_CACHE_KIB
 from tests.conftest import ingest
 

@@ -13,7 +13,8 @@ import pytest
 
 from boardd.data import experiments
 from boardd.data import hparams as H
-from boardd.data.pool import open_store
+from boardd.data.connections import open_store
+from boardd.data.sqlite_provider import SqliteProvider
 from boardd.proto import hparams_api_pb2 as api
 from boardd.store.connection import open_reader, open_writer
 from boardd.store.schema import migrate
@@ -135,6 +136,13 @@ KEPT_FRAGMENTS: list[str] = []
 #: Whether the last answers() patched the columns of the generation before (one per state).
 PATCHED: list[bool] = []
 
+#: The sessions kept across commits, as a store's data provider keeps them.
+HELD: list[H.HparamsCache] = []
+
+
+def _held_states() -> list[Any]:
+    return [held._state[1] for held in HELD if held._state is not None]
+
 
 def answers(db: Path) -> tuple[Any, Any]:
     """(the answer of the state kept across commits, the answer of a state read from scratch)."""
@@ -143,17 +151,15 @@ def answers(db: Path) -> tuple[Any, Any]:
         row = experiments.experiment(connection)
         assert row is not None
         message = H.parse_request(json.dumps(REQUEST), api.ListSessionGroupsRequest)
+        source = H.Source(connection, row.id, held=HELD[0])
         kept = (
-            H.experiment_json(connection, row.id),
-            H.session_groups_json(connection, row.id, message, now=WALL),
+            H.experiment_json_of([source]),
+            H.session_groups_json_of([source], message, now=WALL),
         )
-        PATCHED[:] = [bool(state.previous) for state in H._STATES.values()]
-        KEPT_FRAGMENTS[:] = [
-            g for state in H._STATES.values() for g, f in state.fragments.items() if f
-        ]
+        PATCHED[:] = [bool(state.previous) for state in _held_states()]
+        KEPT_FRAGMENTS[:] = [g for state in _held_states() for g, f in state.fragments.items() if f]
         # The encoded answer, with the groups' JSON kept from before where still right.
-        encoded = H.session_groups_bytes_of([H.Source(connection, row.id)], message, now=WALL)
-        H._STATES.clear()
+        encoded = H.session_groups_bytes_of([source], message, now=WALL)
         fresh = (
             H.experiment_json(connection, row.id),
             H.session_groups_json(connection, row.id, message, now=WALL),
@@ -171,10 +177,11 @@ def keep_state(db: Path) -> None:
     try:
         row = experiments.experiment(connection)
         assert row is not None
-        H.experiment_json(connection, row.id)
+        source = H.Source(connection, row.id, held=HELD[0])
+        H.experiment_json_of([source])
         message = H.parse_request(json.dumps(REQUEST), api.ListSessionGroupsRequest)
-        H.session_groups_json(connection, row.id, message, now=WALL)
-        H.session_groups_bytes_of([H.Source(connection, row.id)], message, now=WALL)
+        H.session_groups_json_of([source], message, now=WALL)
+        H.session_groups_bytes_of([source], message, now=WALL)
     finally:
         connection.close()
 
@@ -252,10 +259,10 @@ def test_state_kept_across_commits_answers_as_one_read_afresh(tmp_path: Path) ->
 
 
 @pytest.fixture(autouse=True)
-def _forget_states() -> Any:
-    H._STATES.clear()
+def _held() -> Any:
+    HELD[:] = [H.HparamsCache()]
     yield
-    H._STATES.clear()
+    HELD.clear()
 
 
 def test_preload_reads_a_store_with_hparams_data_only(tmp_path: Path) -> None:
@@ -267,19 +274,24 @@ def test_preload_reads_a_store_with_hparams_data_only(tmp_path: Path) -> None:
     w.scalars("acc", {0: 0.5})
     w.close()
     ingest(tmp_path / "b", plain, experiment="b")
-    H.preload(plain)
-    H.preload(tmp_path / "absent.sqlite")
-    assert H._STATES == {}
-    H.preload(official)
-    (state,) = H._STATES.values()
-    assert state.structure is not None and len(state.structure.sessions) == 5
-    # The request after it finds the state current: nothing is read again.
-    generation = state.generation
-    connection = open_store(official)
+    providers = [SqliteProvider(db) for db in (plain, tmp_path / "absent.sqlite", official)]
     try:
-        row = experiments.experiment(connection)
+        for provider in providers:
+            provider.preload_hparams()
+        for provider in providers[:2]:
+            held = provider._hparams
+            assert held is None or held._state is None  # nothing read: nothing to hold
+        held = providers[2]._hparams
+        assert held is not None and held._state is not None
+        state = held._state[1]
+        assert state.structure is not None and len(state.structure.sessions) == 5
+        # The request after it finds the state current: nothing is read again.
+        generation = state.generation
+        row = providers[2].experiment()
         assert row is not None
-        assert H.experiment_json(connection, row.id)["hparamInfos"]
-        assert {next(iter(H._STATES)): state} == H._STATES and state.generation == generation
+        source = providers[2].hparams_source(row.id)
+        assert H.experiment_json_of([source])["hparamInfos"]
+        assert held._state[1] is state and state.generation == generation
     finally:
-        connection.close()
+        for provider in providers:
+            provider.close()

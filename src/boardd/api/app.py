@@ -53,8 +53,11 @@ from boardd.config import (
     HostPolicy,
 )
 from boardd.data.changes import ChangeHub
+from boardd.data.columns import ColumnCache
 from boardd.data.errors import DataError
 from boardd.data.kinds import KINDS
+from boardd.data.provider import DataProvider
+from boardd.data.sqlite_provider import SqliteProvider
 from boardd.lineage import LineageService
 
 log = logging.getLogger(__name__)
@@ -85,6 +88,8 @@ def create_app(
     hosts: HostPolicy | None = None,
     frame_ancestors: tuple[str, ...] = LOOPBACK_FRAME_ANCESTORS,
     answer_processes: int = 0,
+    providers: Mapping[str, DataProvider] | None = None,
+    column_cache: ColumnCache | None = None,
 ) -> Starlette:
     """The boardd HTTP app over these experiments' stores.
 
@@ -113,10 +118,18 @@ def create_app(
     pages may frame the UIs (:mod:`boardd.api.auth`).
     ``answer_processes``: processes that build the large answers, beside this one
     (:mod:`boardd.api.workers`); 0: every answer is built in this process.
+    ``providers``: the data provider of each experiment, by name (the daemon makes them, to
+    warm them up from its ingest); for an experiment without one, a :class:`SqliteProvider`
+    of its store is made. ``column_cache``: the cache of whole scalar series those made share
+    (a new one by default). The app owns every provider and closes it when it stops.
     """
+    columns = column_cache if column_cache is not None else ColumnCache()
     handles = {
         spec.name: ExperimentHandle(
-            spec, (status or {}).get(spec.name), (generation or {}).get(spec.name)
+            spec,
+            (providers or {}).get(spec.name) or SqliteProvider(spec.db, columns),
+            (status or {}).get(spec.name),
+            (generation or {}).get(spec.name),
         )
         for spec in experiments
     }
@@ -147,6 +160,7 @@ def create_app(
                 if answer_processes > 0
                 else None
             ),
+            column_cache=columns,
         )
         try:
             yield {"boardd": state}
@@ -156,7 +170,7 @@ def create_app(
             if state.workers is not None:
                 await run_in_threadpool(state.workers.close)
             for handle in handles.values():
-                handle.pool.close()
+                handle.provider.close()
             if opening is not None:
                 await run_in_threadpool(opening.join)
             await run_in_threadpool(tiers.close)

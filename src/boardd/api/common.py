@@ -9,9 +9,8 @@ import threading
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-import apsw
 import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
@@ -23,8 +22,8 @@ from boardd.api.errors import ApiError
 from boardd.api.workers import AnswerWorkers
 from boardd.cache import GZIP_LEVEL, Encoded, ResponseCache, TwoTierCache, make_etag
 from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS, ExperimentSpec
-from boardd.data import experiments
-from boardd.data.pool import ReadPool
+from boardd.data.columns import ColumnCache
+from boardd.data.provider import DataProvider
 from boardd.data.values import finite_or_text
 from boardd.lineage import LineageService
 
@@ -39,16 +38,14 @@ class ExperimentHandle:
     """What the API knows of one experiment: its store, and (in the daemon) a live status."""
 
     spec: ExperimentSpec
+    #: What reads the experiment's store (owned by the application, closed when it stops).
+    provider: DataProvider
     status: Callable[[], Mapping[str, Any]] | None = None
     #: The generation of the store's last commit, when this process is its writer (then it
     #: is exact: set right after each commit); None otherwise.
     generation: Callable[[], int | None] | None = None
-    pool: ReadPool = field(init=False)
-    #: (pool swaps, experiment row id, store identity) as of the last lookup.
+    #: (store swaps, experiment row id, store identity) as of the last lookup.
     experiment_row: tuple[int, int, str] | None = field(default=None, init=False)
-
-    def __post_init__(self) -> None:
-        self.pool = ReadPool(self.spec.db)
 
     @property
     def store_id(self) -> str:
@@ -98,6 +95,8 @@ class AppState:
     heavy_reads: asyncio.Semaphore | None = field(default=None, repr=False)
     #: Processes that build the large answers (None: every answer is built in this process).
     workers: AnswerWorkers | None = field(default=None, repr=False)
+    #: The whole scalar series the experiments' providers read, shared by them.
+    column_cache: ColumnCache = field(default_factory=ColumnCache, repr=False)
 
 
 def state_of(request: Request) -> AppState:
@@ -187,20 +186,15 @@ class TooLargeToHold(Exception):
         self.held = held
 
 
-#: What a block of a streamed answer is read with (a store connection, or nothing).
-_X = TypeVar("_X")
-
-
 def stream_rest(
     request: Request,
     held: list[bytes],
-    block: Callable[[_X], tuple[bytes, bool]],
-    run: Callable[[Callable[[_X], tuple[bytes, bool]]], Awaitable[tuple[bytes, bool]]],
+    block: Callable[[], tuple[bytes, bool]],
     media_type: str,
     etag: str,
 ) -> Response:
     """An answer too large to hold: ``held``, then ``block``'s blocks (the next bytes, and
-    whether they are the last) each read by ``run`` in a worker thread, gzip-compressed as
+    whether they are the last) each read in a worker thread, gzip-compressed as
     they go for a client that takes it; 304 for a client that has this version. It is not
     cached. At most :data:`HEAVY_READS` blocks are read at once; each is sent after the gate
     is let go."""
@@ -221,8 +215,8 @@ def stream_rest(
         held.clear()
         return compressor.compress(data) if compressor is not None else data
 
-    def step(x: _X) -> tuple[bytes, bool]:
-        data, done = block(x)
+    def step() -> tuple[bytes, bool]:
+        data, done = block()
         if compressor is not None:
             data = compressor.compress(data) + (compressor.flush() if done else b"")
         return data, done
@@ -234,7 +228,7 @@ def stream_rest(
         done = False
         while not done:
             async with gate:
-                data, done = await run(step)
+                data, done = await run_in_threadpool(step)
             if data:
                 yield data
         if not gate.locked():
@@ -282,17 +276,18 @@ def experiment_from(request: Request) -> ExperimentHandle:
 
 async def experiment_id(handle: ExperimentHandle) -> int:
     """The experiment's row id in its store (503 while the store has none yet)."""
-    if handle.experiment_row is not None and handle.experiment_row[0] == handle.pool.swaps:
+    provider = handle.provider
+    if handle.experiment_row is not None and handle.experiment_row[0] == provider.swaps:
         return handle.experiment_row[1]
 
-    def query(c: apsw.Connection) -> tuple[int, str]:
+    def query() -> tuple[int, str]:
         # A store holds one experiment; the server names it (experiment names are the
         # server's, e.g. NAME=PATH, not the store's).
-        return experiments.experiment_id(c, handle.spec.name), experiments.store_id(c)
+        return provider.experiment_id(handle.spec.name), provider.store_id()
 
-    found, store = await handle.pool.run(query)
+    found, store = await run_in_threadpool(query)
     # A store's experiment row never changes; a store swapped in by --rebuild may differ.
-    handle.experiment_row = (handle.pool.swaps, found, store)
+    handle.experiment_row = (provider.swaps, found, store)
     return found
 
 
@@ -301,7 +296,7 @@ async def respond_cached(
     handle: ExperimentHandle,
     key: Hashable,
     version: Hashable,
-    build: Callable[[apsw.Connection], bytes],
+    build: Callable[[], bytes],
     media_type: str,
     *,
     expensive: bool = False,
@@ -316,9 +311,9 @@ async def respond_cached(
     shared with other processes and kept across restarts, under the same key and version.
     ``alias``: the fast key (and its version) to file the answer under as well.
     ``elsewhere``: builds the answer in an answer worker (:mod:`boardd.api.workers`), or gives
-    None when it cannot (then ``build`` does, here).
+    None when it cannot (then ``build`` does, here, in a worker thread).
     """
-    handle.pool.refuse_if_damaged()
+    handle.provider.refuse_if_damaged()
     state = state_of(request)
     cache = state.cache
     entry = cache.get(key, version)
@@ -327,19 +322,19 @@ async def respond_cached(
         accept = request.headers.get("accept-encoding", "")
         tiers = await tiers_of(state) if expensive else None
         if tiers is not None and tiers.disk is not None:
-            entry = await handle.pool.run(
-                lambda c: _through_disk(
-                    c, tiers, handle, key, version, build, media_type
-                ).ready_for(accept)
+            entry = await run_in_threadpool(
+                lambda: _through_disk(tiers, handle, key, version, build, media_type).ready_for(
+                    accept
+                )
             )
         else:
 
-            def fresh(c: apsw.Connection) -> Encoded:
+            def fresh() -> Encoded:
                 # The store's identity: a store recreated at the same path counts ids and
                 # generations from the start again, and a client keeps validators across
                 # restarts.
                 etag = make_etag((handle.store_id, key, version))
-                return Encoded(build(c), media_type, etag).ready_for(accept)
+                return Encoded(build(), media_type, etag).ready_for(accept)
 
             body = await elsewhere() if elsewhere is not None else None
             if body is not None:
@@ -347,7 +342,7 @@ async def respond_cached(
                 built = Encoded(body, media_type, etag)
                 entry = await run_in_threadpool(built.ready_for, accept)
             else:
-                entry = await handle.pool.run(fresh)
+                entry = await run_in_threadpool(fresh)
             cache.put(key, entry, version)
     if alias is not None:
         cache.put(alias[0], entry, alias[1])
@@ -373,7 +368,7 @@ def cached_reply(
     fast = handle.fast_key(request)
     if fast is None:
         return None, None
-    handle.pool.refuse_if_damaged()
+    handle.provider.refuse_if_damaged()
     cache = state_of(request).cache
     key, version = fast
     entry = cache.get(key, version)
@@ -443,20 +438,19 @@ def _cached_answer(
 
 
 def _through_disk(
-    connection: apsw.Connection,
     tiers: TwoTierCache,
     handle: ExperimentHandle,
     key: Hashable,
     version: Hashable,
-    build: Callable[[apsw.Connection], bytes],
+    build: Callable[[], bytes],
     media_type: str,
 ) -> Encoded:
     # The store's identity and path name the namespace: another store (or this one rebuilt)
     # counts ids and generations from the start again.
-    namespace = f"{experiments.store_id(connection)}@{os.path.abspath(handle.spec.db)}"
+    namespace = f"{handle.provider.store_id()}@{os.path.abspath(handle.spec.db)}"
     entry = tiers.get_disk(key, namespace, version)
     if entry is None:
-        entry = Encoded(build(connection), media_type, make_etag((namespace, key, version)))
+        entry = Encoded(build(), media_type, make_etag((namespace, key, version)))
         tiers.put(key, entry, namespace, version)
     return entry
 

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-import apsw
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from boardd.api import common
+from boardd.api import common, workers
 from boardd.api.common import (
     ExperimentHandle,
     TooLargeToHold,
@@ -34,12 +33,15 @@ from boardd.api.common import (
 from boardd.api.routes import Query, RouteDef
 from boardd.api.workers import AnswerWorkers
 from boardd.cache import make_etag
-from boardd.data import experiments
 from boardd.data import series as data_series
-from boardd.data.blobs import BlobStream, open_blob, parse_blob_key, unknown_key
+from boardd.data.blobs import BlobStream, parse_blob_key, unknown_key
+from boardd.data.columns import ColumnCache
+from boardd.data.connections import damaged_read, is_damage
+from boardd.data.errors import Unavailable
 from boardd.data.kinds import BLOB_SEQUENCES, KINDS, SCALARS, TENSORS, Kind
-from boardd.data.pool import ReadPool, damaged_read, is_damage
+from boardd.data.provider import DataProvider
 from boardd.data.series import Bounds, Selection, SeriesInfo
+from boardd.data.sqlite_provider import SqliteProvider
 from boardd.data.values import float_text, json_floats
 
 log = logging.getLogger(__name__)
@@ -82,13 +84,14 @@ async def list_series(request: Request, query: Query, route: RouteDef) -> Respon
         return hit
     selection = _selection(query, route)
     exp_id = await experiment_id(handle)
-    generation = await handle.pool.run(experiments.generation)
+    provider = handle.provider
+    generation = await run_in_threadpool(provider.generation)
     key = ("list", handle.spec.name, kind.name, selection)
-    version = (handle.pool.swaps, generation)
+    version = (provider.swaps, generation)
 
-    def build(c: apsw.Connection) -> bytes:
+    def build() -> bytes:
         out: dict[str, dict[str, dict[str, Any]]] = {}
-        for s in data_series.list_series(c, exp_id, kind, selection):
+        for s in provider.list_series(exp_id, kind, selection):
             out.setdefault(s.run, {})[s.tag] = _metadata(kind, s)
         return json_bytes(out)
 
@@ -124,22 +127,23 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
     selection = _selection(query, route)
     bounds = _bounds(query)
     exp_id = await experiment_id(handle)
+    provider = handle.provider
 
-    def lookup(c: apsw.Connection) -> list[SeriesInfo]:
-        found = data_series.list_series(c, exp_id, kind, selection)
-        data_series.check_size(c, kind, found, bounds)
+    def lookup() -> list[SeriesInfo]:
+        found = provider.list_series(exp_id, kind, selection)
+        provider.check_size(kind, found, bounds)
         return found
 
-    series = await handle.pool.run(lookup)
+    series = await run_in_threadpool(lookup)
     key = ("values", handle.spec.name, kind.name, selection, bounds, fmt)
-    version = (handle.pool.swaps, tuple((s.id, s.generation) for s in series))
+    version = (provider.swaps, tuple((s.id, s.generation) for s in series))
     media = {"csv": "text/csv; charset=utf-8"}.get(fmt, "application/json")
     pieces = _Pieces(kind, handle.spec.name, series, bounds, fmt)
 
-    def build(c: apsw.Connection) -> bytes:
+    def build() -> bytes:
         held: list[bytes] = []
         size = 0
-        while (part := pieces.next(c)) is not None:
+        while (part := pieces.next(provider)) is not None:
             held.append(part)
             size += len(part)
             if size > common.HOLD_BYTES:
@@ -172,15 +176,15 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
         etag = make_etag((handle.store_id, key, version))
         pieces.keep = False
 
-        def block(c: apsw.Connection) -> tuple[bytes, bool]:
+        def block() -> tuple[bytes, bool]:
             parts: list[bytes] = []
             size = 0
-            while size < common.BLOCK_BYTES and (part := pieces.next(c)) is not None:
+            while size < common.BLOCK_BYTES and (part := pieces.next(provider)) is not None:
                 parts.append(part)
                 size += len(part)
             return b"".join(parts), pieces.done
 
-        response = stream_rest(request, begun.held, block, handle.pool.run, media, etag)
+        response = stream_rest(request, begun.held, block, media, etag)
     return _named(response, handle, kind, fmt)
 
 
@@ -220,10 +224,6 @@ async def _built_elsewhere(
     return body
 
 
-#: The worker's read pools, one per store (see :func:`build_in_worker`).
-_WORKER_POOLS: dict[str, ReadPool] = {}
-
-
 def build_in_worker(
     db: str,
     kind: str,
@@ -233,26 +233,29 @@ def build_in_worker(
     fmt: str,
 ) -> tuple[str, bytes]:
     """In an answer worker (:mod:`boardd.api.workers`): ``("ok", the answer)``, or
-    ``("too_large", b"")`` past :data:`common.HOLD_BYTES`, or ``("damaged", what SQLite
-    said)``."""
-    pool = _WORKER_POOLS.get(db)
-    if pool is None:
-        pool = _WORKER_POOLS[db] = ReadPool(Path(db))
+    ``("too_large", b"")`` past :data:`common.HOLD_BYTES`, or ``("damaged", what the store
+    said)``. The worker's providers (one per store, sharing the worker's column cache) live as
+    long as the worker."""
+    provider = workers.worker_state(db, lambda: SqliteProvider(Path(db), _worker_columns()))
     pieces = _Pieces(KINDS[kind], experiment, series, bounds, fmt)
     held: list[bytes] = []
     size = 0
     try:
-        connection = pool.connection()
-        while (part := pieces.next(connection)) is not None:
+        while (part := pieces.next(provider)) is not None:
             held.append(part)
             size += len(part)
             if size > common.HOLD_BYTES:
                 return "too_large", b""
-    except apsw.Error as exc:
-        if not is_damage(exc):
-            raise
-        return "damaged", str(exc).encode()
+    except Unavailable as exc:
+        if exc.__cause__ is None or not is_damage(exc.__cause__):
+            raise  # not ready, or shutting down: the daemon builds it
+        return "damaged", str(exc.__cause__).encode()
     return "ok", b"".join(held)
+
+
+def _worker_columns() -> ColumnCache:
+    """The worker's one column cache, for every store it reads."""
+    return workers.worker_state("columns", ColumnCache)
 
 
 #: Scalar points encoded at once within a series: a long series is encoded a slice at a time,
@@ -289,7 +292,7 @@ class _Pieces:
         # A run and tag named twice would be one entry of the nested answer (the last).
         self._unique = len({(s.run, s.tag) for s in series}) == len(series)
 
-    def next(self, c: apsw.Connection) -> bytes | None:
+    def next(self, provider: DataProvider) -> bytes | None:
         """The next piece, or None once the answer is complete."""
         while True:
             part = next(self._parts, None)
@@ -298,14 +301,14 @@ class _Pieces:
             if self._done:
                 self.done = True
                 return None
-            self._parts = self._series_parts(c)
+            self._parts = self._series_parts(provider)
 
-    def _series_parts(self, c: apsw.Connection) -> Iterator[bytes]:
+    def _series_parts(self, provider: DataProvider) -> Iterator[bytes]:
         i = self._next
         series = self.series
         if not self._unique:
             self._done = True
-            return iter((self._whole(c),))
+            return iter((self._whole(provider),))
         if i == len(series):
             self._done = True
             if self.fmt == "csv":
@@ -323,26 +326,26 @@ class _Pieces:
                 head = b"}," + json_bytes(s.run) + b":{" + tag
             else:
                 head = b"," + tag
-        return itertools.chain((head,) if head else (), self._encoded(c, s))
+        return itertools.chain((head,) if head else (), self._encoded(provider, s))
 
-    def _encoded(self, c: apsw.Connection, s: SeriesInfo) -> Iterator[bytes]:
+    def _encoded(self, provider: DataProvider, s: SeriesInfo) -> Iterator[bytes]:
         kind, bounds = self.kind, self.bounds
         if kind is SCALARS:
-            (col,) = data_series.read_scalars(c, [s], bounds, keep=self.keep)
+            (col,) = provider.read_scalars([s], bounds, keep=self.keep)
             return _scalar_parts(col, self.fmt)
         if kind is TENSORS:
-            points = data_series.tensor_points(c, s, bounds)
+            points = provider.tensor_points(s, bounds)
             return _list_parts(map(_tensor_points, _batches(points, SLICE_TENSORS)))
-        (steps,) = data_series.read_blob_sequences(c, self.experiment, [s], bounds)
+        (steps,) = provider.read_blob_sequences(self.experiment, [s], bounds)
         return iter((json_bytes(_blob_steps(steps)),))
 
-    def _whole(self, c: apsw.Connection) -> bytes:
+    def _whole(self, provider: DataProvider) -> bytes:
         kind, series, bounds = self.kind, self.series, self.bounds
         if kind is SCALARS:
-            return _scalars(c, series, bounds, self.fmt)
+            return _scalars(provider, series, bounds, self.fmt)
         if kind is TENSORS:
-            return _tensors(c, series, bounds)
-        return _blob_sequences(c, self.experiment, series, bounds)
+            return _tensors(provider, series, bounds)
+        return _blob_sequences(provider, self.experiment, series, bounds)
 
 
 _CSV_HEADER = b"run,tag,step,wall_time,value\n"
@@ -411,8 +414,8 @@ def _named(response: Response, handle: ExperimentHandle, kind: Kind, fmt: str) -
     return response
 
 
-def _scalars(c: apsw.Connection, series: list[SeriesInfo], bounds: Bounds, fmt: str) -> bytes:
-    columns = data_series.read_scalars(c, series, bounds)
+def _scalars(provider: DataProvider, series: list[SeriesInfo], bounds: Bounds, fmt: str) -> bytes:
+    columns = provider.read_scalars(series, bounds)
     if fmt == "csv":
         return _csv(columns)
     out: dict[str, dict[str, Any]] = {}
@@ -463,9 +466,9 @@ def _tensor_points(points: Iterable[data_series.TensorDatum]) -> list[dict[str, 
     ]
 
 
-def _tensors(c: apsw.Connection, series: list[SeriesInfo], bounds: Bounds) -> bytes:
+def _tensors(provider: DataProvider, series: list[SeriesInfo], bounds: Bounds) -> bytes:
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for s in data_series.read_tensors(c, series, bounds):
+    for s in provider.read_tensors(series, bounds):
         out.setdefault(s.run, {})[s.tag] = _tensor_points(s.points)
     return json_bytes(out)
 
@@ -475,10 +478,10 @@ def _blob_steps(s: data_series.BlobSequenceSeries) -> list[dict[str, Any]]:
 
 
 def _blob_sequences(
-    c: apsw.Connection, experiment: str, series: list[SeriesInfo], bounds: Bounds
+    provider: DataProvider, experiment: str, series: list[SeriesInfo], bounds: Bounds
 ) -> bytes:
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for s in data_series.read_blob_sequences(c, experiment, series, bounds):
+    for s in provider.read_blob_sequences(experiment, series, bounds):
         out.setdefault(s.run, {})[s.tag] = _blob_steps(s)
     return json_bytes(out)
 
@@ -490,8 +493,7 @@ async def read_blob(request: Request, query: Query, route: RouteDef) -> Response
     handle = state_of(request).experiments.get(parsed.experiment) if parsed else None
     if handle is None:
         raise unknown_key(key)
-    stores = handle.pool.stores
-    blob: BlobStream = await run_in_threadpool(open_blob, handle.spec.db, key, stores)
+    blob: BlobStream = await run_in_threadpool(handle.provider.open_blob, key)
     return StreamingResponse(
         blob.chunks(),
         media_type=blob.media_type,

@@ -9,8 +9,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from boardd.data.connections import damage_of
 from boardd.data.errors import BadRequest, DataError, NotFound, TooLarge, Unavailable
-from boardd.data.pool import damage_of
 
 _CODES = {
     400: "bad_request",

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
-import apsw
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -23,7 +23,7 @@ from boardd.api.common import (
 )
 from boardd.api.errors import ApiError
 from boardd.api.routes import Query, RouteDef
-from boardd.data import experiments
+from boardd.data.provider import DataProvider
 
 # The engine (and protocol buffers) are imported by the handlers: not on the start path.
 
@@ -47,7 +47,7 @@ async def _answer(
     query: Query,
     name: str,
     text: str,
-    build: Callable[[apsw.Connection, int], Any],
+    build: Callable[[DataProvider, int], Any],
     extra: Hashable = None,
 ) -> Response:
     handle = experiment_from(request)
@@ -58,15 +58,16 @@ async def _answer(
     else:
         fast = None
     exp_id = await experiment_id(handle)
-    generation = await handle.pool.run(experiments.generation)
+    provider = handle.provider
+    generation = await run_in_threadpool(provider.generation)
     key = ("hparams", name, handle.spec.name, text, extra)
-    version = (handle.pool.swaps, generation)
+    version = (provider.swaps, generation)
     return await respond_cached(
         request,
         handle,
         key,
         version,
-        lambda c: _encoded(build(c, exp_id)),
+        lambda: _encoded(build(provider, exp_id)),
         "application/json",
         alias=fast,
     )
@@ -84,10 +85,9 @@ async def experiment(request: Request, query: Query, route: RouteDef) -> Respons
     text = await _request_text(request, query)
     message = data_hparams.parse_request(text, api.GetExperimentRequest)
 
-    def build(c: apsw.Connection, exp_id: int) -> Any:
-        return data_hparams.experiment_json(
-            c,
-            exp_id,
+    def build(provider: DataProvider, exp_id: int) -> Any:
+        return data_hparams.experiment_json_of(
+            [provider.hparams_source(exp_id)],
             include_metrics=not message.HasField("include_metrics") or message.include_metrics,
             hparams_limit=message.hparams_limit,
         )
@@ -108,8 +108,8 @@ async def session_groups(request: Request, query: Query, route: RouteDef) -> Res
     idle = state_of(request).hparams_idle_seconds
     epoch = int(time.time() // max(1.0, idle / 20))
 
-    def build(c: apsw.Connection, exp_id: int) -> Any:
-        sources = [data_hparams.Source(c, exp_id)]
+    def build(provider: DataProvider, exp_id: int) -> Any:
+        sources = [provider.hparams_source(exp_id)]
         return data_hparams.session_groups_bytes_of(sources, message, idle_seconds=idle, named=True)
 
     return await _answer(request, query, "session_groups", text, build, epoch)
@@ -123,7 +123,7 @@ async def metric_evals(request: Request, query: Query, route: RouteDef) -> Respo
     text = await _request_text(request, query)
     message = data_hparams.parse_request(text, api.ListMetricEvalsRequest)
 
-    def build(c: apsw.Connection, exp_id: int) -> Any:
-        return data_hparams.metric_evals_json(c, exp_id, message)
+    def build(provider: DataProvider, exp_id: int) -> Any:
+        return data_hparams.metric_evals_json(provider.hparams_source(exp_id), message)
 
     return await _answer(request, query, "metric_evals", text, build)

@@ -7,7 +7,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-import apsw
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -24,8 +24,6 @@ from boardd.api.common import (
 from boardd.api.openapi import SPEC
 from boardd.api.routes import Query, RouteDef
 from boardd.cache import CacheStats
-from boardd.data import columns
-from boardd.data import experiments as data_experiments
 from boardd.data.errors import DataError
 
 
@@ -40,7 +38,7 @@ async def health(request: Request, query: Query, route: RouteDef) -> Response:
             entry.update(handle.status())
             degraded = degraded or entry.get("state") in ("failed", "retrying", "damaged")
         try:
-            entry["data_loss"] = await handle.pool.run(data_experiments.data_loss_count)
+            entry["data_loss"] = await run_in_threadpool(handle.provider.data_loss_count)
         except DataError:
             entry["data_loss"] = None
         experiments.append(entry)
@@ -65,7 +63,7 @@ async def health(request: Request, query: Query, route: RouteDef) -> Response:
                     "memory": _tier_stats(stats),
                     "disk": None if disk is None else _tier_stats(disk.stats, disk.errors),
                 },
-                "columns": columns.cache.stats._asdict(),
+                "columns": state.column_cache.stats._asdict(),
             },
             "experiments": experiments,
         }
@@ -82,7 +80,7 @@ async def list_experiments(request: Request, query: Query, route: RouteDef) -> R
     out = []
     for handle in state_of(request).experiments.values():
         try:
-            row = await handle.pool.run(data_experiments.experiment)
+            row = await run_in_threadpool(handle.provider.experiment)
         except DataError:
             continue
         if row is not None:
@@ -101,20 +99,21 @@ async def list_plugins(request: Request, query: Query, route: RouteDef) -> Respo
     """``{PLUGIN: [DATA_CLASS, ...]}`` of the experiment's series."""
     handle = experiment_from(request)
     exp_id = await experiment_id(handle)
-    return json_response(await handle.pool.run(lambda c: data_experiments.plugins(c, exp_id)))
+    return json_response(await run_in_threadpool(handle.provider.plugins, exp_id))
 
 
 async def list_runs(request: Request, query: Query, route: RouteDef) -> Response:
     """``[{"name", "start_time"}]`` in TensorBoard's order: start time, then name."""
     handle = experiment_from(request)
     exp_id = await experiment_id(handle)
-    generation = await handle.pool.run(data_experiments.generation)
+    provider = handle.provider
+    generation = await run_in_threadpool(provider.generation)
 
-    def build(c: apsw.Connection) -> bytes:
-        return json_bytes([r._asdict() for r in data_experiments.runs(c, exp_id)])
+    def build() -> bytes:
+        return json_bytes([r._asdict() for r in provider.runs(exp_id)])
 
     key = ("runs", handle.spec.name)
-    version = (handle.pool.swaps, generation)
+    version = (provider.swaps, generation)
     return await respond_cached(request, handle, key, version, build, "application/json")
 
 
@@ -123,13 +122,14 @@ async def list_data_loss(request: Request, query: Query, route: RouteDef) -> Res
     handle = experiment_from(request)
     exp_id = await experiment_id(handle)
     runs = query.texts("run")
-    generation = await handle.pool.run(data_experiments.generation)
+    provider = handle.provider
+    generation = await run_in_threadpool(provider.generation)
 
-    def build(c: apsw.Connection) -> bytes:
-        return json_bytes([asdict(r) for r in data_experiments.data_loss(c, exp_id, runs)])
+    def build() -> bytes:
+        return json_bytes([asdict(r) for r in provider.data_loss(exp_id, runs)])
 
     key = ("data_loss", handle.spec.name, runs)
-    version = (handle.pool.swaps, generation)
+    version = (provider.swaps, generation)
     return await respond_cached(request, handle, key, version, build, "application/json")
 
 

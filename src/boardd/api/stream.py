@@ -40,7 +40,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +50,6 @@ from starlette.responses import Response, StreamingResponse
 
 from boardd.api.common import ExperimentHandle, finite_or_text
 from boardd.api.errors import ApiError
-from boardd.data import experiments
 from boardd.data.changes import (
     WATCH_INTERVAL_SECONDS,
     ChangeHub,
@@ -59,7 +58,6 @@ from boardd.data.changes import (
     SeriesChange,
     StoreWatcher,
     Subscription,
-    changes_since,
     wake,
 )
 from boardd.data.errors import DataError
@@ -85,7 +83,7 @@ class _Feed:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     memo: OrderedDict[int, Changes] = field(default_factory=OrderedDict)
     #: The store file (device, inode) the memo was computed from.
-    file: tuple[int, int] | None = None
+    file: Hashable = None
 
 
 class LiveStreams:
@@ -186,7 +184,7 @@ class LiveStreams:
     ) -> AsyncIterator[bytes]:
         # The store file each experiment's cursor counts in: a store replaced under the stream
         # (a rebuild swapped in) numbers its commits anew, so the client must refetch.
-        files = {name: self._handles[name].pool.file_identity() for name in cursor}
+        files = {name: self._handles[name].provider.file_identity() for name in cursor}
         try:
             yield f": connected\nretry: {RETRY_MS}\nid: {format_cursor(cursor)}\n\n".encode()
             last_sent = time.monotonic()
@@ -210,13 +208,13 @@ class LiveStreams:
         self,
         changed: set[str],
         cursor: dict[str, int],
-        files: dict[str, tuple[int, int] | None],
+        files: dict[str, Hashable],
     ) -> bytes:
         out: list[bytes] = []
         for name in cursor:
             if name not in changed:
                 continue
-            file = self._handles[name].pool.file_identity()
+            file = self._handles[name].provider.file_identity()
             try:
                 if file != files[name] and files[name] is not None:
                     generation = await self._generation(name)
@@ -235,7 +233,7 @@ class LiveStreams:
                 out.append(render_changes(name, changes, cursor))
         return b"".join(out)
 
-    async def _changes(self, name: str, since: int, file: tuple[int, int] | None) -> Changes:
+    async def _changes(self, name: str, since: int, file: Hashable) -> Changes:
         feed = self._feeds[name]
         async with feed.lock:
             if file != feed.file:
@@ -247,7 +245,8 @@ class LiveStreams:
             if hit is not None and hit.generation == latest:
                 feed.memo.move_to_end(since)
                 return hit
-            changes = await self._handles[name].pool.run(lambda c: changes_since(c, name, since))
+            provider = self._handles[name].provider
+            changes = await run_in_threadpool(provider.changes_since, name, since)
             feed.memo[since] = changes
             feed.memo.move_to_end(since)
             while len(feed.memo) > _MEMO_SIZE:
@@ -265,7 +264,7 @@ def format_cursor(cursor: Mapping[str, int]) -> str:
 async def generation_of(handle: ExperimentHandle) -> int:
     """The generation of an experiment's store now (0 without a store: all in it will be new)."""
     try:
-        return await handle.pool.run(experiments.generation)
+        return await run_in_threadpool(handle.provider.generation)
     except DataError:
         return 0
 

@@ -18,7 +18,7 @@ import importlib
 import logging
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -50,6 +50,20 @@ def _worker_started(preload: tuple[str, ...]) -> None:
 
 def _ready() -> bool:
     return True
+
+
+#: In a worker process: what it keeps between the answers it builds (its store providers).
+#: The daemon's process never fills it.
+_KEPT: dict[Hashable, Any] = {}
+
+
+def worker_state(key: Hashable, make: Callable[[], T]) -> T:
+    """In a worker process: the value kept under ``key``, made by ``make`` on first use (a
+    worker lives until it is idle or lost, and its values go with it)."""
+    found = _KEPT.get(key)
+    if found is None:
+        found = _KEPT[key] = make()
+    return found
 
 
 class AnswerWorkers:

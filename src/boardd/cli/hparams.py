@@ -195,13 +195,19 @@ def _table(
         raise _Failed(str(exc), ExitCode.BAD_STORE) from exc
     try:
         row = experiments.experiment(connection)
-        if row is None or not data_hparams.has_hparams(connection, row.id):
+        # The sessions read once for every page asked for below.
+        source = (
+            data_hparams.Source(connection, row.id, held=data_hparams.HparamsCache())
+            if row is not None
+            else None
+        )
+        if source is None or not data_hparams.has_hparams(source):
             raise _Failed(
                 "no hparams in this logdir (no hparams summaries: TensorBoard's hparams API, "
                 "or add_hparams of tensorboardX / PyTorch)",
                 ExitCode.ERROR,
             )
-        columns = Columns.of(data_hparams.experiment(connection, row.id))
+        columns = Columns.of(data_hparams.experiment(source))
         # Each column checked against the flag that names it, so that an error names the flag.
         for column, _ in sort:
             try:
@@ -231,7 +237,7 @@ def _table(
         shown: dict[str, str] = {}
         while True:
             try:
-                found = data_hparams.session_groups_json(connection, row.id, request, named=True)
+                found = data_hparams.session_groups_json_of([source], request, named=True)
             except DataError as exc:
                 raise _Failed(str(exc), ExitCode.USAGE) from exc
             # Sessions as the runs the user named (add_hparams' sub-runs: hparams_run).

@@ -9,8 +9,8 @@ from typing import NamedTuple
 
 import apsw
 
+from boardd.data.connections import open_store
 from boardd.data.errors import DataError, NotFound
-from boardd.data.pool import open_store
 from boardd.store import queries
 from boardd.store.blobs import blob_size, iter_blob
 from boardd.store.errors import BlobNotFoundError, StoreError

@@ -2,9 +2,11 @@
 rows into columns costs Python work per point (noticeable on a dashboard's first view of many
 long series), while slicing and downsampling columns already decoded is cheap.
 
-One cache per process, bounded by bytes (LRU). An entry is filed under its store file and series
-and holds the series as of its generation: a commit that writes the series bumps the generation,
-so a read never gets points older than the generation it asked for. The daemon fills it in the
+A cache is bounded by bytes (LRU) and owned by whoever serves the stores: an application's
+data providers share its one cache (:mod:`boardd.data.sqlite_provider`). An entry is filed
+under its store file and series and holds the series as of its generation: a commit that
+writes the series bumps the generation, so a read never gets points older than the generation
+it asked for. The daemon fills it in the
 background once an experiment is caught up (:func:`preload`), series by series in the order the
 dashboard shows them, so that the first view after a start does not read rows.
 """
@@ -28,7 +30,6 @@ __all__ = [
     "ColumnCache",
     "ColumnStats",
     "Columns",
-    "cache",
     "preload",
     "preload_store",
     "read_whole",
@@ -149,10 +150,6 @@ class ColumnCache:
             self._grown += 1
 
 
-#: The process's cache (the daemon's readers and its preload share it).
-cache = ColumnCache()
-
-
 def store_key(connection: apsw.Connection) -> str:
     """What files a store's series in the cache: its identity and its file's path (a copy of a
     store file shares the identity but not the path, and evolves on its own)."""
@@ -160,7 +157,12 @@ def store_key(connection: apsw.Connection) -> str:
 
 
 def read_whole(
-    connection: apsw.Connection, store: str, series_id: int, generation: int, keep: bool = True
+    cache: ColumnCache,
+    connection: apsw.Connection,
+    store: str,
+    series_id: int,
+    generation: int,
+    keep: bool = True,
 ) -> Columns:
     """The whole series from ``cache``, else read from the store and filed there (unless
     ``keep`` is False: a read of every series once, such as a streamed export, must not evict
@@ -213,7 +215,9 @@ def _joined(old: memoryview, new: memoryview) -> memoryview:
     return memoryview(joined).toreadonly()
 
 
-def preload(connection: apsw.Connection, stop: threading.Event | None = None) -> int:
+def preload(
+    cache: ColumnCache, connection: apsw.Connection, stop: threading.Event | None = None
+) -> int:
     """Reads the store's scalar series into ``cache`` by tag, then run (the dashboard's order),
     until :data:`PRELOAD_SHARE` of the bound is used or ``stop`` is set; returns how many it
     read. Series already held at their generation are skipped. Errors are logged, not raised:
@@ -237,7 +241,7 @@ def preload(connection: apsw.Connection, stop: threading.Event | None = None) ->
         if cache.get(store, series_id, generation) is not None:
             continue
         try:
-            read_whole(connection, store, series_id, generation)
+            read_whole(cache, connection, store, series_id, generation)
         except apsw.Error as exc:
             log.debug("columns: preloading series %d: %s", series_id, exc)
             break
@@ -245,17 +249,17 @@ def preload(connection: apsw.Connection, stop: threading.Event | None = None) ->
     return read
 
 
-def preload_store(db: Path, stop: threading.Event | None = None) -> None:
+def preload_store(cache: ColumnCache, db: Path, stop: threading.Event | None = None) -> None:
     """:func:`preload` on a connection of its own (the daemon calls it in a thread once an
     experiment is caught up)."""
-    from boardd.data.pool import open_store  # the pool is the API's; not needed otherwise
+    from boardd.data.connections import open_store  # the API's; not needed otherwise
 
     try:
         connection = open_store(db)
     except Exception:  # not there (yet): requests read what they need
         return
     try:
-        count = preload(connection, stop)
+        count = preload(cache, connection, stop)
         stats = cache.stats
         log.debug(
             "columns: preloaded %d series of %s (%d of %d bytes held)",

@@ -24,5 +24,9 @@ class Unavailable(DataError):
     """The store cannot be read now (not created yet, unreadable, shutting down): retry later."""
 
 
+class Damaged(Unavailable):
+    """A read met a damaged store file: it is checked, and rebuilt from its logdir."""
+
+
 class TooLarge(DataError):
     """The answer could exceed a bound (points, series): ask for less."""

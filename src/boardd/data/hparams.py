@@ -29,7 +29,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import apsw
@@ -39,7 +38,6 @@ from google.protobuf.message import Message
 from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS
 from boardd.data import experiments
 from boardd.data.errors import BadRequest, NotFound
-from boardd.data.pool import open_store
 from boardd.data.values import finite_or_text
 from boardd.proto import hparams_api_pb2 as api
 from boardd.store import hparams as store
@@ -550,9 +548,39 @@ class _State:
         self.generation = current
 
 
-#: (store file, store identity) → its state. A store rebuilt or recreated has another identity.
-_STATES: dict[tuple[str, str], _State] = {}
-_STATES_LOCK = threading.Lock()
+class HparamsCache:
+    """One store's sessions kept in memory between requests, and the merged views it takes
+    part in; its owner is the store's data provider (:mod:`boardd.data.sqlite_provider`), so
+    it lives and goes with the provider. Updated and read by one thread at a time
+    (:attr:`lock`; answers are cached, so this rarely waits)."""
+
+    #: Merged views of this store with others kept at once (a few logdirs served together).
+    MERGED_KEPT = 4
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        #: (store identity, its state): a store rebuilt or recreated has another identity.
+        self._state: tuple[str, _State] | None = None
+        #: (the merged sources' keys) → (their generations, the merged state), oldest first.
+        self._merged: dict[tuple[Any, ...], tuple[tuple[int, ...], _State]] = {}
+
+    def state_of(self, store_id: str) -> _State:
+        """The state of the store with this identity (a new one for a store swapped in)."""
+        if self._state is None or self._state[0] != store_id:
+            self._state = (store_id, _State())
+            self._merged.clear()
+        return self._state[1]
+
+    def merged(self, key: tuple[Any, ...]) -> tuple[tuple[int, ...], _State] | None:
+        return self._merged.get(key)
+
+    def keep_merged(
+        self, key: tuple[Any, ...], generations: tuple[int, ...], state: _State
+    ) -> None:
+        self._merged.pop(key, None)
+        self._merged[key] = (generations, state)
+        while len(self._merged) > self.MERGED_KEPT:
+            del self._merged[next(iter(self._merged))]
 
 
 class _Snapshot(NamedTuple):
@@ -560,39 +588,34 @@ class _Snapshot(NamedTuple):
     structure: _Structure
 
 
-def _snapshot(connection: apsw.Connection, exp_id: int) -> _Snapshot:
-    key = (connection.filename, experiments.store_id(connection))
-    with _STATES_LOCK:
-        state = _STATES.get(key)
-        if state is None:
-            for old in [k for k in _STATES if k[0] == key[0]]:
-                del _STATES[old]
-            state = _STATES[key] = _State()
-    state.update(connection, exp_id)
-    assert state.structure is not None
-    return _Snapshot(state, state.structure)
-
-
 class Source(NamedTuple):
     """One experiment's store as a request addresses it: its run names are shown with
     ``prefix`` before them (``NAME/RUN`` when several logdirs are served together, as
-    TensorBoard's ``--logdir_spec`` names them; "" for none)."""
+    TensorBoard's ``--logdir_spec`` names them; "" for none). ``held``: the store's sessions
+    kept between requests (None: read afresh, for a one-off answer)."""
 
     connection: apsw.Connection
     exp_id: int
     prefix: str = ""
+    held: HparamsCache | None = None
 
 
-#: Several sources' merged state: (their keys) → (their generations, the merged state).
-_MERGED: dict[tuple[Any, ...], tuple[tuple[int, ...], _State]] = {}
+def _snapshot(source: Source) -> _Snapshot:
+    """The source's sessions, brought up to date (under :func:`_locked`)."""
+    held = source.held if source.held is not None else HparamsCache()
+    state = held.state_of(experiments.store_id(source.connection))
+    state.update(source.connection, source.exp_id)
+    assert state.structure is not None
+    return _Snapshot(state, state.structure)
 
 
 @contextlib.contextmanager
 def _locked(sources: Sequence[Source]) -> Iterator[None]:
     """Holds the lock of each source's store (in one order: no deadlock between requests)."""
     with contextlib.ExitStack() as stack:
-        for filename in sorted({s.connection.filename for s in sources}):
-            stack.enter_context(_lock_for_file(filename))
+        held = {s.connection.filename: s.held for s in sources if s.held is not None}
+        for filename in sorted(held):
+            stack.enter_context(held[filename].lock)
         yield
 
 
@@ -605,14 +628,14 @@ def _view(sources: Sequence[Source]) -> tuple[_Snapshot, str]:
     is built again when any source's generation moves (it is for a few logdirs at once, not
     for the incremental upkeep at 10,000 sessions that one store's state does)."""
     if len(sources) == 1:
-        return _snapshot(sources[0].connection, sources[0].exp_id), sources[0].prefix
-    snaps = [_snapshot(s.connection, s.exp_id) for s in sources]
+        return _snapshot(sources[0]), sources[0].prefix
+    snaps = [_snapshot(s) for s in sources]
     key = tuple(
         (s.connection.filename, experiments.store_id(s.connection), s.prefix) for s in sources
     )
     generations = tuple(snap.state.generation for snap in snaps)
-    with _STATES_LOCK:
-        kept = _MERGED.get(key)
+    owner = sources[0].held
+    kept = owner.merged(key) if owner is not None else None
     if kept is not None and kept[0] == generations:
         state = kept[1]
     else:
@@ -624,34 +647,20 @@ def _view(sources: Sequence[Source]) -> tuple[_Snapshot, str]:
         state = _State()
         state.runs = runs
         state.structure = _Structure(runs)
-        with _STATES_LOCK:
-            for old in [k for k in _MERGED if {f for f, _, _ in k} & {f for f, _, _ in key}]:
-                del _MERGED[old]
-            _MERGED[key] = (generations, state)
+        if owner is not None:
+            owner.keep_merged(key, generations, state)
     assert state.structure is not None
     return _Snapshot(state, state.structure), ""
 
 
-def preload(db: Path) -> None:
-    """Reads a store's hparams data into memory if it has any (slow for many thousands of
-    sessions), so that the first hparams answer does not wait for it; the daemon calls it in a
-    thread of its own once an experiment's catch-up is done (the stock UI asks for the
-    experiment on every page load anyway). Errors are logged, never raised."""
-    try:
-        connection = open_store(db)
-    except Exception:  # the store is not there (yet): the first request reads it
-        return
-    try:
-        if not store.has_rows(connection):
-            return
-        row = experiments.experiment(connection)
-        if row is not None:
-            with _lock_for(connection):
-                _snapshot(connection, row.id)
-    except Exception:
-        log.exception("hparams: preloading %s failed", db)
-    finally:
-        connection.close()
+def preload(source: Source) -> None:
+    """Reads a store's hparams data into ``source.held`` if it has any (slow for many
+    thousands of sessions), so that the first hparams answer does not wait for it; the daemon
+    calls it in a thread of its own once an experiment's catch-up is done (the stock UI asks
+    for the experiment on every page load anyway)."""
+    if store.has_rows(source.connection):
+        with _locked([source]):
+            _snapshot(source)
 
 
 # -- experiment --------------------------------------------------------------------------------
@@ -692,14 +701,11 @@ def experiment_json_of(
     return out
 
 
-def experiment(
-    connection: apsw.Connection, exp_id: int, request: api.GetExperimentRequest | None = None
-) -> api.Experiment:
+def experiment(source: Source, request: api.GetExperimentRequest | None = None) -> api.Experiment:
     """GetExperiment as a message (see :func:`experiment_json`)."""
     request = request or api.GetExperimentRequest()
-    found = experiment_json(
-        connection,
-        exp_id,
+    found = experiment_json_of(
+        [source],
         include_metrics=not request.HasField("include_metrics") or request.include_metrics,
         hparams_limit=request.hparams_limit,
     )
@@ -708,10 +714,10 @@ def experiment(
     return message
 
 
-def has_hparams(connection: apsw.Connection, exp_id: int) -> bool:
+def has_hparams(source: Source) -> bool:
     """Whether the store has hparams data TensorBoard shows (a session or an experiment)."""
-    with _lock_for(connection):
-        snap = _snapshot(connection, exp_id)
+    with _locked([source]):
+        snap = _snapshot(source)
     return bool(snap.structure.sessions) or snap.structure.experiment != EMPTY_EXPERIMENT
 
 
@@ -1337,13 +1343,11 @@ def list_metric_evals(
     return [MetricEval(w, step, math.nan if v is None else v) for w, step, v in points]
 
 
-def metric_evals_json(
-    connection: apsw.Connection, exp_id: int, request: api.ListMetricEvalsRequest
-) -> list[list[Any]]:
+def metric_evals_json(source: Source, request: api.ListMetricEvalsRequest) -> list[list[Any]]:
     """ListMetricEvals as TensorBoard answers it: ``[[wall_time, step, value], …]``."""
     return [
         [e.wall_time, e.step, finite_or_text(e.value)]
-        for e in list_metric_evals(connection, exp_id, request)
+        for e in list_metric_evals(source.connection, source.exp_id, request)
     ]
 
 
@@ -1363,21 +1367,3 @@ def parse_request(text: str | bytes, message: type[Message]) -> Any:
         return json_format.ParseDict(parsed, message(), ignore_unknown_fields=False)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise BadRequest(f"the request is not a valid {name}: {exc}") from None
-
-
-_LOCKS: dict[str, threading.Lock] = {}
-_LOCKS_LOCK = threading.Lock()
-
-
-def _lock_for(connection: apsw.Connection) -> threading.Lock:
-    """One lock per store file: its in-memory state is updated and read by one thread at a
-    time (answers are cached, so this rarely waits)."""
-    return _lock_for_file(connection.filename)
-
-
-def _lock_for_file(filename: str) -> threading.Lock:
-    with _LOCKS_LOCK:
-        lock = _LOCKS.get(filename)
-        if lock is None:
-            lock = _LOCKS[filename] = threading.Lock()
-        return lock

@@ -55,10 +55,16 @@ def _candidates(logdir: Path, runs: Iterable[str]) -> list[tuple[str, Path]]:
     return pairs
 
 
-def find_configs(logdir: Path, runs: Iterable[str], *, shapes: bool = True) -> dict[str, RunConfig]:
+def find_configs(
+    logdir: Path,
+    runs: Iterable[str],
+    *,
+    shapes: bool = True,
+    recent: RecentTensors | None = None,
+) -> dict[str, RunConfig]:
     """The runs with embeddings to show, each with its configuration (tensor names without
     TensorFlow's ``:0``; with ``shapes``, each TSV embedding's shape filled in when its file
-    gives it, which reads the file)."""
+    gives it, which reads the file, kept in ``recent`` if given)."""
     found: dict[str, RunConfig] = {}
     for run, folder in _candidates(logdir, runs):
         path = folder / CONFIG_FILE
@@ -86,7 +92,7 @@ def find_configs(logdir: Path, runs: Iterable[str], *, shapes: bool = True) -> d
             embedding.tensor_name = embedding.tensor_name.removesuffix(":0")
             if shapes and embedding.tensor_path and not embedding.tensor_shape:
                 try:
-                    tensor = read_tensor(entry, embedding.tensor_name)
+                    tensor = read_tensor(entry, embedding.tensor_name, recent)
                 except (ProjectorError, OSError, ValueError) as exc:
                     log.warning("projector: run %r, %s: %s", run, embedding.tensor_name, exc)
                     continue
@@ -117,15 +123,36 @@ def embedding(entry: RunConfig, name: str) -> EmbeddingInfo | None:
     return None
 
 
-#: The last tensors read: (file, modification time, size) → points.
-_TENSORS: OrderedDict[tuple[str, int, int], npt.NDArray[np.float32]] = OrderedDict()
-_TENSORS_KEPT = 2
-_TENSORS_LOCK = threading.Lock()
+class RecentTensors:
+    """The last few embedding tensors read, by (file, modification time, size): the projector
+    asks for one tensor again and again while a user explores it. Owned by the experiment's
+    data provider (:mod:`boardd.data.sqlite_provider`). Thread-safe."""
+
+    def __init__(self, kept: int = 2) -> None:
+        self.kept = kept
+        self._lock = threading.Lock()
+        self._tensors: OrderedDict[tuple[str, int, int], npt.NDArray[np.float32]] = OrderedDict()
+
+    def get(self, key: tuple[str, int, int]) -> npt.NDArray[np.float32] | None:
+        with self._lock:
+            found = self._tensors.get(key)
+            if found is not None:
+                self._tensors.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, int, int], tensor: npt.NDArray[np.float32]) -> None:
+        with self._lock:
+            self._tensors[key] = tensor
+            while len(self._tensors) > self.kept:
+                self._tensors.popitem(last=False)
 
 
-def read_tensor(entry: RunConfig, name: str) -> npt.NDArray[np.float32]:
+def read_tensor(
+    entry: RunConfig, name: str, recent: RecentTensors | None = None
+) -> npt.NDArray[np.float32]:
     """The points of an embedding, as float32 [points, dimensions]: its TSV file (or, if that
-    is not text, raw float32 of its ``tensor_shape``). ProjectorError when it has none."""
+    is not text, raw float32 of its ``tensor_shape``), kept in ``recent`` if given.
+    ProjectorError when it has none."""
     info = embedding(entry, name)
     if info is None or not info.tensor_path:
         raise ProjectorError(
@@ -137,11 +164,9 @@ def read_tensor(entry: RunConfig, name: str) -> npt.NDArray[np.float32]:
     except OSError:
         raise ProjectorError(f'Tensor file "{path}" does not exist') from None
     key = (str(path), stat.st_mtime_ns, stat.st_size)
-    with _TENSORS_LOCK:
-        cached = _TENSORS.get(key)
-        if cached is not None:
-            _TENSORS.move_to_end(key)
-            return cached
+    cached = recent.get(key) if recent is not None else None
+    if cached is not None:
+        return cached
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -152,10 +177,8 @@ def read_tensor(entry: RunConfig, name: str) -> npt.NDArray[np.float32]:
     else:
         rows = [[float(x) for x in line.split("\t")] for line in text.split("\n") if line]
         tensor = np.array(rows, dtype=np.float32)
-    with _TENSORS_LOCK:
-        _TENSORS[key] = tensor
-        while len(_TENSORS) > _TENSORS_KEPT:
-            _TENSORS.popitem(last=False)
+    if recent is not None:
+        recent.put(key, tensor)
     return tensor
 
 

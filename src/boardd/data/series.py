@@ -220,23 +220,26 @@ def read_scalars(
     series: Sequence[SeriesInfo],
     bounds: Bounds,
     *,
+    cache: columns.ColumnCache | None = None,
     keep: bool = True,
 ) -> list[ScalarColumns]:
     """The points of scalar series within the bounds, by step.
 
-    A read of whole series goes through the column cache (:mod:`boardd.data.columns`), which
-    it fills (``keep`` False: only with series it already holds); a step range or ``latest``
+    With a ``cache`` (:mod:`boardd.data.columns`), a read of whole series goes through it and
+    fills it (``keep`` False: only with series it already holds); a step range or ``latest``
     is cut from a series the cache holds, else read from the store (a live chart's few new
-    points must not read its whole series)."""
+    points must not read its whole series). Without one, every read is the store's."""
     whole = bounds.step_min is None and bounds.step_max is None and bounds.latest is None
-    store = columns.store_key(connection) if series else ""
+    store = columns.store_key(connection) if series and cache is not None else ""
     out = []
     for s in series:
-        held = (
-            columns.read_whole(connection, store, s.id, s.generation, keep)
-            if whole
-            else columns.cache.get(store, s.id, s.generation)
-        )
+        held: columns.Columns | None = None
+        if cache is not None:
+            held = (
+                columns.read_whole(cache, connection, store, s.id, s.generation, keep)
+                if whole
+                else cache.get(store, s.id, s.generation)
+            )
         if held is not None:
             steps, walls, values = _within(held, bounds)
         else:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from boardd.config import ExperimentSpec
 from boardd.data import experiments
+from boardd.data.connections import open_store
 from boardd.data.experiments import RunSummary
-from boardd.data.pool import open_store
 from boardd.lineage.vocabulary import is_checkpoint
 from boardd.store.names import escape, unescape
 from boardd.store.queries import EventFileRow

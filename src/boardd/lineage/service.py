@@ -466,8 +466,8 @@ class LineageService:
         """Says why a refresh failed, once per cause (a store that cannot be read now, such as
         one being rebuilt, in one line; anything else with its traceback); returns the
         failures in a row."""
+        from boardd.data.connections import damage_of
         from boardd.data.errors import DataError
-        from boardd.data.pool import damage_of
 
         # A damaged store (its writer is told, and rebuilds it) is said as such, in one line.
         damaged = damage_of(exc)

@@ -17,7 +17,6 @@ import weakref
 from collections.abc import Awaitable, Callable, Hashable, Iterator
 from typing import Any, NamedTuple, overload
 
-import apsw
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -25,11 +24,10 @@ from boardd.api.common import AppState, ExperimentHandle, raw_reply, reply, stat
 from boardd.api.errors import ApiError
 from boardd.api.prefix import route_path
 from boardd.cache import Encoded, make_etag
-from boardd.data import experiments
-from boardd.data import series as data_series
-from boardd.data.errors import Unavailable
+from boardd.data.errors import Damaged, Unavailable
 from boardd.data.experiments import RunRow
 from boardd.data.kinds import Kind
+from boardd.data.provider import DataProvider
 from boardd.data.series import Selection, SeriesInfo
 
 #: The experiment path parameter of ``/experiment/{experiment}/data/...``.
@@ -94,35 +92,31 @@ class Series(NamedTuple):
 
 
 class Reader:
-    """Read access to the stores of a scope, from one worker thread (each store through its
-    pool's connection of that thread)."""
+    """Read access to the stores of a scope, from one worker thread (each experiment through
+    its data provider)."""
 
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
 
-    def connection(self, handle: ExperimentHandle) -> apsw.Connection:
-        """This thread's read connection to the experiment's store."""
-        return handle.pool.connection()
-
-    def experiments(self) -> Iterator[tuple[ExperimentHandle, apsw.Connection, int]]:
-        """Each addressed experiment whose store has data: handle, connection, experiment id.
+    def experiments(self) -> Iterator[tuple[ExperimentHandle, DataProvider, int]]:
+        """Each addressed experiment whose store has data: handle, provider, experiment id.
         A store not yet created or still empty is skipped (TensorBoard shows no runs yet)."""
         for handle in self.scope.handles:
+            provider = handle.provider
             try:
-                connection = handle.pool.connection()
+                row = provider.experiment()
+            except Damaged:
+                raise  # met just now: 503, never an answer without this store's runs
             except Unavailable:
                 continue
-            row = experiments.experiment(connection)
             if row is not None:
-                yield handle, connection, row.id
+                yield handle, provider, row.id
 
     def runs(self) -> list[tuple[str, RunRow]]:
         """The live runs (outer name, row), experiment by experiment in TensorBoard's order."""
         out: list[tuple[str, RunRow]] = []
-        for handle, connection, exp_id in self.experiments():
-            out.extend(
-                (self.scope.outer(handle, r.name), r) for r in experiments.runs(connection, exp_id)
-            )
+        for handle, provider, exp_id in self.experiments():
+            out.extend((self.scope.outer(handle, r.name), r) for r in provider.runs(exp_id))
         return out
 
     def series(
@@ -134,7 +128,7 @@ class Reader:
     ) -> list[Series]:
         """The series of ``plugin`` (of this kind), only these outer runs and tags if given."""
         out: list[Series] = []
-        for handle, connection, exp_id in self.experiments():
+        for handle, provider, exp_id in self.experiments():
             inner_runs: tuple[str, ...] = ()
             if runs:
                 inner_runs = tuple(
@@ -142,9 +136,7 @@ class Reader:
                 )
                 if not inner_runs:
                     continue
-            found = data_series.list_series(
-                connection, exp_id, kind, Selection(plugin, inner_runs, tags)
-            )
+            found = provider.list_series(exp_id, kind, Selection(plugin, inner_runs, tags))
             out.extend(Series(self.scope.outer(handle, s.run), handle, s) for s in found)
         return out
 
@@ -162,7 +154,7 @@ def _writer_generations(scope: Scope) -> tuple[Hashable, ...] | None:
         current = handle.generation() if handle.generation is not None else None
         if current is None:
             return None
-        out.append((handle.spec.name, handle.pool.swaps, current))
+        out.append((handle.spec.name, handle.provider.swaps, current))
     return tuple(out)
 
 
@@ -175,10 +167,10 @@ def _generations(scope: Scope) -> tuple[Hashable, ...]:
         current = handle.generation() if handle.generation is not None else None
         if current is None:
             try:
-                current = handle.pool.call(experiments.generation)
-            except (Unavailable, apsw.Error):
+                current = handle.provider.generation()
+            except Unavailable:
                 current = -1
-        out.append((handle.spec.name, handle.pool.swaps, current))
+        out.append((handle.spec.name, handle.provider.swaps, current))
     return tuple(out)
 
 

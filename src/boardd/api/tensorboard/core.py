@@ -14,7 +14,6 @@ import boardd
 from boardd.api.common import state_of
 from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, Scope, answer, param, scope_of, tb_json
-from boardd.data import experiments
 
 
 def _tensorboard_version() -> str:
@@ -149,8 +148,8 @@ async def plugins_listing(request: Request) -> Response:
 
     def build(reader: Reader) -> bytes:
         present: set[str] = set()
-        for _, connection, exp_id in reader.experiments():
-            present.update(experiments.plugins(connection, exp_id))
+        for _, provider, exp_id in reader.experiments():
+            present.update(provider.plugins(exp_id))
         out = {}
         for name, entry, data in PLUGINS:
             out[name] = {**entry, "enabled": bool(data and data & present)}

@@ -12,7 +12,6 @@ from starlette.responses import Response
 from boardd.api.tensorboard import scalars as scalars_routes
 from boardd.api.tensorboard.common import Reader, answer, param, required, tb_json
 from boardd.api.tensorboard.core import sampling_hint
-from boardd.data.arrays import read_arrays
 from boardd.data.kinds import SCALARS, TENSORS
 
 # boardd.data.custom_scalars (and protocol buffers) is imported by the layout route: not on the
@@ -38,7 +37,7 @@ async def layout(request: Request) -> Response:
         layouts = []
         for s in sorted(found, key=lambda s: s.run):
             # The last layout the run wrote, as TensorBoard reads it (one point, the last).
-            points = read_arrays(reader.connection(s.handle), s.info, 1)
+            points = s.handle.provider.read_arrays(s.info, 1)
             parsed = data_custom_scalars.parse_layout(points[-1].value) if points else None
             if parsed is not None:
                 layouts.append(parsed)

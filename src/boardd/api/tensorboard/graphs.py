@@ -70,9 +70,7 @@ def _blob(reader: Reader, plugins: tuple[str, ...], run: str, tag: str) -> bytes
     for plugin in plugins:
         found = reader.one(BLOB_SEQUENCES, plugin, run, tag)
         if found is not None:
-            from boardd.data import graphs as data_graphs
-
-            data = data_graphs.last_blob(reader.connection(found.handle), found.info)
+            data = found.handle.provider.last_blob(found.info)
             if data is not None:
                 return data
     raise not_found(f"no graph data for run={run!r}, tag={tag!r}")

@@ -12,7 +12,6 @@ from boardd.api.tensorboard.common import Reader, answer, not_found, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.plugins import json_array, run_and_tag, tag_index
 from boardd.data import histograms as data_histograms
-from boardd.data.arrays import read_arrays
 from boardd.data.errors import DataError
 from boardd.data.kinds import TENSORS
 from boardd.data.values import finite_or_text
@@ -41,7 +40,7 @@ def _read(reader: Reader, run: str, tag: str, samples: int) -> list[tuple[float,
     if found is None:
         raise not_found(f"No histogram tag {tag!r} for run {run!r}")
     out = []
-    for p in read_arrays(reader.connection(found.handle), found.info, samples):
+    for p in found.handle.provider.read_arrays(found.info, samples):
         try:
             buckets = data_histograms.as_buckets(p.value)
         except ValueError as exc:

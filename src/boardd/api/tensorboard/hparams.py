@@ -65,9 +65,11 @@ def _sources(reader: Reader) -> list[data_hparams.Source]:
     from boardd.data import hparams as data_hparams
 
     return [
-        data_hparams.Source(connection, exp_id, _prefix(reader, handle))
-        for handle, connection, exp_id in reader.experiments()
-        if data_hparams.has_hparams(connection, exp_id)
+        source
+        for handle, provider, exp_id in reader.experiments()
+        if data_hparams.has_hparams(
+            source := provider.hparams_source(exp_id, _prefix(reader, handle))
+        )
     ]
 
 

@@ -13,7 +13,6 @@ from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, Series, answer, not_found, param, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.plugins import integer, run_and_tag, stream_blob, tag_index
-from boardd.data import series as data_series
 from boardd.data.kinds import BLOB_SEQUENCES
 from boardd.data.plugin_metadata import AUDIO_MEDIA_TYPES, audio_media_type, image_media_type
 from boardd.data.series import BlobStep, Bounds
@@ -33,8 +32,7 @@ def _steps(
     if found is None:
         what = "image" if plugin == IMAGES else plugin
         raise not_found(f"No {what} data for run={run!r}, tag={tag!r}")
-    (sequence,) = data_series.read_blob_sequences(
-        reader.connection(found.handle),
+    (sequence,) = found.handle.provider.read_blob_sequences(
         found.handle.spec.name,
         [found.info],
         Bounds(downsample=samples),

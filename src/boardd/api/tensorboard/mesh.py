@@ -15,7 +15,6 @@ from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, answer, param, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.plugins import integer, run_and_tag
-from boardd.data.arrays import read_arrays
 from boardd.data.kinds import TENSORS
 
 if TYPE_CHECKING:
@@ -78,7 +77,7 @@ def _parts(
     parts = [
         Part(meta, p.step, p.wall_time, p.value)
         for meta, s in found
-        for p in read_arrays(reader.connection(s.handle), s.info, samples)
+        for p in s.handle.provider.read_arrays(s.info, samples)
     ]
     parts.sort(key=lambda p: p.step)
     return parts

@@ -14,7 +14,7 @@ from starlette.responses import Response, StreamingResponse
 from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, Series, param, required, scope_of
 from boardd.api.tensorboard.markup import markdown_to_safe_html
-from boardd.data.blobs import open_blob, parse_blob_key, unknown_key
+from boardd.data.blobs import parse_blob_key, unknown_key
 from boardd.data.kinds import Kind
 from boardd.data.plugin_metadata import readable
 from boardd.data.values import finite_or_text
@@ -91,7 +91,7 @@ async def stream_blob(
     handle = handles.get(parsed.experiment) if parsed else None
     if handle is None:
         raise unknown_key(key)
-    blob = await run_in_threadpool(open_blob, handle.spec.db, key, handle.pool.stores)
+    blob = await run_in_threadpool(handle.provider.open_blob, key)
     chunks = blob.chunks()
     try:
         first = await run_in_threadpool(next, chunks, b"")

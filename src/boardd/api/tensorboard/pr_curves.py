@@ -13,7 +13,6 @@ from boardd.api.tensorboard.common import Reader, answer, param, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.plugins import json_array, tag_index
 from boardd.data import pr_curves as data_pr_curves
-from boardd.data.arrays import read_arrays
 from boardd.data.errors import DataError
 from boardd.data.kinds import TENSORS
 
@@ -47,7 +46,7 @@ async def pr_curves(request: Request) -> Response:
             if series is None:
                 raise ApiError(400, f"No PR curves could be found for run {run!r} and tag {tag!r}")
             entries = out[run] = []
-            for p in read_arrays(reader.connection(series.handle), series.info, samples):
+            for p in series.handle.provider.read_arrays(series.info, samples):
                 try:
                     curve = data_pr_curves.unpack(p.value)
                 except ValueError as exc:

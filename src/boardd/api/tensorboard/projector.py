@@ -36,16 +36,18 @@ PAGE_FILES = ("index.js", "projector_binary.html", "projector_binary.js")
 def configs(reader: Reader, *, shapes: bool = True) -> dict[str, RunConfig]:
     """The runs (outer names) of the addressed local logdirs that have embeddings to show
     (``shapes``: :func:`boardd.data.projector.find_configs`)."""
-    from boardd.data import experiments
     from boardd.data import projector as data_projector
 
     found: dict[str, RunConfig] = {}
-    for handle, connection, exp_id in reader.experiments():
+    for handle, provider, exp_id in reader.experiments():
         logdir = handle.spec.logdir
         if not isinstance(logdir, Path):
             continue  # a remote logdir: its embeddings are not read
-        runs = [r.name for r in experiments.runs(connection, exp_id)]
-        for run, entry in data_projector.find_configs(logdir, runs, shapes=shapes).items():
+        runs = [r.name for r in provider.runs(exp_id)]
+        found_here = data_projector.find_configs(
+            logdir, runs, shapes=shapes, recent=provider.projector_tensors
+        )
+        for run, entry in found_here.items():
             found[reader.scope.outer(handle, run)] = entry
     return found
 
@@ -116,7 +118,9 @@ async def tensor(request: Request) -> Response:
     def build(reader: Reader) -> Response:
         from boardd.data import projector as data_projector
 
-        points = data_projector.read_tensor(_entry(reader, run), name)
+        inner = reader.scope.inner(run)
+        recent = inner[0].provider.projector_tensors if inner is not None else None
+        points = data_projector.read_tensor(_entry(reader, run), name, recent)
         if rows:
             points = points[:rows]
         return Response(points.astype("<f4").tobytes(), media_type="application/octet-stream")

@@ -22,7 +22,6 @@ from boardd.api.tensorboard.common import (
 )
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.markup import markdown_to_safe_html
-from boardd.data import series as data_series
 from boardd.data.kinds import SCALARS
 from boardd.data.series import Bounds
 from boardd.data.values import json_floats
@@ -53,7 +52,7 @@ def points(reader: Reader, series: list[Series], samples: int | None) -> list[li
     out = []
     bounds = Bounds(downsample=samples)
     for s in series:
-        (col,) = data_series.read_scalars(reader.connection(s.handle), [s.info], bounds)
+        (col,) = s.handle.provider.read_scalars([s.info], bounds)
         values = json_floats(col.values)
         out.append(
             [list(p) for p in zip(col.wall_times.tolist(), col.steps.tolist(), values, strict=True)]
@@ -76,9 +75,7 @@ async def scalars(request: Request) -> Response:
             (rows,) = points(reader, [found], samples)
             return tb_json(rows)
         # TensorBoard's CSV: Python's csv module, floats as str() spells them (nan, inf).
-        (col,) = data_series.read_scalars(
-            reader.connection(found.handle), [found.info], Bounds(downsample=samples)
-        )
+        (col,) = found.handle.provider.read_scalars([found.info], Bounds(downsample=samples))
         text = io.StringIO()
         import csv  # loaded by the first CSV answer (off `boardd serve`'s start)
 

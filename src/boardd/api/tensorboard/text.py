@@ -20,7 +20,6 @@ from boardd.api.tensorboard.markup import (
     safe_html,
 )
 from boardd.api.tensorboard.plugins import run_and_tag
-from boardd.data.arrays import read_arrays
 from boardd.data.kinds import TENSORS
 from boardd.data.plugin_metadata import readable
 
@@ -102,7 +101,7 @@ async def text(request: Request) -> Response:
         return tb_json(
             [
                 {"wall_time": p.wall_time, "step": p.step, "text": to_html(p.value, markdown)}
-                for p in read_arrays(reader.connection(found.handle), found.info, samples)
+                for p in found.handle.provider.read_arrays(found.info, samples)
             ]
         )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -30,9 +30,8 @@ from boardd.api.tensorboard.common import (
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.markup import markdown_to_safe_html
 from boardd.data import plugin_metadata
-from boardd.data import series as data_series
 from boardd.data import timeseries as data_timeseries
-from boardd.data.blobs import open_blob, parse_blob_key, unknown_key
+from boardd.data.blobs import parse_blob_key, unknown_key
 from boardd.data.kinds import BLOB_SEQUENCES, SCALARS, TENSORS, Kind
 from boardd.data.series import Bounds
 from boardd.data.values import json_floats
@@ -113,9 +112,7 @@ def request_error(wanted: Mapping[str, Any]) -> str | None:
 def _scalar_series(reader: Reader, found: list[Series], samples: int | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for s in found:
-        (col,) = data_series.read_scalars(
-            reader.connection(s.handle), [s.info], Bounds(downsample=samples)
-        )
+        (col,) = s.handle.provider.read_scalars([s.info], Bounds(downsample=samples))
         out[s.run] = [
             {"wallTime": w, "step": step, "value": v}
             for w, step, v in zip(
@@ -128,9 +125,7 @@ def _scalar_series(reader: Reader, found: list[Series], samples: int | None) -> 
 def _histogram_series(reader: Reader, found: list[Series], samples: int | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for s in found:
-        (read,) = data_series.read_tensors(
-            reader.connection(s.handle), [s.info], Bounds(downsample=samples)
-        )
+        (read,) = s.handle.provider.read_tensors([s.info], Bounds(downsample=samples))
         out[s.run] = [
             {
                 "wallTime": p.wall_time,
@@ -149,8 +144,8 @@ def _image_series(
     for s in found:
         # Downsampled over all steps first, then the steps without this sample dropped (as
         # TensorBoard does: an index bound would downsample the remaining steps instead).
-        (read,) = data_series.read_blob_sequences(
-            reader.connection(s.handle), s.handle.spec.name, [s.info], Bounds(downsample=samples)
+        (read,) = s.handle.provider.read_blob_sequences(
+            s.handle.spec.name, [s.info], Bounds(downsample=samples)
         )
         points = []
         for p in read.steps:
@@ -251,7 +246,7 @@ async def time_series(request: Request) -> Response:
         held = begun.held
     etag = await asyncio.to_thread(answer_etag, request, scope, text)
 
-    def block(_: None) -> tuple[bytes, bool]:
+    def block() -> tuple[bytes, bool]:
         reader = Reader(scope)
         parts: list[bytes] = []
         size = 0
@@ -263,10 +258,7 @@ async def time_series(request: Request) -> Response:
             parts.append(b"]")
         return b"".join(parts), done
 
-    async def run(step: Callable[[None], tuple[bytes, bool]]) -> tuple[bytes, bool]:
-        return await asyncio.to_thread(step, None)
-
-    return common.stream_rest(request, held, block, run, "application/json", etag)
+    return common.stream_rest(request, held, block, "application/json", etag)
 
 
 async def image_data(request: Request) -> Response:
@@ -283,10 +275,10 @@ async def image_data(request: Request) -> Response:
     )
     if handle is None:
         raise unknown_key(key)
-    stores = handle.pool.stores
+    provider = handle.provider
 
     def start() -> tuple[int, bytes, Iterator[bytes]]:
-        blob = open_blob(handle.spec.db, key, stores)
+        blob = provider.open_blob(key)
         chunks = blob.chunks()
         return blob.size, next(chunks, b""), chunks
 

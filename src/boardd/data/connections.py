@@ -14,7 +14,7 @@ from typing import TypeVar
 import anyio.to_thread
 import apsw
 
-from boardd.data.errors import Unavailable
+from boardd.data.errors import Damaged, Unavailable
 from boardd.store import damage, integrity, queries
 from boardd.store.connection import open_reader
 from boardd.store.errors import StoreDamagedError, StoreOpenError
@@ -46,7 +46,7 @@ def damage_of(exc: BaseException) -> Unavailable | None:
     if not integrity.is_damage(exc):
         return None
     damage.suspect(str(exc))
-    return Unavailable(f"a store is damaged ({exc}): it is checked, and rebuilt from its logdir")
+    return Damaged(f"a store is damaged ({exc}): it is checked, and rebuilt from its logdir")
 
 
 def is_damage(exc: BaseException) -> bool:
@@ -54,13 +54,11 @@ def is_damage(exc: BaseException) -> bool:
     return integrity.is_damage(exc)
 
 
-def damaged_read(db: Path, exc: BaseException) -> Unavailable:
+def damaged_read(db: Path, exc: BaseException) -> Damaged:
     """A read of ``db`` met SQLite's corruption error: the store's writer is told, and the
     reader answers 503 (never what a damaged page gave)."""
     damage.suspect(str(exc), db)
-    return Unavailable(
-        f"the store {db} is damaged ({exc}): it is checked, and rebuilt from its logdir"
-    )
+    return Damaged(f"the store {db} is damaged ({exc}): it is checked, and rebuilt from its logdir")
 
 
 def _store_id(connection: apsw.Connection) -> str:
