@@ -42,28 +42,13 @@ if TYPE_CHECKING:
     # Imported by the thread when it needs them: `boardd serve` binds its port and answers
     # its first request without loading the ingest machinery (the reader, watchdog, the pool).
     from boardd.daemon.watcher import LogdirWatcher
+    from boardd.data.sqlite_provider import SqliteProvider
     from boardd.ingest.ingestor import Ingestor, PassResult
     from boardd.ingest.progress import Progress, ProgressLine, ProgressLog
     from boardd.ingest.remote import RequestCounts
     from boardd.ingest.sources import ByteSource
 
 log = logging.getLogger(__name__)
-
-
-def _preload_columns(db: Path, stop: threading.Event) -> None:
-    """The scalar series into the column cache, as far as it has room (boardd.data.columns),
-    so that the first charts after a start do not read the store's rows."""
-    from boardd.data import columns
-
-    columns.preload_store(db, stop)
-
-
-def _preload_hparams(db: Path) -> None:
-    """The hparams engine reads the store's hparams data (if any) now that the catch-up is
-    done, rather than at the first hparams request (imported here: not on the start path)."""
-    from boardd.data import hparams
-
-    hparams.preload(db)
 
 
 #: Failures that pass by themselves (space freed, a device back, a lock released): logged
@@ -197,8 +182,11 @@ class ExperimentRunner:
         bus: ChangeHub | None = None,
         warm: threading.Event | None = None,
         answered: threading.Event | None = None,
+        provider: SqliteProvider | None = None,
     ) -> None:
         self.spec = spec
+        # The served store's data provider, warmed up once caught up (None: not served here).
+        self._provider = provider
         # The hparams preload waits for it once caught up (the daemon sets it after its first
         # answer: the preload does not compete with that); None: no wait.
         self._warm = warm
@@ -936,11 +924,13 @@ class ExperimentRunner:
             self._warm.wait()
             if self._stop.is_set():
                 return
+        if self._provider is None:
+            return
         # The scalar series first (the dashboard's first view reads them), then hparams.
-        _preload_columns(self.spec.db, self._stop)
+        self._provider.preload_columns(self._stop)
         if self._stop.is_set():
             return
-        _preload_hparams(self.spec.db)
+        self._provider.preload_hparams()
 
     def _progress(self, done: int, total: int) -> None:
         self._read(self._pass_base + done, self._pass_base + total)

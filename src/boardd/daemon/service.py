@@ -40,6 +40,8 @@ from boardd.daemon.memory import tune_malloc
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner, RunnerState, describe
 from boardd.data import accel
+from boardd.data.columns import ColumnCache
+from boardd.data.sqlite_provider import SqliteProvider
 from boardd.lineage import LineageService
 from boardd.store.bus import ChangeHub
 from boardd.store.location import state_directory
@@ -159,6 +161,12 @@ class Service:
         # numpy too (a large share of the start): the scalar kernels run in pure Python until the
         # warm-up imports it (boardd.data.accel).
         accel.defer()
+        # What the HTTP app reads each store through (it closes them when it stops); made here
+        # so that each runner warms up its store's provider once caught up.
+        self.column_cache = ColumnCache()
+        self.providers = {
+            spec.name: SqliteProvider(spec.db, self.column_cache) for spec in settings.experiments
+        }
         self.runners = [
             ExperimentRunner(
                 spec,
@@ -168,6 +176,7 @@ class Service:
                 bus=self.hub,
                 warm=self.warm,
                 answered=self._answered,
+                provider=self.providers[spec.name],
             )
             for spec in settings.experiments
         ]
@@ -218,6 +227,8 @@ class Service:
             hosts=self.settings.hosts,
             frame_ancestors=self.settings.frame_ancestors,
             answer_processes=self.settings.answer_processes,
+            providers=self.providers,
+            column_cache=self.column_cache,
         )
         served: ASGIApp = app
         if self.settings.path_prefix:
