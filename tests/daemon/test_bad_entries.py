@@ -25,7 +25,8 @@ import apsw
 import pytest
 
 from boardd.config import ExperimentSpec, ServeSettings
-from boardd.daemon.runner import ExperimentRunner, describe
+from boardd.daemon.runner import ExperimentRunner
+from boardd.daemon.runner_status import describe
 from boardd.store.connection import open_reader
 from tests.conftest import EventRun
 from tests.daemon.conftest import ServeFactory, wait_until

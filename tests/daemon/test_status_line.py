@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from boardd.daemon.runner import RunnerStatus, describe
+from boardd.daemon.runner_status import RunnerStatus, describe
 
 BASE = RunnerStatus(
     name="logs",

@@ -38,7 +38,8 @@ from boardd.config import ServeSettings
 from boardd.daemon.http import Server, server_config
 from boardd.daemon.memory import tune_malloc
 from boardd.daemon.notify import Notifier
-from boardd.daemon.runner import ExperimentRunner, RunnerState, describe
+from boardd.daemon.runner import ExperimentRunner
+from boardd.daemon.runner_status import RunnerState, describe
 from boardd.data import accel
 from boardd.data.columns import ColumnCache
 from boardd.data.sqlite_provider import SqliteProvider
