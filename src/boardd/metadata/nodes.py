@@ -124,7 +124,7 @@ def create_node(
         if stored_type is None:
             raise errors.NotFoundError(f"No type found for query, type_id: {node.type_id}")
         validate_properties(node, stored_type)
-    values = _column_values(kind, node, kind.columns)
+    values = _column_values(kind, node, with_name=True)
     try:
         db.execute(kind.insert, (node.type_id, *values, now, now))
     except apsw.ConstraintError as exc:
@@ -187,22 +187,31 @@ def update_node(
         source = merged
     else:
         source = node
-    values = _column_values(kind, source, kind.update_columns)
+    values = _column_values(kind, source, with_name=False)
     # As MLMD: a name or external id taken by another node fails an update as an
     # internal error (creating such a node is AlreadyExists).
     access.execute_or_internal_error(db, kind.update, (stored.type_id, *values, now, node.id))
     return int(node.id)
 
 
-def _column_values(kind: NodeKind, node: Any, columns: Sequence[str]) -> tuple[Any, ...]:
-    """A node's fields as its table's columns: NULL for a field not set, but for ``uri`` (an
-    empty string, as MLMD stores it). A context's name must not be empty."""
-    if kind is CONTEXT and not node.name:
-        raise errors.InvalidArgumentError("Context name should not be empty")
-    return tuple(
-        getattr(node, column) if column == "uri" or node.HasField(column) else None
-        for column in columns
-    )
+def _column_values(kind: NodeKind, node: Any, *, with_name: bool) -> tuple[Any, ...]:
+    """A node's fields as its table's columns, in the order of ``kind.columns`` (with the
+    name) or ``kind.update_columns`` (without it, but for a context's): NULL for a field not
+    set, but for ``uri`` (an empty string, as MLMD stores it). A context's name must not be
+    empty."""
+    # Field by field rather than a loop over kind.columns: this runs for every node a put
+    # writes.
+    external_id = node.external_id if node.HasField("external_id") else None
+    if kind is CONTEXT:
+        if not node.name:
+            raise errors.InvalidArgumentError("Context name should not be empty")
+        return (node.name, external_id)
+    name = node.name if node.HasField("name") else None
+    if kind is ARTIFACT:
+        state = node.state if node.HasField("state") else None
+        return (node.uri, state, name, external_id) if with_name else (node.uri, state, external_id)
+    state = node.last_known_state if node.HasField("last_known_state") else None
+    return (state, name, external_id) if with_name else (state, external_id)
 
 
 def _modify_properties(
