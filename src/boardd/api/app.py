@@ -264,4 +264,8 @@ HANDLERS: dict[str, Handler] = {
     "hparams_metric_evals": deferred("boardd.api.hparams", "metric_evals"),
     "metadata_call": deferred("boardd.api.metadata", "call"),
     "metadata_lineage_graph": deferred("boardd.api.metadata", "lineage_graph"),
+    "read_distributions": deferred("boardd.api.plugin_data", "distributions"),
+    "read_pr_curves": deferred("boardd.api.plugin_data", "pr_curves"),
+    "read_text": deferred("boardd.api.plugin_data", "text"),
+    "read_descriptions": deferred("boardd.api.plugin_data", "descriptions"),
 }

@@ -296,6 +296,29 @@ HPARAMS_REQUEST = Param(
     "(more: 413) (default: {})",
 )
 
+SERIES_RUN = Param("run", "the run", required=True, hint="e.g. run=train")
+SERIES_TAG = Param("tag", "the tag", required=True, hint="e.g. tag=loss")
+
+
+def _steps_param(default: str) -> Param:
+    """``downsample=`` of a route of one series' steps, whose default is ``default``."""
+    return Param(
+        "downsample",
+        "at most k steps, chosen as downsample= of /api/v1/tensors chooses them (default: "
+        f"{default}, as TensorBoard's route)",
+        "integer",
+        minimum=0,
+    )
+
+
+DESCRIPTIONS_PLUGIN = Param(
+    "plugin",
+    "the plugin owning the series, e.g. scalars, histograms, text (as plugin= of the /list "
+    "routes: an unknown one is a 400 naming the known ones)",
+    required=True,
+    hint="e.g. plugin=scalars",
+)
+
 # -- answers ------------------------------------------------------------------------------------
 
 JSON = "application/json"
@@ -476,10 +499,12 @@ ROUTES: tuple[RouteDef, ...] = (
         "/api/v1/stream",
         "stream",
         "Live changes (Server-Sent Events)",
-        "One event per change after each commit: `event: series` (data: experiment, run, tag, "
-        "plugin, data_class, step, wall_time, value for scalars, generation), `event: run` "
-        "(data: experiment, run, change: created or deleted, generation), `event: reset` (the "
-        "store went back in time: fetch again); a `: ping` comment when idle. Each event's id "
+        "One event per change after each commit: `event: series` (data: StreamSeriesEvent: "
+        "experiment, run, tag, plugin, data_class, step, wall_time, value for scalars, "
+        "generation), `event: run` (data: StreamRunEvent: experiment, run, change: created or "
+        "deleted, generation), `event: reset` (data: StreamResetEvent: experiment, generation; "
+        "the store went back in time: fetch again); a `: ping` comment when idle. The data "
+        "schemas are in components/schemas. Each event's id "
         "is a cursor: reconnect with Last-Event-ID (or since=) to receive exactly what was "
         "missed, coalesced.",
         "server",
@@ -491,6 +516,61 @@ ROUTES: tuple[RouteDef, ...] = (
         (400, 404, 503),
     ),
     *(route for kind in KINDS.values() for route in _kind_routes(kind)),
+    RouteDef(
+        "/api/v1/distributions",
+        "read_distributions",
+        "Distributions of a histogram series",
+        "One run's histograms of a tag compressed to percentiles, step by step, as "
+        "TensorBoard's distributions dashboard draws them: `[{step, wall_time, percentiles: "
+        "[{basis_point, value}, …]}, …]` by step (the numbers of TensorBoard's "
+        "`/data/plugin/distributions/distributions`). No such run or tag: 404.",
+        "plugins",
+        (
+            EXPERIMENT,
+            SERIES_RUN,
+            SERIES_TAG,
+            _steps_param("501, or fewer per --samples-per-plugin"),
+        ),
+        json_answer(_array("DistributionStep"), "the steps", etag=True),
+        (400, 404, 503),
+    ),
+    RouteDef(
+        "/api/v1/pr_curves",
+        "read_pr_curves",
+        "PR curves",
+        "One run's precision–recall curves of a tag, step by step: `[{step, wall_time, "
+        "thresholds, precision, recall, true_positives, false_positives, true_negatives, "
+        "false_negatives}, …]` by step, a value per threshold (the numbers of TensorBoard's "
+        "`/data/plugin/pr_curves/pr_curves`). No such run or tag: 404.",
+        "plugins",
+        (EXPERIMENT, SERIES_RUN, SERIES_TAG, _steps_param("100, or per --samples-per-plugin")),
+        json_answer(_array("PrCurveStep"), "the steps", etag=True),
+        (400, 404, 503),
+    ),
+    RouteDef(
+        "/api/v1/text",
+        "read_text",
+        "Text as HTML",
+        "One run's text summaries of a tag, step by step, rendered from Markdown and "
+        "sanitized as TensorBoard's text dashboard shows them: `[{step, wall_time, html}, …]` "
+        "by step (the HTML of TensorBoard's `/data/plugin/text/text`). No such run or tag: 404.",
+        "plugins",
+        (EXPERIMENT, SERIES_RUN, SERIES_TAG, _steps_param("100, or per --samples-per-plugin")),
+        json_answer(_array("TextStep"), "the steps", etag=True),
+        (400, 404, 503),
+    ),
+    RouteDef(
+        "/api/v1/descriptions",
+        "read_descriptions",
+        "Tags' descriptions as HTML",
+        "The summary descriptions of one plugin's series, rendered from Markdown and "
+        "sanitized as TensorBoard's UI shows them: `{RUN: {TAG: html}}`, only the series that "
+        "have one (the /list routes give them as written).",
+        "plugins",
+        (EXPERIMENT, DESCRIPTIONS_PLUGIN),
+        json_answer(runs_tags({"type": "string"}), "the descriptions", etag=True),
+        (400, 404, 503),
+    ),
     RouteDef(
         "/api/v1/hparams/experiment",
         "hparams_experiment",

@@ -139,7 +139,21 @@ SCHEMAS: dict[str, Any] = {
                     "bytes": {"type": "integer"},
                     "hits": {"type": "integer"},
                     "misses": {"type": "integer"},
+                    "replaced": {
+                        "type": "integer",
+                        "description": "answers replaced by a newer one of the same request",
+                    },
                     "hit_rate": {"type": "number"},
+                    "tiers": {
+                        "type": "object",
+                        "description": "the memory tier's and the disk tier's counters (disk: "
+                        "null without a disk cache, or until it is open)",
+                        "required": ["memory", "disk"],
+                        "properties": {
+                            "memory": _schema("CacheTierStats"),
+                            "disk": {"anyOf": [_schema("CacheTierStats"), {"type": "null"}]},
+                        },
+                    },
                     "columns": {
                         "type": "object",
                         "description": "whole scalar series kept decoded (a process's readers "
@@ -164,11 +178,38 @@ SCHEMAS: dict[str, Any] = {
                 "type": "array",
                 "items": {
                     "type": "object",
-                    "description": "the daemon adds its live ingest state (state, lag, …)",
+                    "description": "name, logdir and data_loss always; the daemon adds "
+                    "its live ingest state (db, state, watch_mode, generation, lag, …), a "
+                    "server over stores it does not write does not",
                     "required": ["name", "logdir", "data_loss"],
                     "properties": {
                         "name": {"type": "string"},
                         "logdir": {"type": "string"},
+                        "db": {"type": "string", "description": "the store file"},
+                        "watch_mode": {
+                            "type": "string",
+                            "enum": ["inotify", "polling", "stopped", "none"],
+                            "description": "how the logdir is followed: inotify, polling (a "
+                            "remote logdir, --poll, or what inotify cannot watch: see "
+                            "watch_problem), stopped (not watching: starting, a pass in "
+                            "progress, or stopped), none (no watcher yet)",
+                        },
+                        "generation": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "description": "the generation of the store's last commit",
+                        },
+                        "last_commit": {
+                            "type": ["number", "null"],
+                            "description": "when the last commit was made (seconds since the "
+                            "epoch); null before the first",
+                        },
+                        "lag_seconds": {
+                            "type": ["number", "null"],
+                            "minimum": 0,
+                            "description": "how long the oldest change heard and not yet "
+                            "committed has waited; null when there is none",
+                        },
                         "data_loss": {
                             "type": ["integer", "null"],
                             "description": "data-loss records; null while there is no store",
@@ -196,6 +237,16 @@ SCHEMAS: dict[str, Any] = {
                             "description": "the last damaged store: what was found, where "
                             "the file was set aside, since when, and lost_runs (runs it had "
                             "that the logdir no longer holds; null until rebuilt)",
+                            "required": ["found", "set_aside", "since"],
+                            "properties": {
+                                "found": {"type": "string"},
+                                "set_aside": {"type": ["string", "null"]},
+                                "since": {"type": "number"},
+                                "lost_runs": {
+                                    "type": ["array", "null"],
+                                    "items": {"type": "string"},
+                                },
+                            },
                         },
                         "store_checked": {
                             "type": "boolean",
@@ -306,6 +357,77 @@ SCHEMAS: dict[str, Any] = {
             },
         },
     },
+    "CacheTierStats": {
+        "type": "object",
+        "required": ["hits", "misses", "hit_rate"],
+        "properties": {
+            "hits": {"type": "integer", "minimum": 0},
+            "misses": {"type": "integer", "minimum": 0},
+            "hit_rate": {"type": "number"},
+            "errors": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "the disk tier's: reads and writes that failed (answered "
+                "without it)",
+            },
+        },
+    },
+    "StreamSeriesEvent": {
+        "type": "object",
+        "description": "`event: series`: a series after a commit that changed it",
+        "required": [
+            "experiment",
+            "run",
+            "tag",
+            "plugin",
+            "data_class",
+            "step",
+            "wall_time",
+            "generation",
+        ],
+        "additionalProperties": False,
+        "properties": {
+            "experiment": {"type": "string"},
+            "run": {"type": "string"},
+            "tag": {"type": "string"},
+            "plugin": {"type": "string"},
+            "data_class": {
+                "type": "string",
+                "description": "scalar, tensor or blob_sequence (the number itself for a "
+                "data class this version does not know)",
+            },
+            "step": {"type": "integer", "description": "the series' last step"},
+            "wall_time": {"type": "number", "description": "its last step's wall time"},
+            "value": {
+                **_schema("FloatOrText"),
+                "description": "scalars only: the last step's value",
+            },
+            "generation": {"type": "integer", "description": "the commit's generation"},
+        },
+    },
+    "StreamRunEvent": {
+        "type": "object",
+        "description": "`event: run`: a run created or deleted by a commit",
+        "required": ["experiment", "run", "change", "generation"],
+        "additionalProperties": False,
+        "properties": {
+            "experiment": {"type": "string"},
+            "run": {"type": "string"},
+            "change": {"type": "string", "enum": ["created", "deleted"]},
+            "generation": {"type": "integer"},
+        },
+    },
+    "StreamResetEvent": {
+        "type": "object",
+        "description": "`event: reset`: the store went back in time (rebuilt, or another "
+        "store file swapped in): fetch everything again",
+        "required": ["experiment", "generation"],
+        "additionalProperties": False,
+        "properties": {
+            "experiment": {"type": "string"},
+            "generation": {"type": "integer"},
+        },
+    },
     "Experiment": {
         "type": "object",
         "required": ["id", "name", "logdir", "creation_time"],
@@ -373,8 +495,32 @@ SCHEMAS: dict[str, Any] = {
                 "numbers (non-finite ones as FloatOrText), booleans, strings (UTF-8 text, or "
                 '{"base64": …} for other bytes); complex numbers as [re, im]. A tensor that '
                 'cannot be decoded is {"error": message}.',
+                "anyOf": [_schema("TensorValue"), _schema("TensorError")],
             },
         },
+    },
+    "TensorValue": {
+        "description": "a tensor's element, or nested lists of them (one level per dimension)",
+        "anyOf": [
+            _schema("FloatOrText"),
+            {"type": "boolean"},
+            {"type": "string", "description": "a string element: UTF-8 text"},
+            {
+                "type": "object",
+                "description": "a string element that is not UTF-8 text: its bytes",
+                "required": ["base64"],
+                "additionalProperties": False,
+                "properties": {"base64": {"type": "string", "contentEncoding": "base64"}},
+            },
+            {"type": "array", "items": _schema("TensorValue")},
+        ],
+    },
+    "TensorError": {
+        "type": "object",
+        "description": "a tensor that cannot be decoded, and why",
+        "required": ["error"],
+        "additionalProperties": False,
+        "properties": {"error": {"type": "string"}},
     },
     "BlobSequenceDatum": {
         "type": "object",
@@ -387,6 +533,82 @@ SCHEMAS: dict[str, Any] = {
                 "type": "array",
                 "description": "opaque keys for /api/v1/blob/{key}, in index order",
                 "items": {"type": "string"},
+            },
+        },
+    },
+    "DistributionStep": {
+        "type": "object",
+        "description": "one step's histogram compressed to percentiles, as TensorBoard's "
+        "distributions dashboard draws it",
+        "required": ["step", "wall_time", "percentiles"],
+        "additionalProperties": False,
+        "properties": {
+            "step": {"type": "integer"},
+            "wall_time": {"type": "number"},
+            "percentiles": {
+                "type": "array",
+                "description": "by basis point, ascending: those of the median, ±1σ, ±2σ, ±3σ "
+                "of a normal and the extremes (0, 668, 1587, 3085, 5000, 6915, 8413, 9332, "
+                "10000); a histogram whose counts stop short of a basis point has none from "
+                "there on",
+                "items": {
+                    "type": "object",
+                    "required": ["basis_point", "value"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "basis_point": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": 10000,
+                            "description": "hundredths of a percent of the count below value",
+                        },
+                        "value": _schema("FloatOrText"),
+                    },
+                },
+            },
+        },
+    },
+    "PrCurveStep": {
+        "type": "object",
+        "description": "one step's precision–recall curve, a value per threshold (ascending), "
+        "up to the last threshold with any positive, as TensorBoard's PR-curves route",
+        "required": [
+            "step",
+            "wall_time",
+            "thresholds",
+            "precision",
+            "recall",
+            "true_positives",
+            "false_positives",
+            "true_negatives",
+            "false_negatives",
+        ],
+        "additionalProperties": False,
+        "properties": {
+            "step": {"type": "integer"},
+            "wall_time": {"type": "number"},
+            "thresholds": {"type": "array", "items": {"type": "number"}},
+            "precision": {"type": "array", "items": _schema("FloatOrText")},
+            "recall": {"type": "array", "items": _schema("FloatOrText")},
+            "true_positives": {"type": "array", "items": {"type": "integer"}},
+            "false_positives": {"type": "array", "items": {"type": "integer"}},
+            "true_negatives": {"type": "array", "items": {"type": "integer"}},
+            "false_negatives": {"type": "array", "items": {"type": "integer"}},
+        },
+    },
+    "TextStep": {
+        "type": "object",
+        "required": ["step", "wall_time", "html"],
+        "additionalProperties": False,
+        "properties": {
+            "step": {"type": "integer"},
+            "wall_time": {"type": "number"},
+            "html": {
+                "type": "string",
+                "description": "the step's strings as sanitized HTML, as TensorBoard's text "
+                "dashboard shows them: one string rendered as Markdown, a vector or matrix as "
+                "a table of rendered cells, a higher rank as its first 2-D slice under a "
+                "warning; cleaned by TensorBoard's allow-list (other tags escaped)",
             },
         },
     },

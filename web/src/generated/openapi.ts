@@ -133,7 +133,7 @@ export interface paths {
         };
         /**
          * Live changes (Server-Sent Events)
-         * @description One event per change after each commit: `event: series` (data: experiment, run, tag, plugin, data_class, step, wall_time, value for scalars, generation), `event: run` (data: experiment, run, change: created or deleted, generation), `event: reset` (the store went back in time: fetch again); a `: ping` comment when idle. Each event's id is a cursor: reconnect with Last-Event-ID (or since=) to receive exactly what was missed, coalesced.
+         * @description One event per change after each commit: `event: series` (data: StreamSeriesEvent: experiment, run, tag, plugin, data_class, step, wall_time, value for scalars, generation), `event: run` (data: StreamRunEvent: experiment, run, change: created or deleted, generation), `event: reset` (data: StreamResetEvent: experiment, generation; the store went back in time: fetch again); a `: ping` comment when idle. The data schemas are in components/schemas. Each event's id is a cursor: reconnect with Last-Event-ID (or since=) to receive exactly what was missed, coalesced.
          */
         get: operations["stream"];
         put?: never;
@@ -256,6 +256,86 @@ export interface paths {
          * @description The points of every matching blob sequence time series (images, audio, graphs: a list of blobs per step): `{RUN: {TAG: [datum, …]}}`, points sorted by step. Filters apply in this order: run/tag, step range, latest, downsample, then the index range within each step. An answer that could exceed the point bound (runs × tags × samples) is refused with 413 before any point is read.
          */
         get: operations["read_blob_sequences"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/distributions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Distributions of a histogram series
+         * @description One run's histograms of a tag compressed to percentiles, step by step, as TensorBoard's distributions dashboard draws them: `[{step, wall_time, percentiles: [{basis_point, value}, …]}, …]` by step (the numbers of TensorBoard's `/data/plugin/distributions/distributions`). No such run or tag: 404.
+         */
+        get: operations["read_distributions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/pr_curves": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * PR curves
+         * @description One run's precision–recall curves of a tag, step by step: `[{step, wall_time, thresholds, precision, recall, true_positives, false_positives, true_negatives, false_negatives}, …]` by step, a value per threshold (the numbers of TensorBoard's `/data/plugin/pr_curves/pr_curves`). No such run or tag: 404.
+         */
+        get: operations["read_pr_curves"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/text": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Text as HTML
+         * @description One run's text summaries of a tag, step by step, rendered from Markdown and sanitized as TensorBoard's text dashboard shows them: `[{step, wall_time, html}, …]` by step (the HTML of TensorBoard's `/data/plugin/text/text`). No such run or tag: 404.
+         */
+        get: operations["read_text"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/descriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Tags' descriptions as HTML
+         * @description The summary descriptions of one plugin's series, rendered from Markdown and sanitized as TensorBoard's UI shows them: `{RUN: {TAG: html}}`, only the series that have one (the /list routes give them as written).
+         */
+        get: operations["read_descriptions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -440,7 +520,14 @@ export interface components {
                 bytes: number;
                 hits: number;
                 misses: number;
+                /** @description answers replaced by a newer one of the same request */
+                replaced?: number;
                 hit_rate: number;
+                /** @description the memory tier's and the disk tier's counters (disk: null without a disk cache, or until it is open) */
+                tiers?: {
+                    memory: components["schemas"]["CacheTierStats"];
+                    disk: components["schemas"]["CacheTierStats"] | null;
+                };
                 /** @description whole scalar series kept decoded (a process's readers share them; filled once an experiment is caught up) */
                 columns?: {
                     hits: number;
@@ -455,6 +542,19 @@ export interface components {
             experiments: {
                 name: string;
                 logdir: string;
+                /** @description the store file */
+                db?: string;
+                /**
+                 * @description how the logdir is followed: inotify, polling (a remote logdir, --poll, or what inotify cannot watch: see watch_problem), stopped (not watching: starting, a pass in progress, or stopped), none (no watcher yet)
+                 * @enum {string}
+                 */
+                watch_mode?: "inotify" | "polling" | "stopped" | "none";
+                /** @description the generation of the store's last commit */
+                generation?: number;
+                /** @description when the last commit was made (seconds since the epoch); null before the first */
+                last_commit?: number | null;
+                /** @description how long the oldest change heard and not yet committed has waited; null when there is none */
+                lag_seconds?: number | null;
                 /** @description data-loss records; null while there is no store */
                 data_loss: number | null;
                 /**
@@ -463,7 +563,12 @@ export interface components {
                  */
                 state?: "starting" | "rebuilding" | "catching_up" | "live" | "retrying" | "read_only" | "damaged" | "stopped" | "failed";
                 /** @description the last damaged store: what was found, where the file was set aside, since when, and lost_runs (runs it had that the logdir no longer holds; null until rebuilt) */
-                damage?: Record<string, unknown> | null;
+                damage?: {
+                    found: string;
+                    set_aside: string | null;
+                    since: number;
+                    lost_runs?: string[] | null;
+                } | null;
                 /** @description whether the store has been read whole since it opened: its open checks only the file's size, the read follows at once in the background (damage within a page is known from then on, or when a read meets it) */
                 store_checked?: boolean;
                 /** @description bytes of event files read since the daemon started: the catch-up's, then every live read's */
@@ -505,6 +610,43 @@ export interface components {
                     since: number;
                 }[];
             }[];
+        };
+        CacheTierStats: {
+            hits: number;
+            misses: number;
+            hit_rate: number;
+            /** @description the disk tier's: reads and writes that failed (answered without it) */
+            errors?: number;
+        };
+        /** @description `event: series`: a series after a commit that changed it */
+        StreamSeriesEvent: {
+            experiment: string;
+            run: string;
+            tag: string;
+            plugin: string;
+            /** @description scalar, tensor or blob_sequence (the number itself for a data class this version does not know) */
+            data_class: string;
+            /** @description the series' last step */
+            step: number;
+            /** @description its last step's wall time */
+            wall_time: number;
+            /** @description scalars only: the last step's value */
+            value?: components["schemas"]["FloatOrText"];
+            /** @description the commit's generation */
+            generation: number;
+        };
+        /** @description `event: run`: a run created or deleted by a commit */
+        StreamRunEvent: {
+            experiment: string;
+            run: string;
+            /** @enum {string} */
+            change: "created" | "deleted";
+            generation: number;
+        };
+        /** @description `event: reset`: the store went back in time (rebuilt, or another store file swapped in): fetch everything again */
+        StreamResetEvent: {
+            experiment: string;
+            generation: number;
         };
         Experiment: {
             /** @description what experiment= takes */
@@ -559,13 +701,50 @@ export interface components {
             dtype: string;
             shape: number[];
             /** @description nested lists of the given shape (a bare value for rank 0): numbers (non-finite ones as FloatOrText), booleans, strings (UTF-8 text, or {"base64": …} for other bytes); complex numbers as [re, im]. A tensor that cannot be decoded is {"error": message}. */
-            values: unknown;
+            values: components["schemas"]["TensorValue"] | components["schemas"]["TensorError"];
+        };
+        /** @description a tensor's element, or nested lists of them (one level per dimension) */
+        TensorValue: components["schemas"]["FloatOrText"] | boolean | string | {
+            base64: string;
+        } | components["schemas"]["TensorValue"][];
+        /** @description a tensor that cannot be decoded, and why */
+        TensorError: {
+            error: string;
         };
         BlobSequenceDatum: {
             step: number;
             wall_time: number;
             /** @description opaque keys for /api/v1/blob/{key}, in index order */
             blobs: string[];
+        };
+        /** @description one step's histogram compressed to percentiles, as TensorBoard's distributions dashboard draws it */
+        DistributionStep: {
+            step: number;
+            wall_time: number;
+            /** @description by basis point, ascending: those of the median, ±1σ, ±2σ, ±3σ of a normal and the extremes (0, 668, 1587, 3085, 5000, 6915, 8413, 9332, 10000); a histogram whose counts stop short of a basis point has none from there on */
+            percentiles: {
+                /** @description hundredths of a percent of the count below value */
+                basis_point: number;
+                value: components["schemas"]["FloatOrText"];
+            }[];
+        };
+        /** @description one step's precision–recall curve, a value per threshold (ascending), up to the last threshold with any positive, as TensorBoard's PR-curves route */
+        PrCurveStep: {
+            step: number;
+            wall_time: number;
+            thresholds: number[];
+            precision: components["schemas"]["FloatOrText"][];
+            recall: components["schemas"]["FloatOrText"][];
+            true_positives: number[];
+            false_positives: number[];
+            true_negatives: number[];
+            false_negatives: number[];
+        };
+        TextStep: {
+            step: number;
+            wall_time: number;
+            /** @description the step's strings as sanitized HTML, as TensorBoard's text dashboard shows them: one string rendered as Markdown, a vector or matrix as a table of rendered cells, a higher rank as its first 2-D slice under a warning; cleaned by TensorBoard's allow-list (other tags escaped) */
+            html: string;
         };
         /** @description TensorBoard's hparams Experiment message, proto3 JSON */
         HParamsExperiment: {
@@ -1301,6 +1480,190 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    read_distributions: {
+        parameters: {
+            query: {
+                /** @description experiment name (see /api/v1/experiments); default: the first one */
+                experiment?: string;
+                /** @description the run */
+                run: string;
+                /** @description the tag */
+                tag: string;
+                /** @description at most k steps, chosen as downsample= of /api/v1/tensors chooses them (default: 501, or fewer per --samples-per-plugin, as TensorBoard's route) */
+                downsample?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the steps */
+            200: {
+                headers: {
+                    /** @description strong validator of this answer (it changes with every commit of the data it was built from, and with the boardd version); send it back in If-None-Match */
+                    ETag?: string;
+                    /** @description always no-cache: revalidate */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DistributionStep"][];
+                };
+            };
+            /** @description the If-None-Match validator still holds: reuse the cached answer */
+            304: {
+                headers: {
+                    /** @description strong validator of this answer (it changes with every commit of the data it was built from, and with the boardd version); send it back in If-None-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    read_pr_curves: {
+        parameters: {
+            query: {
+                /** @description experiment name (see /api/v1/experiments); default: the first one */
+                experiment?: string;
+                /** @description the run */
+                run: string;
+                /** @description the tag */
+                tag: string;
+                /** @description at most k steps, chosen as downsample= of /api/v1/tensors chooses them (default: 100, or per --samples-per-plugin, as TensorBoard's route) */
+                downsample?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the steps */
+            200: {
+                headers: {
+                    /** @description strong validator of this answer (it changes with every commit of the data it was built from, and with the boardd version); send it back in If-None-Match */
+                    ETag?: string;
+                    /** @description always no-cache: revalidate */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PrCurveStep"][];
+                };
+            };
+            /** @description the If-None-Match validator still holds: reuse the cached answer */
+            304: {
+                headers: {
+                    /** @description strong validator of this answer (it changes with every commit of the data it was built from, and with the boardd version); send it back in If-None-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    read_text: {
+        parameters: {
+            query: {
+                /** @description experiment name (see /api/v1/experiments); default: the first one */
+                experiment?: string;
+                /** @description the run */
+                run: string;
+                /** @description the tag */
+                tag: string;
+                /** @description at most k steps, chosen as downsample= of /api/v1/tensors chooses them (default: 100, or per --samples-per-plugin, as TensorBoard's route) */
+                downsample?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the steps */
+            200: {
+                headers: {
+                    /** @description strong validator of this answer (it changes with every commit of the data it was built from, and with the boardd version); send it back in If-None-Match */
+                    ETag?: string;
+                    /** @description always no-cache: revalidate */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TextStep"][];
+                };
+            };
+            /** @description the If-None-Match validator still holds: reuse the cached answer */
+            304: {
+                headers: {
+                    /** @description strong validator of this answer (it changes with every commit of the data it was built from, and with the boardd version); send it back in If-None-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    read_descriptions: {
+        parameters: {
+            query: {
+                /** @description experiment name (see /api/v1/experiments); default: the first one */
+                experiment?: string;
+                /** @description the plugin owning the series, e.g. scalars, histograms, text (as plugin= of the /list routes: an unknown one is a 400 naming the known ones) */
+                plugin: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the descriptions */
+            200: {
+                headers: {
+                    /** @description strong validator of this answer (it changes with every commit of the data it was built from, and with the boardd version); send it back in If-None-Match */
+                    ETag?: string;
+                    /** @description always no-cache: revalidate */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+            /** @description the If-None-Match validator still holds: reuse the cached answer */
+            304: {
+                headers: {
+                    /** @description strong validator of this answer (it changes with every commit of the data it was built from, and with the boardd version); send it back in If-None-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
     };
