@@ -28,7 +28,26 @@ FORBIDDEN = {
     ),
     "store": ("boardd.ingest", "boardd.data", "boardd.api", "boardd.daemon", "boardd.cli"),
     "ingest": ("boardd.data", "boardd.api", "boardd.daemon", "boardd.cli"),
-    "data": ("starlette", "uvicorn", "boardd.api", "boardd.daemon", "boardd.cli", "boardd.ingest"),
+    # Generic: it knows no plugin (each plugin's logic is in boardd.plugins, over data/).
+    "data": (
+        "starlette",
+        "uvicorn",
+        "boardd.api",
+        "boardd.plugins",
+        "boardd.daemon",
+        "boardd.cli",
+        "boardd.ingest",
+    ),
+    # Each plugin: its logic over data/'s providers, its routes over api/'s helpers.
+    "plugins": (
+        "boardd.reader",
+        "boardd.ingest",
+        "boardd.daemon",
+        "boardd.cli",
+        "boardd.client",
+        "boardd.lineage",
+        "boardd.metadata",
+    ),
     # The API reads stores only through their data providers (boardd.data.provider): neither
     # SQLite nor the store's own modules.
     "api": (

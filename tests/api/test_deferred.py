@@ -23,9 +23,9 @@ def test_every_deferred_endpoint_names_a_handler(tmp_path: Path) -> None:
     assert {
         "boardd.api.tensorboard.histograms",
         "boardd.api.tensorboard.images",
-        "boardd.api.tensorboard.timeseries",
-        "boardd.api.tensorboard.hparams",
-        "boardd.api.hparams",
+        "boardd.plugins.timeseries.tensorboard_routes",
+        "boardd.plugins.hparams.tensorboard_routes",
+        "boardd.plugins.hparams.boardd_routes",
         "boardd.api.metadata",
     } <= modules
     for module, name in targets:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from tensorboardX import SummaryWriter
 
+from boardd.data.connections import open_store
 from boardd.data.experiments import experiment_id
 from boardd.data.kinds import SCALARS
-from boardd.data.connections import open_store
 from boardd.data.series import Bounds, Selection, list_series, read_scalars
 from tests.conftest import ingest
 from tests.daemon.conftest import SRC, ServeFactory, wait_until

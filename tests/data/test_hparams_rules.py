@@ -1,5 +1,5 @@
-"""ListSessionGroups, GetExperiment and ListMetricEvals of boardd.data.hparams, one test per rule
-of the proto comments (api.proto), on real event files: TensorBoard's official hparams API
+"""ListSessionGroups, GetExperiment and ListMetricEvals of boardd.plugins.hparams.data, one test
+per rule of the proto comments (api.proto), on real event files: TensorBoard's official hparams API
 (tests/hparams_logdirs.py, write_rules: five trials, two of them one group, missing hparams
 and metrics, metrics in sub-runs) and tensorboardX's add_hparams.
 
@@ -21,9 +21,9 @@ import apsw
 import pytest
 
 from boardd.data import experiments
-from boardd.data import hparams as H
-from boardd.data.errors import BadRequest, NotFound
 from boardd.data.connections import open_store
+from boardd.data.errors import BadRequest, NotFound
+from boardd.plugins.hparams import data as H
 from boardd.proto import hparams_api_pb2 as api
 from tests.conftest import ingest
 from tests.hparams_logdirs import WALL, write_rules, write_rules_tensorboardx

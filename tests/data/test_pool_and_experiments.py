@@ -10,8 +10,8 @@ import apsw
 import pytest
 
 from boardd.data import experiments
-from boardd.data.errors import Unavailable
 from boardd.data.connections import ReadPool
+from boardd.data.errors import Unavailable
 from tests.api.conftest import RUNS
 
 

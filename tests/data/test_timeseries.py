@@ -7,12 +7,12 @@ import math
 
 import numpy as np
 
-from boardd.data.timeseries import (
+from boardd.data.values import tensor_value
+from boardd.plugins.timeseries.data import (
     histogram_bins,
     image_sample,
     tag_descriptions,
 )
-from boardd.data.values import tensor_value
 from boardd.proto import types_pb2
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from boardd.data import experiments
-from boardd.data import hparams as H
 from boardd.data.connections import open_store
 from boardd.data.sqlite_provider import SqliteProvider
+from boardd.plugins.hparams import data as H
 from boardd.proto import hparams_api_pb2 as api
 from boardd.store.connection import open_reader, open_writer
 from boardd.store.schema import migrate
@@ -277,19 +277,19 @@ def test_preload_reads_a_store_with_hparams_data_only(tmp_path: Path) -> None:
     providers = [SqliteProvider(db) for db in (plain, tmp_path / "absent.sqlite", official)]
     try:
         for provider in providers:
-            provider.preload_hparams()
+            H.preload_provider(provider)
         for provider in providers[:2]:
-            held = provider._hparams
-            assert held is None or held._state is None  # nothing read: nothing to hold
-        held = providers[2]._hparams
-        assert held is not None and held._state is not None
+            held = provider.plugin_state("hparams", H.HparamsCache)
+            assert held._state is None  # nothing read: nothing to hold
+        held = providers[2].plugin_state("hparams", H.HparamsCache)
+        assert held._state is not None
         state = held._state[1]
         assert state.structure is not None and len(state.structure.sessions) == 5
         # The request after it finds the state current: nothing is read again.
         generation = state.generation
         row = providers[2].experiment()
         assert row is not None
-        source = providers[2].hparams_source(row.id)
+        source = H.source_of(providers[2], row.id)
         assert H.experiment_json_of([source])["hparamInfos"]
         assert held._state[1] is state and state.generation == generation
     finally:

@@ -259,9 +259,9 @@ HANDLERS: dict[str, Handler] = {
     **{f"read_{kind}": data.read_series for kind in KINDS},
     "read_blob": data.read_blob,
     # Imported by their first request, or after the daemon's first answer (api/deferred.py).
-    "hparams_experiment": deferred("boardd.api.hparams", "experiment"),
-    "hparams_session_groups": deferred("boardd.api.hparams", "session_groups"),
-    "hparams_metric_evals": deferred("boardd.api.hparams", "metric_evals"),
+    "hparams_experiment": deferred("boardd.plugins.hparams.boardd_routes", "experiment"),
+    "hparams_session_groups": deferred("boardd.plugins.hparams.boardd_routes", "session_groups"),
+    "hparams_metric_evals": deferred("boardd.plugins.hparams.boardd_routes", "metric_evals"),
     "metadata_call": deferred("boardd.api.metadata", "call"),
     "metadata_lineage_graph": deferred("boardd.api.metadata", "lineage_graph"),
     "read_distributions": deferred("boardd.api.plugin_data", "distributions"),

@@ -184,8 +184,8 @@ def _table(
         session_rows,
     )
     from boardd.data import experiments
-    from boardd.data import hparams as data_hparams
     from boardd.data.errors import DataError
+    from boardd.plugins.hparams import data as data_hparams
     from boardd.store.connection import open_reader
     from boardd.store.errors import StoreError
 

@@ -275,9 +275,9 @@ def parse_session_groups(
     answer: str | bytes | Mapping[str, Any],
 ) -> tuple[api.ListSessionGroupsResponse, dict[str, str], dict[str, str]]:
     """A ListSessionGroups answer of boardd's own (``/api/v1/hparams/session_groups``, or
-    :func:`boardd.data.hparams.session_groups_json` with ``named=True``): TensorBoard's message,
-    each session's name → its ``run`` (the run the user named), each group's name → its
-    ``displayName``."""
+    :func:`boardd.plugins.hparams.data.session_groups_json` with ``named=True``): TensorBoard's
+    message, each session's name → its ``run`` (the run the user named), each group's name →
+    its ``displayName``."""
     found = json.loads(answer) if isinstance(answer, str | bytes) else answer
     message = api.ListSessionGroupsResponse()
     json_format.ParseDict(found, message, ignore_unknown_fields=True)

@@ -679,7 +679,9 @@ class ExperimentRunner:
         self._provider.preload_columns(self._stop)
         if self._stop.is_set():
             return
-        self._provider.preload_hparams()
+        from boardd.plugins.hparams import data as hparams  # not on the start path
+
+        hparams.preload_provider(self._provider)
 
     def _progress(self, done: int, total: int) -> None:
         self._counts.pass_progress(done, total)

@@ -14,6 +14,7 @@ from boardd.data.errors import DataError, NotFound
 from boardd.store import queries
 from boardd.store.blobs import blob_size, iter_blob
 from boardd.store.errors import BlobNotFoundError, StoreError
+from boardd.store.queries import SeriesInfo
 
 
 def blob_key(experiment: str, store: str, blob_id: int) -> str:
@@ -131,3 +132,13 @@ def open_blob(db: Path, key: str, previous_stores: Collection[str] = ()) -> Blob
         connection.close()
         raise
     return BlobStream(size, sniff(first[:16]), first, rest, connection)
+
+
+def last_blob(connection: apsw.Connection, series: SeriesInfo) -> bytes | None:
+    """The first blob of the series' last step (what TensorBoard reads of a graph series), or
+    None when it has none."""
+    rows = queries.blob_sequence_rows(connection, series.id, latest=1)
+    if not rows or not rows[-1].blobs:
+        return None
+    _, blob_id = rows[-1].blobs[0]
+    return b"".join(iter_blob(connection, blob_id))

@@ -2,10 +2,10 @@
 
 The HTTP layer (``boardd.api``) reads an experiment only through this interface, modelled on
 TensorBoard's ``DataProvider``: list and read scalars, tensors and blob sequences, open blobs,
-plus what boardd serves beside them (runs, plugins, data loss, the live stream's changes, the
-hparams plugin's sessions). One provider is made per served experiment by the application,
-which closes it when it stops; the provider owns what its reads keep between requests (its
-connections, its share of the column cache, the hparams sessions, the projector's tensors).
+plus what boardd serves beside them (runs, plugins, data loss, the live stream's changes). One
+provider is made per served experiment by the application, which closes it when it stops; the
+provider owns what its reads keep between requests (its connections, its share of the column
+cache, and what each plugin keeps: :meth:`DataProvider.plugin_state`).
 
 Every method blocks: call it from a worker thread, never on the event loop. A store that
 cannot be read raises :class:`boardd.data.errors.Unavailable` (HTTP 503), never a backend's
@@ -17,17 +17,15 @@ own exception type, so that callers catch one family of errors
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from boardd.data.arrays import ArrayPoint
     from boardd.data.blobs import BlobStream
     from boardd.data.changes import Changes
     from boardd.data.experiments import DataLossRecord, ExperimentRow, RunRow
-    from boardd.data.hparams import Source
     from boardd.data.kinds import Kind
-    from boardd.data.projector import RecentTensors
     from boardd.data.series import (
         BlobSequenceSeries,
         Bounds,
@@ -39,6 +37,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = ["DataProvider"]
+
+T = TypeVar("T")
 
 
 class DataProvider(Protocol):
@@ -165,12 +165,8 @@ class DataProvider(Protocol):
 
     # -- what plugins keep --------------------------------------------------------------------
 
-    def hparams_source(self, experiment_id: int, prefix: str = "") -> Source:
-        """The store as the hparams plugin reads it, with the sessions the provider keeps
-        between requests (run names shown with ``prefix`` before them)."""
-        ...
-
-    @property
-    def projector_tensors(self) -> RecentTensors:
-        """The embedding tensors the projector read last, kept for its next requests."""
+    def plugin_state(self, name: str, make: Callable[[], T]) -> T:
+        """What the plugin ``name`` keeps about this store between requests (the hparams
+        sessions, the projector's last tensors), made by ``make`` on first use; it goes with
+        the provider when it closes."""
         ...

@@ -2,7 +2,8 @@
 
 It owns the store's read connections (one per worker thread: :class:`ReadPool`), reads whole
 scalar series through the column cache its application shares between providers, and keeps
-what the plugins keep between requests: the hparams sessions, the projector's last tensors.
+what the plugins keep between requests (:meth:`SqliteProvider.plugin_state`). The plugins
+whose logic is SQL (the hparams sessions) read through :meth:`SqliteProvider.connection`.
 Every read runs on the calling thread's connection; SQLite's word for a damaged file becomes
 :class:`Unavailable` (503) and the store's writer is told (:func:`damaged_read`).
 """
@@ -14,15 +15,14 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import apsw
 
 from boardd.data import changes, columns, experiments
 from boardd.data import series as data_series
-from boardd.data.blobs import BlobStream, open_blob
+from boardd.data.blobs import BlobStream, last_blob, open_blob
 from boardd.data.connections import ReadPool, damaged_read
-from boardd.data.errors import Unavailable
 from boardd.data.kinds import Kind
 from boardd.data.series import (
     BlobSequenceSeries,
@@ -37,8 +37,6 @@ from boardd.store.integrity import DAMAGED
 
 if TYPE_CHECKING:
     from boardd.data.arrays import ArrayPoint
-    from boardd.data.hparams import HparamsCache, Source
-    from boardd.data.projector import RecentTensors
 
 __all__ = ["SqliteProvider"]
 
@@ -72,8 +70,7 @@ class SqliteProvider:
         self.column_cache = column_cache
         self._pool = ReadPool(db)
         self._lock = threading.Lock()
-        self._hparams: HparamsCache | None = None
-        self._tensors: RecentTensors | None = None
+        self._plugins: dict[str, Any] = {}
 
     # -- the store ----------------------------------------------------------------------------
 
@@ -99,8 +96,7 @@ class SqliteProvider:
     def close(self) -> None:
         self._pool.close()
         with self._lock:
-            self._hparams = None
-            self._tensors = None
+            self._plugins.clear()
 
     # -- the experiment -----------------------------------------------------------------------
 
@@ -192,8 +188,6 @@ class SqliteProvider:
 
     @_reading
     def last_blob(self, series: SeriesInfo) -> bytes | None:
-        from boardd.data.graphs import last_blob  # protocol buffers: not on the start path
-
         return last_blob(self.connection(), series)
 
     def open_blob(self, key: str) -> BlobStream:
@@ -203,24 +197,12 @@ class SqliteProvider:
 
     # -- what plugins keep --------------------------------------------------------------------
 
-    @_reading
-    def hparams_source(self, experiment_id: int, prefix: str = "") -> Source:
-        from boardd.data import hparams  # protocol buffers: not on the start path
-
+    def plugin_state(self, name: str, make: Callable[[], T]) -> T:
         with self._lock:
-            if self._hparams is None:
-                self._hparams = hparams.HparamsCache()
-            held = self._hparams
-        return hparams.Source(self.connection(), experiment_id, prefix, held)
-
-    @property
-    def projector_tensors(self) -> RecentTensors:
-        from boardd.data.projector import RecentTensors  # numpy: not on the start path
-
-        with self._lock:
-            if self._tensors is None:
-                self._tensors = RecentTensors()
-            return self._tensors
+            found = self._plugins.get(name)
+            if found is None:
+                found = self._plugins[name] = make()
+            return found
 
     # -- the daemon's warm-up -----------------------------------------------------------------
 
@@ -229,18 +211,3 @@ class SqliteProvider:
         charts after a start do not read the store's rows (on a connection of its own)."""
         if self.column_cache is not None:
             columns.preload_store(self.column_cache, self.db, stop)
-
-    def preload_hparams(self) -> None:
-        """The hparams sessions read now, if the store has any, rather than at the first
-        hparams request (slow for many thousands of sessions). Errors are left for that
-        request to meet; others are logged."""
-        from boardd.data import hparams
-
-        try:
-            row = self.experiment()
-            if row is not None:
-                hparams.preload(self.hparams_source(row.id))
-        except Unavailable:
-            return  # not there yet, or being replaced: the first request reads it
-        except Exception:
-            log.exception("hparams: preloading %s failed", self.db)

@@ -12,17 +12,26 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from boardd.api.deferred import Endpoint, deferred
 from boardd.api.routing import indexed_router
-from boardd.api.tensorboard import core, projector, scalars
+from boardd.api.tensorboard import core, scalars
 from boardd.api.tensorboard.common import CACHED_FIRST, EXPERIMENT_PARAM, cached_first
+from boardd.plugins.projector import tensorboard_routes as projector
 
 #: The mount points of the data routes.
 PREFIXES = ("", "/tensorboard")
 
 
+#: The plugins whose package (``boardd.plugins.<name>``) holds their routes.
+PLUGIN_PACKAGES = frozenset(
+    {"custom_scalars", "graphs", "hparams", "mesh", "projector", "timeseries"}
+)
+
+
 def _plugin(module: str, name: str) -> Endpoint:
-    """The handler ``name`` of ``boardd.api.tensorboard.<module>``, imported by its first
-    request (:mod:`boardd.api.deferred`): the scalars plugin, which a TensorBoard page asks
-    first, is imported with the app; the other plugins after the daemon's first answer."""
+    """The handler ``name`` of a plugin's TensorBoard routes, imported by its first request
+    (:mod:`boardd.api.deferred`): the scalars plugin, which a TensorBoard page asks first, is
+    imported with the app; the other plugins after the daemon's first answer."""
+    if module in PLUGIN_PACKAGES:
+        return deferred(f"boardd.plugins.{module}.tensorboard_routes", name)
     return deferred(f"boardd.api.tensorboard.{module}", name)
 
 

@@ -155,7 +155,7 @@ async def plugins_listing(request: Request) -> Response:
             out[name] = {**entry, "enabled": bool(data and data & present)}
         # The projector's data are files beside the event files, not stored series (the
         # listing is remade at each commit; add_embedding's writer commits events too).
-        from boardd.api.tensorboard import projector
+        from boardd.plugins.projector import tensorboard_routes as projector
 
         out["projector"]["enabled"] = projector.has_embeddings(reader)
         return tb_json(out)

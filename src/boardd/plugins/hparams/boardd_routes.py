@@ -1,6 +1,6 @@
 """boardd's hparams API (``/api/v1/hparams/...``): TensorBoard's hparams messages as proto3 JSON,
 the request as ``?request=JSON`` on GET or the JSON body of a POST; thin encoders over
-:mod:`boardd.data.hparams`, answered through the response cache."""
+:mod:`boardd.plugins.hparams.data`, answered through the response cache."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def _encoded(found: Any) -> bytes:
 
 async def experiment(request: Request, query: Query, route: RouteDef) -> Response:
     """``/api/v1/hparams/experiment``: the Experiment (GetExperimentRequest optional)."""
-    from boardd.data import hparams as data_hparams
+    from boardd.plugins.hparams import data as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
     text = await _request_text(request, query)
@@ -87,7 +87,7 @@ async def experiment(request: Request, query: Query, route: RouteDef) -> Respons
 
     def build(provider: DataProvider, exp_id: int) -> Any:
         return data_hparams.experiment_json_of(
-            [provider.hparams_source(exp_id)],
+            [data_hparams.source_of(provider, exp_id)],
             include_metrics=not message.HasField("include_metrics") or message.include_metrics,
             hparams_limit=message.hparams_limit,
         )
@@ -98,7 +98,7 @@ async def experiment(request: Request, query: Query, route: RouteDef) -> Respons
 async def session_groups(request: Request, query: Query, route: RouteDef) -> Response:
     """``/api/v1/hparams/session_groups``: ListSessionGroupsResponse (no allowedStatuses: all),
     with boardd's names: each session's ``run`` and each group's ``displayName``."""
-    from boardd.data import hparams as data_hparams
+    from boardd.plugins.hparams import data as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
     text = await _request_text(request, query)
@@ -109,7 +109,7 @@ async def session_groups(request: Request, query: Query, route: RouteDef) -> Res
     epoch = int(time.time() // max(1.0, idle / 20))
 
     def build(provider: DataProvider, exp_id: int) -> Any:
-        sources = [provider.hparams_source(exp_id)]
+        sources = [data_hparams.source_of(provider, exp_id)]
         return data_hparams.session_groups_bytes_of(sources, message, idle_seconds=idle, named=True)
 
     return await _answer(request, query, "session_groups", text, build, epoch)
@@ -117,13 +117,13 @@ async def session_groups(request: Request, query: Query, route: RouteDef) -> Res
 
 async def metric_evals(request: Request, query: Query, route: RouteDef) -> Response:
     """``/api/v1/hparams/metric_evals``: ``[[wall_time, step, value], …]``."""
-    from boardd.data import hparams as data_hparams
+    from boardd.plugins.hparams import data as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
     text = await _request_text(request, query)
     message = data_hparams.parse_request(text, api.ListMetricEvalsRequest)
 
     def build(provider: DataProvider, exp_id: int) -> Any:
-        return data_hparams.metric_evals_json(provider.hparams_source(exp_id), message)
+        return data_hparams.metric_evals_json(data_hparams.source_of(provider, exp_id), message)
 
     return await _answer(request, query, "metric_evals", text, build)

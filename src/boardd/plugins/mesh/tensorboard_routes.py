@@ -20,7 +20,8 @@ from boardd.data.kinds import TENSORS
 if TYPE_CHECKING:
     from boardd.proto.mesh_plugin_data_pb2 import MeshPluginData
 
-# boardd.data.mesh (and protocol buffers) is imported by the handlers: not on the start path.
+# The plugin's data module (and protocol buffers) is imported by the handlers: not on the start
+# path.
 
 PLUGIN = "mesh"
 #: Steps per part the routes return unless --samples-per-plugin says otherwise: TensorBoard's
@@ -44,7 +45,7 @@ class Part(NamedTuple):
 
 async def tags(request: Request) -> Response:
     """``/data/plugin/mesh/tags``: ``{run: {mesh: {"samples": batch size}}}``."""
-    from boardd.data import mesh as data_mesh
+    from boardd.plugins.mesh import data as data_mesh
 
     def build(reader: Reader) -> bytes:
         out: dict[str, dict[str, Any]] = {}
@@ -64,7 +65,7 @@ def _parts(
     """The stored points of every part of the mesh (of ``content_type`` only, if given: the
     others are not read), by step (parts of one step in content type order: vertices, faces,
     colours, as writers write them)."""
-    from boardd.data import mesh as data_mesh
+    from boardd.plugins.mesh import data as data_mesh
 
     found = []
     for s in reader.series(TENSORS, PLUGIN, (run,)):

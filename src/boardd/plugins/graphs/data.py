@@ -8,12 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import apsw
-
 from boardd.proto import graph_pb2, run_metadata_pb2, types_pb2
-from boardd.store import queries
-from boardd.store.blobs import iter_blob
-from boardd.store.queries import SeriesInfo
 
 #: The plugins (as written to disk) of graph data.
 RUN_GRAPH = "graphs"
@@ -23,16 +18,6 @@ KERAS_MODEL = "graph_keras_model"
 TAGGED_RUN_METADATA = "graph_tagged_run_metadata"
 #: The tag of a run's graph (graph_def events carry none).
 RUN_GRAPH_TAG = "__run_graph__"
-
-
-def last_blob(connection: apsw.Connection, series: SeriesInfo) -> bytes | None:
-    """The first blob of the series' last step (what TensorBoard reads of a graph series), or
-    None when it has none."""
-    rows = queries.blob_sequence_rows(connection, series.id, latest=1)
-    if not rows or not rows[-1].blobs:
-        return None
-    _, blob_id = rows[-1].blobs[0]
-    return b"".join(iter_blob(connection, blob_id))
 
 
 def parse_graph(data: bytes) -> graph_pb2.GraphDef:

@@ -14,7 +14,7 @@ from boardd.api.tensorboard.common import Reader, answer, param, required, tb_js
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.data.kinds import SCALARS, TENSORS
 
-# boardd.data.custom_scalars (and protocol buffers) is imported by the layout route: not on the
+# The plugin's data module (and protocol buffers) is imported by the layout route: not on the
 # start path.
 PLUGIN = "custom_scalars"
 #: The tag a writer stores its layout under.
@@ -27,10 +27,10 @@ NO_REGEX = b'{"regex_valid":false,"tag_to_events":{}}'
 
 async def layout(request: Request) -> Response:
     """``/data/plugin/custom_scalars/layout``: the layout of every run that has one, merged in
-    run-name order (:func:`boardd.data.custom_scalars.merge_layouts`), as proto3 JSON with
+    run-name order (:func:`boardd.plugins.custom_scalars.data.merge_layouts`), as proto3 JSON with
     default values written out; ``{}`` when no run has one."""
 
-    from boardd.data import custom_scalars as data_custom_scalars
+    from boardd.plugins.custom_scalars import data as data_custom_scalars
 
     def build(reader: Reader) -> bytes:
         found = reader.series(TENSORS, PLUGIN, tags=(CONFIG_TAG,))

@@ -1,4 +1,4 @@
-"""The hparams API over a store: GetExperiment, ListSessionGroups, ListMetricEvals, with
+"""The hparams plugin's engine over a store: GetExperiment, ListSessionGroups, ListMetricEvals, with
 TensorBoard's hparams plugin's rules (tensorboard/plugins/hparams: backend_context.py,
 list_session_groups.py, metrics.py) and the proto comments of its api.proto.
 
@@ -37,7 +37,9 @@ from google.protobuf.message import Message
 
 from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS
 from boardd.data import experiments
-from boardd.data.errors import BadRequest, NotFound
+from boardd.data.errors import BadRequest, NotFound, Unavailable
+from boardd.data.provider import DataProvider
+from boardd.data.sqlite_provider import SqliteProvider
 from boardd.data.values import finite_or_text
 from boardd.proto import hparams_api_pb2 as api
 from boardd.store import hparams as store
@@ -598,6 +600,29 @@ class Source(NamedTuple):
     exp_id: int
     prefix: str = ""
     held: HparamsCache | None = None
+
+
+def source_of(provider: DataProvider, exp_id: int, prefix: str = "") -> Source:
+    """The store a data provider reads, with the sessions it keeps between requests. The
+    engine's reads are SQL: it serves the SQLite stores' providers."""
+    if not isinstance(provider, SqliteProvider):
+        raise Unavailable(f"the hparams plugin cannot read a {type(provider).__name__}'s store")
+    held = provider.plugin_state("hparams", HparamsCache)
+    return Source(provider.connection(), exp_id, prefix, held)
+
+
+def preload_provider(provider: DataProvider) -> None:
+    """:func:`preload` of a provider's store: the daemon calls it in a thread once the
+    experiment is caught up. A store not there yet (or being replaced) is left for the first
+    request; other errors are logged, never raised."""
+    try:
+        row = provider.experiment()
+        if row is not None:
+            preload(source_of(provider, row.id))
+    except Unavailable:
+        return
+    except Exception:
+        log.exception("hparams: preloading failed")
 
 
 def _snapshot(source: Source) -> _Snapshot:

@@ -30,11 +30,11 @@ from boardd.api.tensorboard.common import (
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.markup import markdown_to_safe_html
 from boardd.data import plugin_metadata
-from boardd.data import timeseries as data_timeseries
 from boardd.data.blobs import parse_blob_key, unknown_key
 from boardd.data.kinds import BLOB_SEQUENCES, SCALARS, TENSORS, Kind
 from boardd.data.series import Bounds
 from boardd.data.values import json_floats
+from boardd.plugins.timeseries import data as data_timeseries
 
 SCALARS_PLUGIN = "scalars"
 HISTOGRAMS_PLUGIN = "histograms"

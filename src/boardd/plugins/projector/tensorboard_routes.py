@@ -3,8 +3,8 @@ configuration), ``tensor`` (an embedding's points, float32), ``metadata`` (its l
 ``bookmarks``, ``sprite_image``; and the projector's own page (``index.js``,
 ``projector_binary.html``, ``projector_binary.js``) from the installed ``tensorboard`` package.
 
-The embeddings are files beside the event files (:mod:`boardd.data.projector`), read when asked
-for from local logdirs (never cached as answers: they change without a commit)."""
+The embeddings are files beside the event files (:mod:`boardd.plugins.projector.data`), read
+when asked for from local logdirs (never cached as answers: they change without a commit)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from boardd.api.tensorboard.plugins import optional_integer
 from boardd.data.plugin_metadata import image_media_type
 
 if TYPE_CHECKING:
-    from boardd.data.projector import RunConfig
+    from boardd.plugins.projector.data import RunConfig
 
-# boardd.data.projector (and protocol buffers) is imported by the handlers: not on the start
+# The plugin's data module (and protocol buffers) is imported by the handlers: not on the start
 # path.
 
 #: The projector's page files, in the installed tensorboard package.
@@ -35,8 +35,8 @@ PAGE_FILES = ("index.js", "projector_binary.html", "projector_binary.js")
 
 def configs(reader: Reader, *, shapes: bool = True) -> dict[str, RunConfig]:
     """The runs (outer names) of the addressed local logdirs that have embeddings to show
-    (``shapes``: :func:`boardd.data.projector.find_configs`)."""
-    from boardd.data import projector as data_projector
+    (``shapes``: :func:`boardd.plugins.projector.data.find_configs`)."""
+    from boardd.plugins.projector import data as data_projector
 
     found: dict[str, RunConfig] = {}
     for handle, provider, exp_id in reader.experiments():
@@ -45,7 +45,10 @@ def configs(reader: Reader, *, shapes: bool = True) -> dict[str, RunConfig]:
             continue  # a remote logdir: its embeddings are not read
         runs = [r.name for r in provider.runs(exp_id)]
         found_here = data_projector.find_configs(
-            logdir, runs, shapes=shapes, recent=provider.projector_tensors
+            logdir,
+            runs,
+            shapes=shapes,
+            recent=provider.plugin_state("projector", data_projector.RecentTensors),
         )
         for run, entry in found_here.items():
             found[reader.scope.outer(handle, run)] = entry
@@ -61,7 +64,7 @@ def has_embeddings(reader: Reader) -> bool:
 async def _answer(request: Request, build: Callable[[Reader], Response]) -> Response:
     """``build``'s answer, made in the thread pool (file reads), never cached."""
     from boardd.data.errors import DataError
-    from boardd.data.projector import ProjectorError
+    from boardd.plugins.projector.data import ProjectorError
 
     scope = scope_of(request)
 
@@ -116,10 +119,14 @@ async def tensor(request: Request) -> Response:
     run, name, rows = _name_and_rows(request)
 
     def build(reader: Reader) -> Response:
-        from boardd.data import projector as data_projector
+        from boardd.plugins.projector import data as data_projector
 
         inner = reader.scope.inner(run)
-        recent = inner[0].provider.projector_tensors if inner is not None else None
+        recent = (
+            inner[0].provider.plugin_state("projector", data_projector.RecentTensors)
+            if inner is not None
+            else None
+        )
         points = data_projector.read_tensor(_entry(reader, run), name, recent)
         if rows:
             points = points[:rows]
@@ -133,7 +140,7 @@ async def metadata(request: Request) -> Response:
     run, name, rows = _name_and_rows(request)
 
     def build(reader: Reader) -> Response:
-        from boardd.data import projector as data_projector
+        from boardd.plugins.projector import data as data_projector
 
         text = data_projector.read_metadata(_entry(reader, run), name, rows)
         return Response(text.encode("utf-8"), media_type="text/plain; charset=utf-8")
@@ -146,7 +153,7 @@ async def bookmarks(request: Request) -> Response:
     run, name = required(request, "run"), required(request, "name")
 
     def build(reader: Reader) -> Response:
-        from boardd.data import projector as data_projector
+        from boardd.plugins.projector import data as data_projector
 
         body = data_projector.read_file(_entry(reader, run), name, "bookmarks")
         return Response(body, media_type=_JSON)
@@ -159,7 +166,7 @@ async def sprite_image(request: Request) -> Response:
     run, name = required(request, "run"), required(request, "name")
 
     def build(reader: Reader) -> Response:
-        from boardd.data import projector as data_projector
+        from boardd.plugins.projector import data as data_projector
 
         body = data_projector.read_file(_entry(reader, run), name, "sprite")
         return Response(body, media_type=image_media_type(body[:16]))

@@ -1,6 +1,6 @@
 """TensorBoard's hparams routes (``/data/plugin/hparams/...``): experiment, session_groups,
 metric_evals and download_data, POST JSON or GET ``?request=``, in TensorBoard's answer shapes,
-over :mod:`boardd.data.hparams`. A logdir without hparams summaries gets TensorBoard's empty
+over :mod:`boardd.plugins.hparams.data`. A logdir without hparams summaries gets TensorBoard's empty
 answers (its UI asks for them on every page).
 
 Session names are run names as the scope names them (``NAME/RUN`` when several logdirs are
@@ -26,7 +26,7 @@ from boardd.api.tensorboard.core import sampling_hint
 from boardd.data.kinds import SCALARS
 
 if TYPE_CHECKING:
-    from boardd.data import hparams as data_hparams
+    from boardd.plugins.hparams import data as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
 # The engine (and protocol buffers) are imported by the handlers: not on the start path.
@@ -62,13 +62,13 @@ def status_epoch(request: Request) -> int:
 def _sources(reader: Reader) -> list[data_hparams.Source]:
     """The addressed experiments whose stores have hparams data, with the prefix of their run
     names (their experiment's name when the scope prefixes run names)."""
-    from boardd.data import hparams as data_hparams
+    from boardd.plugins.hparams import data as data_hparams
 
     return [
         source
         for handle, provider, exp_id in reader.experiments()
         if data_hparams.has_hparams(
-            source := provider.hparams_source(exp_id, _prefix(reader, handle))
+            source := data_hparams.source_of(provider, exp_id, _prefix(reader, handle))
         )
     ]
 
@@ -79,7 +79,7 @@ def _prefix(reader: Reader, handle: ExperimentHandle) -> str:
 
 async def experiment(request: Request) -> Response:
     """``/data/plugin/hparams/experiment``."""
-    from boardd.data import hparams as data_hparams
+    from boardd.plugins.hparams import data as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
     form = await _request_object(request)
@@ -108,7 +108,7 @@ def _groups(
     with_experiment: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the experiment if asked for, the session groups) of a ListSessionGroups request."""
-    from boardd.data import hparams as data_hparams
+    from boardd.plugins.hparams import data as data_hparams
 
     sources = _sources(reader)
     if not sources:
@@ -125,7 +125,7 @@ def _groups(
 
 async def session_groups(request: Request) -> Response:
     """``/data/plugin/hparams/session_groups``."""
-    from boardd.data import hparams as data_hparams
+    from boardd.plugins.hparams import data as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
     form = await _request_object(request)
@@ -148,7 +148,7 @@ async def metric_evals(request: Request) -> Response:
     answers it: through its scalars route (scalars_impl), that route's series, its downsampling
     (--samples-per-plugin scalars, else 1,000 points) and its 404."""
     from boardd.api.tensorboard import scalars
-    from boardd.data import hparams as data_hparams
+    from boardd.plugins.hparams import data as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
     form = await _request_object(request)
@@ -179,7 +179,7 @@ async def download_data(request: Request) -> Response:
     """``/data/plugin/hparams/download_data?format=csv|json|latex&columnsVisibility=[…]``: the
     session groups as a table, a column per hparam then per metric (TensorBoard's
     download_data.py)."""
-    from boardd.data import hparams as data_hparams
+    from boardd.plugins.hparams import data as data_hparams
     from boardd.proto import hparams_api_pb2 as api
 
     fmt = param(request, "format", "")

@@ -20,7 +20,8 @@ from boardd.data.kinds import BLOB_SEQUENCES
 if TYPE_CHECKING:
     from google.protobuf.message import Message
 
-# boardd.data.graphs (and protocol buffers) is imported by the handlers: not on the start path.
+# The plugin's data module (and protocol buffers) is imported by the handlers: not on the start
+# path.
 
 #: TensorBoard's media type of a graph or a step's metadata (protobuf text format).
 PBTXT = "text/x-protobuf; charset=utf-8"
@@ -31,7 +32,7 @@ CONTENT_VERSION = b"1"
 async def info(request: Request) -> Response:
     """``/data/plugin/graphs/info``: ``{run: {run, run_graph, tags: {tag: {tag,
     conceptual_graph, op_graph, profile}}}}``, as TensorBoard builds it."""
-    from boardd.data import graphs as data_graphs
+    from boardd.plugins.graphs import data as data_graphs
 
     def build(reader: Reader) -> bytes:
         result: dict[str, dict[str, Any]] = {}
@@ -88,7 +89,7 @@ async def graph(request: Request) -> Response:
     under the attribute K. 404 without such a graph."""
     from google.protobuf.message import DecodeError
 
-    from boardd.data import graphs as data_graphs
+    from boardd.plugins.graphs import data as data_graphs
 
     run = required(request, "run")
     tag = param(request, "tag")
@@ -129,7 +130,7 @@ async def run_metadata(request: Request) -> Response:
     device step stats: TensorBoard's "profile"), as protobuf text format; 404 without it."""
     from google.protobuf.message import DecodeError
 
-    from boardd.data import graphs as data_graphs
+    from boardd.plugins.graphs import data as data_graphs
 
     tag = required(request, "tag")
     run = required(request, "run")

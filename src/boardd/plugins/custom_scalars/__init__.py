@@ -1,0 +1,1 @@
+"""The custom scalars plugin: the dashboard layouts writers describe, and their scalars."""

@@ -1,0 +1,1 @@
+"""The hparams plugin: sessions, their groups and metrics (TensorBoard's hparams API)."""

@@ -1,0 +1,1 @@
+"""The projector plugin: add_embedding's files beside the event files."""

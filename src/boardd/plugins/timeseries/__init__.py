@@ -1,0 +1,1 @@
+"""TensorBoard's time-series ("metrics") dashboard: its tags, series and image samples."""
