@@ -119,22 +119,9 @@ export function readScalars(tag: string | string[], opts: ScalarsQuery = {}): Pr
   return getJson("scalars", params) as Promise<ScalarsAnswer>;
 }
 
-// The stream's events: the OpenAPI document describes /api/v1/stream as text/event-stream
-// without their data's schemas. TEMPORARY local types, until it names them (schemas
-// StreamSeriesEvent and StreamRunEvent); then aliases of those.
-export interface SeriesEvent {
-  run: string;
-  tag: string;
-  plugin: string;
-  data_class: string;
-  step: number;
-  wall_time: number;
-  value?: number | string;
-}
-export interface RunEvent {
-  run: string;
-  change: "created" | "deleted";
-}
+// The stream's events: their data's schemas in the OpenAPI document.
+export type SeriesEvent = Schemas["StreamSeriesEvent"];
+export type RunEvent = Schemas["StreamRunEvent"];
 
 export interface StreamHandlers {
   series(event: SeriesEvent): void;

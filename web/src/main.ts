@@ -256,8 +256,10 @@ class Shell {
     // experiment's data).
     const shown = this.experiment ?? this.select.options[0]?.value ?? null;
     const path = shown ? `experiment/${encodeURIComponent(shown)}/data/plugins_listing` : "data/plugins_listing";
-    // TEMPORARY local type: TensorBoard's data/plugins_listing is not in boardd's OpenAPI
-    // document (an /api/v1 route naming the plugins only TensorBoard's UI shows would be).
+    // The one TensorBoard route the dashboard reads: it only names, for the link, the
+    // dashboards TensorBoard's UI has that this one does not (the projector's data are files
+    // beside the event files, which /api/v1/plugins, over the store, does not list). Its type
+    // is local: TensorBoard's routes are not in boardd's OpenAPI document.
     let listing: Record<string, { enabled?: boolean }>;
     try {
       listing = await getJson<Record<string, { enabled?: boolean }>>(path);

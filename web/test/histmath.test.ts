@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { asBuckets, bandPairs, type Bucket, distributionColumns, niceTicks, num, rebin, valueRange } from "../src/views/histmath";
+import { asBuckets, bandPairs, type Bucket, type DistributionAnswer, distributionColumns, niceTicks, num, rebin, valueRange } from "../src/views/histmath";
 
 describe("num", () => {
   it("reads TensorBoard's spellings of non-finite values", () => {
@@ -60,10 +60,15 @@ describe("rebin", () => {
 });
 
 describe("distributionColumns", () => {
-  it("turns TensorBoard's distributions answer into uPlot columns", () => {
-    const answer: [number, number, [number, number | string][]][] = [
-      [100, 0, [[0, -2], [5000, 0], [10000, 2]]],
-      [101, 10, [[0, -3], [5000, "NaN"], [10000, 3]]],
+  it("turns /api/v1/distributions' answer into uPlot columns", () => {
+    const step = (wall_time: number, s: number, values: [number, number | "NaN"][]): DistributionAnswer[number] => ({
+      step: s,
+      wall_time,
+      percentiles: values.map(([basis_point, value]) => ({ basis_point, value })),
+    });
+    const answer: DistributionAnswer = [
+      step(100, 0, [[0, -2], [5000, 0], [10000, 2]]),
+      step(101, 10, [[0, -3], [5000, "NaN"], [10000, 3]]),
     ];
     const { basisPoints, columns } = distributionColumns(answer);
     expect(basisPoints).toEqual([0, 5000, 10000]);

@@ -704,9 +704,7 @@ export interface components {
             values: components["schemas"]["TensorValue"] | components["schemas"]["TensorError"];
         };
         /** @description a tensor's element, or nested lists of them (one level per dimension) */
-        TensorValue: components["schemas"]["FloatOrText"] | boolean | string | {
-            base64: string;
-        } | components["schemas"]["TensorValue"][];
+        TensorValue: TensorValue;
         /** @description a tensor that cannot be decoded, and why */
         TensorError: {
             error: string;
@@ -2034,3 +2032,7 @@ export interface operations {
         };
     };
 }
+
+export type TensorValue = components["schemas"]["FloatOrText"] | boolean | string | {
+    base64: string;
+} | TensorValue[];

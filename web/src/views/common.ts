@@ -59,34 +59,9 @@ export function getApi<R extends ApiRoute>(route: R, params: [string, string][] 
 }
 
 /** GET /api/v1/ROUTE of the context's experiment. */
-export function api<R extends ApiRoute>(ctx: ViewContext, route: R, params: [string, string][] = []): Promise<ApiAnswer<R>> {
+export function api<R extends ApiRoute>(ctx: Pick<ViewContext, "experiment">, route: R, params: [string, string][] = []): Promise<ApiAnswer<R>> {
   const scoped: [string, string][] = ctx.experiment ? [["experiment", ctx.experiment], ...params] : params;
   return getApi(route, scoped);
-}
-
-/** GET one of TensorBoard's data routes (boardd's own implementation of them: Markdown
- * rendered and sanitized, histograms compressed, server side) for the context's experiment,
- * with its own run names. */
-export async function tensorboardData<T>(ctx: Pick<ViewContext, "experiment">, path: string, params: [string, string][]): Promise<T> {
-  // Always under /experiment/NAME: TensorBoard's plain /data names runs NAME/RUN when the
-  // daemon serves several logdirs.
-  const name = ctx.experiment ?? (await firstExperiment());
-  const prefix = name ? `experiment/${encodeURIComponent(name)}/` : "";
-  return getJson<T>(`${prefix}data/${path}`, params);
-}
-
-let first: Promise<string | null> | null = null;
-
-/** The daemon's first experiment (the one the data API answers without `experiment=`). */
-function firstExperiment(): Promise<string | null> {
-  first ??= getApi("experiments").then(
-    (list) => list[0]?.id ?? null,
-    (err: unknown) => {
-      first = null; // asked again next time
-      throw err;
-    },
-  );
-  return first;
 }
 
 /** The series' metadata by run and tag, as the `/list` routes of the cards' kinds answer. */
@@ -224,27 +199,19 @@ export function describeInto(box: HTMLElement, text: string, html = ""): void {
   box.title = (box.textContent || text).trim();
 }
 
-/** Runs' tags as a TensorBoard plugin's tags route answers them: {run: {tag: {description…}}}
- * (the text plugin's is {run: [tag…]}: no descriptions). TEMPORARY local type: TensorBoard's
- * `data/plugin/PLUGIN/tags` routes are not in boardd's OpenAPI document; an /api/v1 route
- * that answers the rendered descriptions (with its schema) would replace it. */
-type PluginTags = Record<string, Record<string, { description?: string }> | string[]>;
-
-/** The tags' summary descriptions of a TensorBoard plugin, as HTML: the Markdown rendered and
- * sanitized by the server (boardd's implementation of TensorBoard's tags route, the same HTML
- * TensorBoard's UI shows), the first run's (in `order`) that has one, by tag. */
+/** The tags' summary descriptions of a plugin, as HTML: the Markdown rendered and sanitized by
+ * the server (/api/v1/descriptions, the same HTML TensorBoard's UI shows), the first run's (in
+ * `order`) that has one, by tag. */
 export async function renderedDescriptions(
   ctx: Pick<ViewContext, "experiment">,
   plugin: string,
   order: (a: string, b: string) => number,
 ): Promise<Map<string, string>> {
-  const tags = await tensorboardData<PluginTags>(ctx, `plugin/${encodeURIComponent(plugin)}/tags`, []);
+  const described = await api(ctx, "descriptions", [["plugin", plugin]]);
   const out = new Map<string, string>();
-  for (const run of Object.keys(tags).sort(order)) {
-    const perRun = tags[run];
-    if (Array.isArray(perRun)) continue;
-    for (const [tag, info] of Object.entries(perRun)) {
-      if (info.description && !out.has(tag)) out.set(tag, info.description);
+  for (const run of Object.keys(described).sort(order)) {
+    for (const [tag, html] of Object.entries(described[run])) {
+      if (html && !out.has(tag)) out.set(tag, html);
     }
   }
   return out;

@@ -1,7 +1,8 @@
 // Distributions: a card per (tag, run) drawing TensorBoard's compressed histograms over the
 // steps: the median as a line and bands between the percentiles of ±1σ, ±2σ, ±3σ of a normal
-// and the extremes, darker towards the middle. The compression is the server's (TensorBoard's
-// distributions route as boardd answers it), so both UIs show the same numbers.
+// and the extremes, darker towards the middle. The compression is the server's
+// (/api/v1/distributions, the numbers of TensorBoard's distributions route), so both UIs show
+// the same numbers.
 //
 // Contract for tests: each card carries data-tag, data-run, data-steps (steps drawn),
 // data-last-step and data-median (JSON: the last step's median).
@@ -10,7 +11,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 
 import { runColor } from "../colors";
-import { CardsView, el, seriesCard, tensorboardData, type ViewDef } from "./common";
+import { api, CardsView, el, seriesCard, type ViewDef } from "./common";
 import { bandPairs, type DistributionAnswer, distributionColumns } from "./histmath";
 import { numericX, numericY } from "./axes";
 
@@ -103,7 +104,7 @@ class DistributionsView extends CardsView<DistributionCard> {
   }
 
   protected async load(card: DistributionCard): Promise<void> {
-    const answer = await tensorboardData<DistributionAnswer>(this.ctx, "plugin/distributions/distributions", [
+    const answer = await api(this.ctx, "distributions", [
       ["run", card.run],
       ["tag", card.tag],
     ]);

@@ -1,5 +1,7 @@
 // Pure arithmetic of the histogram and distribution views.
 
+import type { ApiAnswer } from "../api_types";
+
 /** A stored value: a number, or TensorBoard's spelling of a non-finite one. */
 export function num(v: number | string | null | undefined): number {
   if (typeof v === "number") return v;
@@ -69,22 +71,20 @@ export function rebin(buckets: readonly Bucket[], lo: number, hi: number, bins: 
   return out;
 }
 
-/** TensorBoard's distribution answer: `[[wall_time, step, [[basis_point, value], ...]], ...]`
- * (`data/plugin/distributions/distributions`). TEMPORARY local type: the route is not in
- * boardd's OpenAPI document (an /api/v1 route of distributions would be). */
-export type DistributionAnswer = [number, number, [number, number | string][]][];
+/** /api/v1/distributions' answer: per step, its histogram's percentiles (basis point, value). */
+export type DistributionAnswer = ApiAnswer<"distributions">;
 
 /** The basis points of TensorBoard's distributions (the median, ±1σ, ±2σ, ±3σ of a normal,
  * the extremes) as columns: `[steps, values of basis point 0, ..., of 10000]`, a missing or
  * non-finite value as null (uPlot's gap). */
 export function distributionColumns(answer: DistributionAnswer): { basisPoints: number[]; columns: (number | null)[][] } {
-  const basisPoints = answer.length ? answer[0][2].map(([bp]) => bp) : [];
-  const columns: (number | null)[][] = [answer.map(([, step]) => step)];
+  const basisPoints = answer.length ? answer[0].percentiles.map((p) => p.basis_point) : [];
+  const columns: (number | null)[][] = [answer.map((d) => d.step)];
   basisPoints.forEach((bp, i) => {
     columns.push(
-      answer.map(([, , values]) => {
-        const found = values[i] && values[i][0] === bp ? values[i] : values.find(([b]) => b === bp);
-        const v = found ? num(found[1]) : NaN;
+      answer.map(({ percentiles }) => {
+        const found = percentiles[i]?.basis_point === bp ? percentiles[i] : percentiles.find((p) => p.basis_point === bp);
+        const v = found ? num(found.value) : NaN;
         return Number.isFinite(v) ? v : null;
       }),
     );

@@ -1,7 +1,8 @@
 // PR curves: a card per (tag, run) drawing one step's precision–recall curve (recall across,
 // precision up, both 0 to 1), with a step slider as the images have; hovering reads the
 // threshold nearest the pointer with its precision, recall and counts. The curves are
-// TensorBoard's PR-curves route as boardd answers it, so both UIs draw the same points.
+// /api/v1/pr_curves (the numbers of TensorBoard's PR-curves route), so both UIs draw the same
+// points.
 //
 // Contract for tests: each card carries data-tag, data-run, data-step (the step shown),
 // data-last-step, data-steps (how many steps the slider has) and data-points (JSON: the
@@ -11,33 +12,26 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 
 import { runColor } from "../colors";
-import { CardsView, el, notice, seriesCard, tensorboardData, type ViewDef } from "./common";
+import type { Schemas } from "../api_types";
+import { api, CardsView, el, notice, seriesCard, type ViewDef } from "./common";
+import { num } from "./histmath";
 import { Stepper } from "./stepper";
 
 const HEIGHT = 240;
 /** Said under a curve whose every threshold is at (0, 0). */
 const NO_POSITIVE = "no true positive at any threshold: precision and recall are 0";
 
-/** One step of TensorBoard's PR-curves route (`data/plugin/pr_curves/pr_curves`, answering
- * {run: [step, …]}): a value per threshold. TEMPORARY local type: the route is not in boardd's
- * OpenAPI document (an /api/v1 route of PR curves would be). */
-export interface PrStep {
-  step: number;
-  wall_time: number;
-  precision: number[];
-  recall: number[];
-  thresholds: number[];
-  true_positives: number[];
-  false_positives: number[];
-  true_negatives: number[];
-  false_negatives: number[];
-}
+/** One step of /api/v1/pr_curves: a value per threshold (precision and recall may be
+ * TensorBoard's spellings of non-finite values). */
+export type PrStep = Schemas["PrCurveStep"];
 
 /** A step's curve as a chart draws it: by recall, ascending (the route lists the points by
  * threshold, ascending, so recall falls); each point with its index in the route's lists. */
 export function curvePoints(step: PrStep): { recall: number[]; precision: number[]; index: number[] } {
-  const order = step.recall.map((_, i) => i).sort((a, b) => step.recall[a] - step.recall[b] || b - a);
-  return { recall: order.map((i) => step.recall[i]), precision: order.map((i) => step.precision[i]), index: order };
+  const recall = step.recall.map(num);
+  const precision = step.precision.map(num);
+  const order = recall.map((_, i) => i).sort((a, b) => recall[a] - recall[b] || b - a);
+  return { recall: order.map((i) => recall[i]), precision: order.map((i) => precision[i]), index: order };
 }
 
 class PrCurveCard {
@@ -115,7 +109,7 @@ class PrCurveCard {
       return;
     }
     const k = curvePoints(current).index[i];
-    const show = (v: number | undefined): string => (v === undefined ? "–" : String(Number(v.toPrecision(4))));
+    const show = (v: number | string | undefined): string => (v === undefined ? "–" : String(Number(num(v).toPrecision(4))));
     this.readout.textContent =
       `threshold ${show(current.thresholds[k])} · precision ${show(current.precision[k])} · recall ${show(current.recall[k])}` +
       ` · TP ${show(current.true_positives[k])} FP ${show(current.false_positives[k])} TN ${show(current.true_negatives[k])} FN ${show(current.false_negatives[k])}`;
@@ -142,12 +136,12 @@ class PrCurvesView extends CardsView<PrCurveCard> {
   }
 
   protected async load(card: PrCurveCard): Promise<void> {
-    const answer = await tensorboardData<Record<string, PrStep[]>>(this.ctx, "plugin/pr_curves/pr_curves", [
+    const answer = await api(this.ctx, "pr_curves", [
       ["run", card.run],
       ["tag", card.tag],
     ]);
     if (!this.alive) return;
-    card.stepper.replace(answer[card.run] ?? []);
+    card.stepper.replace(answer);
     this.drawer.touch(card);
   }
 }

@@ -12,16 +12,8 @@ import type { Schemas } from "../api_types";
 import { api, el, getApi, notice, type ViewContext, type ViewDef } from "./common";
 import { formatBytes, formatSeconds, progress, push, rate, type Sample } from "./format";
 
-/** An experiment of /api/v1/health, with the fields of its live ingest state the daemon adds
- * and the view shows. TEMPORARY: the Health schema does not name watch_mode, generation,
- * last_commit and lag_seconds (its experiments' items leave them to "the daemon adds its live
- * ingest state"); once it does, this is Schemas["Health"]["experiments"][number]. */
-type ExperimentHealth = Schemas["Health"]["experiments"][number] & {
-  watch_mode?: string;
-  generation?: number;
-  last_commit?: number | null;
-  lag_seconds?: number | null;
-};
+/** An experiment of /api/v1/health (with the daemon's live ingest state, when it writes it). */
+type ExperimentHealth = Schemas["Health"]["experiments"][number];
 
 const HEALTH_EVERY_MS = 1000;
 const DATA_LOSS_EVERY_MS = 2000;

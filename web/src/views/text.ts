@@ -1,15 +1,15 @@
 // Text: a card per (tag, run) with its latest steps' text, newest first, as the server
-// renders it (Markdown → HTML cleaned by the same allow-list TensorBoard uses: boardd's
-// TensorBoard text route, src/boardd/api/tensorboard/markup.py), so nothing is rendered here.
+// renders it (/api/v1/text: Markdown → HTML cleaned by the same allow-list TensorBoard uses,
+// src/boardd/api/tensorboard/markup.py), so nothing is rendered here.
 //
 // Contract for tests: each card carries data-tag, data-run, data-steps (steps shown) and
 // data-last-step; each step's block its data-step.
 
-import { CardsView, el, seriesCard, tensorboardData, type ViewDef } from "./common";
+import type { ApiAnswer } from "../api_types";
+import { api, CardsView, el, seriesCard, type ViewDef } from "./common";
 
-/** TensorBoard's `data/plugin/text/text?run=&tag=` answer. TEMPORARY local type: the route is
- * not in boardd's OpenAPI document (an /api/v1 route of the rendered text would be). */
-type TextAnswer = { wall_time: number; step: number; text: string }[];
+/** /api/v1/text's answer: each step's strings as sanitized HTML. */
+type TextAnswer = ApiAnswer<"text">;
 
 class TextCard {
   readonly root: HTMLElement;
@@ -34,7 +34,7 @@ class TextCard {
       ...steps.map((s) => {
         const content = el("div", { class: "markdown" });
         // Safe: the server's allow-list cleaner (bleach, TensorBoard's tags) made this HTML.
-        content.innerHTML = s.text;
+        content.innerHTML = s.html;
         return el(
           "article",
           { "data-step": String(s.step) },
@@ -65,7 +65,7 @@ class TextView extends CardsView<TextCard> {
   }
 
   protected async load(card: TextCard): Promise<void> {
-    const answer = await tensorboardData<TextAnswer>(this.ctx, "plugin/text/text", [
+    const answer = await api(this.ctx, "text", [
       ["run", card.run],
       ["tag", card.tag],
     ]);
