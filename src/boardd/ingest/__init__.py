@@ -12,8 +12,9 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from boardd.ingest.ingestor import Ingestor, PassResult
+    from boardd.ingest.ingestor import Ingestor
     from boardd.ingest.oneshot import IngestResult, ingest_logdir
+    from boardd.ingest.pass_result import PassResult
     from boardd.ingest.sources import ByteSource, FileIdentity, LocalFileSource, SourceFile
 
 _EXPORTS = {
@@ -22,7 +23,7 @@ _EXPORTS = {
     "IngestResult": "boardd.ingest.oneshot",
     "Ingestor": "boardd.ingest.ingestor",
     "LocalFileSource": "boardd.ingest.sources",
-    "PassResult": "boardd.ingest.ingestor",
+    "PassResult": "boardd.ingest.pass_result",
     "SourceFile": "boardd.ingest.sources",
     "ingest_logdir": "boardd.ingest.oneshot",
 }
