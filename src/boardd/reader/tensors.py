@@ -1,6 +1,6 @@
 """Turning a stored tensor (TF dtype number, shape, bytes) back into values.
 
-The protobuf modules and the event decoder are imported on first use, not with this module:
+The protobuf modules and the tensor packing are imported on first use, not with this module:
 the HTTP API imports it, and a scalar route needs neither (``boardd serve`` starts faster).
 """
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 @functools.cache
 def _numeric_dtypes() -> dict[int, np.dtype[np.generic]]:
-    from boardd.reader.events import NUMERIC_DTYPES
+    from boardd.reader.tensor_protos import NUMERIC_DTYPES
 
     return NUMERIC_DTYPES
 
