@@ -22,12 +22,10 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.summary.writer.record_writer import RecordWriter
 from tensorboardX import SummaryWriter
 
-from boardd.reader import tfrecord
+from boardd.reader import framing
 from boardd.reader.errors import ReaderError
+from boardd.reader.framing import BAD_LENGTH_CRC, BAD_PAYLOAD_CRC, OVERHEAD_BYTES
 from boardd.reader.tfrecord import (
-    BAD_LENGTH_CRC,
-    BAD_PAYLOAD_CRC,
-    OVERHEAD_BYTES,
     CrcMode,
     RecordBatch,
     RecordFileError,
@@ -822,10 +820,10 @@ def _framed(payload_sizes: list[int]) -> bytes:
 
 def _walk_both(buf: bytes, pos: int, last: int) -> None:
     u64 = np.ndarray((len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
-    expected_heads, expected_end = tfrecord._walk_simple(buf, pos, last)
+    expected_heads, expected_end = framing._walk_simple(buf, pos, last)
     if expected_end > len(buf):
         expected_end = expected_heads.pop()
-    heads, end = tfrecord._walk(buf, u64, pos, last)
+    heads, end = framing._walk(buf, u64, pos, last)
     assert heads.tolist() == expected_heads
     assert end == expected_end
 
@@ -875,7 +873,7 @@ def test_guessing_walk_on_a_real_training_log(tmp_path: Path) -> None:
     _walk_both(buf, 0, len(buf) - OVERHEAD_BYTES)
     # A torn last record, and a length field that points far past the end.
     _walk_both(buf[:-5], 0, len(buf) - 5 - OVERHEAD_BYTES)
-    heads, _ = tfrecord._walk_simple(buf, 0, len(buf) - OVERHEAD_BYTES)
+    heads, _ = framing._walk_simple(buf, 0, len(buf) - OVERHEAD_BYTES)
     middle = heads[len(heads) // 2]
     broken = bytearray(buf)
     broken[middle : middle + 8] = (2**63).to_bytes(8, "little")
