@@ -55,6 +55,13 @@ EXAMPLES: dict[str, list[str]] = {
         "/api/v1/hparams/metric_evals?request="
         "%7B%22sessionName%22%3A%22train%22%2C%22metricName%22%3A%7B%22tag%22%3A%22acc%22%7D%7D"
     ],
+    "/api/v1/distributions": [
+        "/api/v1/distributions?run=train&tag=weights",
+        f"/api/v1/distributions?experiment={EXPERIMENT}&run=train&tag=weights&downsample=3",
+    ],
+    "/api/v1/pr_curves": [],  # the store has none: NOT_FOUND (tests/api/test_plugin_data.py)
+    "/api/v1/text": ["/api/v1/text?run=train&tag=notes/text_summary"],
+    "/api/v1/descriptions": ["/api/v1/descriptions?plugin=scalars"],
     **by_path(
         [
             "/api/v1/scalars/list?plugin=scalars",
@@ -80,6 +87,10 @@ STORE_ROUTES = {
     "/api/v1/hparams/experiment",
     "/api/v1/hparams/session_groups",
     "/api/v1/hparams/metric_evals",
+    "/api/v1/distributions",
+    "/api/v1/pr_curves",
+    "/api/v1/text",
+    "/api/v1/descriptions",
 }
 #: Routes streaming an answer that does not end: only their headers are read.
 STREAMING = {"/api/v1/stream"}
@@ -101,6 +112,14 @@ BAD_PARAMETERS: dict[str, list[str]] = {
         "/api/v1/hparams/session_groups?request=%7B%22startIndex%22%3A-1%7D",
     ],
     "/api/v1/hparams/metric_evals": ["/api/v1/hparams/metric_evals?request=%7B%22x%22%3A1%7D"],
+    "/api/v1/distributions": [
+        "/api/v1/distributions?run=train",
+        "/api/v1/distributions?run=train&tag=weights&downsample=-1",
+        "/api/v1/distributions?run=train&tag=weights&step_min=1",
+    ],
+    "/api/v1/pr_curves": ["/api/v1/pr_curves?tag=pr"],
+    "/api/v1/text": ["/api/v1/text?run=train&tag=notes/text_summary&downsample=x"],
+    "/api/v1/descriptions": ["/api/v1/descriptions", "/api/v1/descriptions?plugin=nope"],
     **by_path(
         [
             "/api/v1/tensors/list",
@@ -136,6 +155,12 @@ BAD_PARAMETERS: dict[str, list[str]] = {
 
 #: Not found, route by route (unknown experiments are added for STORE_ROUTES and the stream).
 NOT_FOUND: dict[str, list[str]] = {
+    "/api/v1/distributions": ["/api/v1/distributions?run=train&tag=nope"],
+    "/api/v1/pr_curves": [
+        "/api/v1/pr_curves?run=train&tag=pr",
+        "/api/v1/pr_curves?experiment=nope&run=train&tag=pr",
+    ],
+    "/api/v1/text": ["/api/v1/text?run=nope&tag=notes/text_summary"],
     # A session or metric without scalars: 404, as TensorBoard's "No scalar data for run=…".
     "/api/v1/hparams/metric_evals": [
         "/api/v1/hparams/metric_evals?request=%7B%22sessionName%22%3A%22nope%22%7D"

@@ -40,6 +40,10 @@ ROUTES = {
     "/api/v1/hparams/experiment",
     "/api/v1/hparams/session_groups",
     "/api/v1/hparams/metric_evals",
+    "/api/v1/distributions",
+    "/api/v1/pr_curves",
+    "/api/v1/text",
+    "/api/v1/descriptions",
     # The lineage store's (they answer from a lineage store): fuzzed with JSON bodies by
     # tests/api/test_metadata_api.py::test_fuzzed_calls_never_fail_the_server.
     "/api/v1/metadata/{operation}",
@@ -189,6 +193,10 @@ def test_every_route_is_fuzzed(api: TestClient) -> None:
             "/api/v1/hparams/experiment",
             "/api/v1/hparams/session_groups",
             "/api/v1/hparams/metric_evals",
+            "/api/v1/distributions",
+            "/api/v1/pr_curves",
+            "/api/v1/text",
+            "/api/v1/descriptions",
         ]
     ),
     query=queries,
