@@ -21,8 +21,8 @@ def test_every_deferred_endpoint_names_a_handler(tmp_path: Path) -> None:
     modules = {module for module, _ in targets}
     # TensorBoard's plugins but scalars and the projector; the hparams and lineage API.
     assert {
-        "boardd.api.tensorboard.histograms",
-        "boardd.api.tensorboard.images",
+        "boardd.plugins.histograms.tensorboard_routes",
+        "boardd.plugins.images.tensorboard_routes",
         "boardd.plugins.timeseries.tensorboard_routes",
         "boardd.plugins.hparams.tensorboard_routes",
         "boardd.plugins.hparams.boardd_routes",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from boardd.data.histograms import NORMAL_BASIS_POINTS, as_buckets, compress
+from boardd.plugins.histograms.data import NORMAL_BASIS_POINTS, as_buckets, compress
 
 
 def values(buckets: list[list[float]]) -> list[float]:

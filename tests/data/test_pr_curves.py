@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from boardd.data.pr_curves import unpack
+from boardd.plugins.pr_curves.data import unpack
 
 
 def curve(tp: list[float], fp: list[float]) -> np.ndarray:  # type: ignore[type-arg]

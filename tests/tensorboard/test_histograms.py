@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from boardd.data.histograms import NORMAL_BASIS_POINTS, compress
+from boardd.plugins.histograms.data import NORMAL_BASIS_POINTS, compress
 from tests.tensorboard.conftest import Pair
 from tests.tensorboard.plugin_logdir import LONG_STEPS, plugin_pair
 

@@ -264,8 +264,8 @@ HANDLERS: dict[str, Handler] = {
     "hparams_metric_evals": deferred("boardd.plugins.hparams.boardd_routes", "metric_evals"),
     "metadata_call": deferred("boardd.api.metadata", "call"),
     "metadata_lineage_graph": deferred("boardd.api.metadata", "lineage_graph"),
-    "read_distributions": deferred("boardd.api.plugin_data", "distributions"),
-    "read_pr_curves": deferred("boardd.api.plugin_data", "pr_curves"),
-    "read_text": deferred("boardd.api.plugin_data", "text"),
-    "read_descriptions": deferred("boardd.api.plugin_data", "descriptions"),
+    "read_distributions": deferred("boardd.plugins.histograms.boardd_routes", "distributions"),
+    "read_pr_curves": deferred("boardd.plugins.pr_curves.boardd_routes", "pr_curves"),
+    "read_text": deferred("boardd.plugins.text.boardd_routes", "text"),
+    "read_descriptions": deferred("boardd.api.plugin_answers", "descriptions"),
 }

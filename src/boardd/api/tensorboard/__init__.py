@@ -12,27 +12,21 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from boardd.api.deferred import Endpoint, deferred
 from boardd.api.routing import indexed_router
-from boardd.api.tensorboard import core, scalars
+from boardd.api.tensorboard import core
 from boardd.api.tensorboard.common import CACHED_FIRST, EXPERIMENT_PARAM, cached_first
 from boardd.plugins.projector import tensorboard_routes as projector
+from boardd.plugins.scalars import tensorboard_routes as scalars
 
 #: The mount points of the data routes.
 PREFIXES = ("", "/tensorboard")
 
 
-#: The plugins whose package (``boardd.plugins.<name>``) holds their routes.
-PLUGIN_PACKAGES = frozenset(
-    {"custom_scalars", "graphs", "hparams", "mesh", "projector", "timeseries"}
-)
-
-
 def _plugin(module: str, name: str) -> Endpoint:
-    """The handler ``name`` of a plugin's TensorBoard routes, imported by its first request
-    (:mod:`boardd.api.deferred`): the scalars plugin, which a TensorBoard page asks first, is
-    imported with the app; the other plugins after the daemon's first answer."""
-    if module in PLUGIN_PACKAGES:
-        return deferred(f"boardd.plugins.{module}.tensorboard_routes", name)
-    return deferred(f"boardd.api.tensorboard.{module}", name)
+    """The handler ``name`` of a plugin's TensorBoard routes (``boardd.plugins.<module>``),
+    imported by its first request (:mod:`boardd.api.deferred`): the scalars plugin, which a
+    TensorBoard page asks first, is imported with the app; the other plugins after the
+    daemon's first answer."""
+    return deferred(f"boardd.plugins.{module}.tensorboard_routes", name)
 
 
 def _cached(path: str, module: str, name: str) -> Route:

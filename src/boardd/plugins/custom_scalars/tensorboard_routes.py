@@ -9,10 +9,10 @@ import re
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.tensorboard import scalars as scalars_routes
 from boardd.api.tensorboard.common import Reader, answer, param, required, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.data.kinds import SCALARS, TENSORS
+from boardd.plugins.scalars import tensorboard_routes as scalars_routes
 
 # The plugin's data module (and protocol buffers) is imported by the layout route: not on the
 # start path.

@@ -147,8 +147,8 @@ async def metric_evals(request: Request) -> Response:
     """``/data/plugin/hparams/metric_evals``: ``[[wall_time, step, value], …]``, as TensorBoard
     answers it: through its scalars route (scalars_impl), that route's series, its downsampling
     (--samples-per-plugin scalars, else 1,000 points) and its 404."""
-    from boardd.api.tensorboard import scalars
     from boardd.plugins.hparams import data as data_hparams
+    from boardd.plugins.scalars import tensorboard_routes as scalars
     from boardd.proto import hparams_api_pb2 as api
 
     form = await _request_object(request)

@@ -12,9 +12,9 @@ from boardd.api.errors import ApiError
 from boardd.api.tensorboard.common import Reader, answer, param, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.plugins import json_array, tag_index
-from boardd.data import pr_curves as data_pr_curves
 from boardd.data.errors import DataError
 from boardd.data.kinds import TENSORS
+from boardd.plugins.pr_curves import data as data_pr_curves
 
 PLUGIN = "pr_curves"
 #: Steps per series the pr_curves route returns unless --samples-per-plugin says otherwise.

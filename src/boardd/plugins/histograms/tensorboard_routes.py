@@ -11,10 +11,10 @@ from starlette.responses import Response
 from boardd.api.tensorboard.common import Reader, answer, not_found, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.plugins import json_array, run_and_tag, tag_index
-from boardd.data import histograms as data_histograms
 from boardd.data.errors import DataError
 from boardd.data.kinds import TENSORS
 from boardd.data.values import finite_or_text
+from boardd.plugins.histograms import data as data_histograms
 
 PLUGIN = "histograms"
 #: Histograms per series kept in the store unless --samples-per-plugin says otherwise.

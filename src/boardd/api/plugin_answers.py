@@ -1,8 +1,9 @@
-"""The plugins' data as their dashboards draw it, in boardd's documented API: histograms
-compressed to distributions, PR curves, text rendered as sanitized HTML, and tags' rendered
-descriptions. Each answer is the computation of TensorBoard's route of the same data (the
-modules of :mod:`boardd.api.tensorboard` and :mod:`boardd.data`), in shapes the OpenAPI
-document describes, through the response cache (versioned by the provider's generation)."""
+"""What the plugins' routes of boardd's documented API share (an answer through the response
+cache, versioned by the provider's generation; one series' steps, each encoded by its
+plugin), and the tags' rendered descriptions of any plugin. The plugins' own routes are
+``boardd_routes`` in their packages (:mod:`boardd.plugins`): distributions, PR curves, text,
+each the computation of TensorBoard's route of the same data, in shapes the OpenAPI document
+describes."""
 
 from __future__ import annotations
 
@@ -22,22 +23,17 @@ from boardd.api.common import (
 )
 from boardd.api.errors import ApiError
 from boardd.api.routes import Query, RouteDef
-from boardd.api.tensorboard import histograms as tb_histograms
-from boardd.api.tensorboard import pr_curves as tb_pr_curves
-from boardd.api.tensorboard import text as tb_text
-from boardd.api.tensorboard.core import sampling_hint
 from boardd.data.arrays import ArrayPoint
 from boardd.data.errors import BadRequest, DataError
 from boardd.data.kinds import KINDS, TENSORS
 from boardd.data.provider import DataProvider
 from boardd.data.series import Selection
-from boardd.data.values import finite_or_text
 
 #: One point of a series in an answer (a point that cannot be decoded raises ValueError).
 Encode = Callable[[ArrayPoint], dict[str, Any]]
 
 
-async def _answer(
+async def answer(
     request: Request,
     name: str,
     key: Hashable,
@@ -63,7 +59,7 @@ async def _answer(
     )
 
 
-async def _steps(
+async def series_steps(
     request: Request, query: Query, name: str, plugin: str, samples: int | None, encode: Encode
 ) -> Response:
     """``[point, …]`` of one run's tag of ``plugin`` (404 if it has none), at most
@@ -86,63 +82,7 @@ async def _steps(
                 raise DataError(f"run {run!r}, tag {tag!r}, step {p.step}: {exc}") from exc
         return out
 
-    return await _answer(request, name, (run, tag, samples), build)
-
-
-def _distribution(p: ArrayPoint) -> dict[str, Any]:
-    from boardd.data import histograms as data_histograms
-
-    compressed = data_histograms.compress(data_histograms.as_buckets(p.value))
-    return {
-        "step": p.step,
-        "wall_time": p.wall_time,
-        "percentiles": [{"basis_point": bp, "value": finite_or_text(v)} for bp, v in compressed],
-    }
-
-
-async def distributions(request: Request, query: Query, route: RouteDef) -> Response:
-    """``GET /api/v1/distributions?run=&tag=``: ``[{step, wall_time, percentiles:
-    [{basis_point, value}, …]}, …]``, TensorBoard's distributions of a histogram series."""
-    hint = sampling_hint(request, tb_histograms.PLUGIN, tb_histograms.DEFAULT_SAMPLES)
-    route_samples = tb_histograms.DISTRIBUTIONS_ROUTE_SAMPLES
-    # As TensorBoard's distributions route: its fixed number, or fewer if the sampling says so.
-    samples = route_samples if hint is None else min(hint, route_samples)
-    return await _steps(request, query, "distributions", "histograms", samples, _distribution)
-
-
-def _pr_curve(p: ArrayPoint) -> dict[str, Any]:
-    from boardd.data import pr_curves as data_pr_curves
-
-    curve = data_pr_curves.unpack(p.value)
-    return {
-        "step": p.step,
-        "wall_time": p.wall_time,
-        "thresholds": curve.thresholds,
-        "precision": [finite_or_text(v) for v in curve.precision],
-        "recall": [finite_or_text(v) for v in curve.recall],
-        "true_positives": curve.true_positives,
-        "false_positives": curve.false_positives,
-        "true_negatives": curve.true_negatives,
-        "false_negatives": curve.false_negatives,
-    }
-
-
-async def pr_curves(request: Request, query: Query, route: RouteDef) -> Response:
-    """``GET /api/v1/pr_curves?run=&tag=``: ``[{step, wall_time, thresholds, precision,
-    recall, true_positives, …}, …]``, as TensorBoard's PR-curves route computes them."""
-    samples = sampling_hint(request, tb_pr_curves.PLUGIN, tb_pr_curves.DEFAULT_SAMPLES)
-    return await _steps(request, query, "pr_curves", "pr_curves", samples, _pr_curve)
-
-
-def _text(p: ArrayPoint) -> dict[str, Any]:
-    return {"step": p.step, "wall_time": p.wall_time, "html": tb_text.to_html(p.value, True)}
-
-
-async def text(request: Request, query: Query, route: RouteDef) -> Response:
-    """``GET /api/v1/text?run=&tag=``: ``[{step, wall_time, html}, …]``, each step's strings
-    rendered as TensorBoard's text route renders them (Markdown, sanitized)."""
-    samples = sampling_hint(request, tb_text.PLUGIN, tb_text.DEFAULT_SAMPLES)
-    return await _steps(request, query, "text", "text", samples, _text)
+    return await answer(request, name, (run, tag, samples), build)
 
 
 async def descriptions(request: Request, query: Query, route: RouteDef) -> Response:
@@ -171,4 +111,4 @@ async def descriptions(request: Request, query: Query, route: RouteDef) -> Respo
             raise BadRequest(f"plugin={plugin!r} is not known; known: {', '.join(sorted(names))}")
         return {run: dict(sorted(tags.items())) for run, tags in sorted(out.items())}
 
-    return await _answer(request, "descriptions", plugin, build)
+    return await answer(request, "descriptions", plugin, build)

@@ -1,0 +1,1 @@
+"""The histograms plugin: histograms as TensorBoard's routes send them, and their distributions."""

@@ -1,0 +1,1 @@
+"""The images and audio plugins: blob sequences of images and clips."""

@@ -1,0 +1,1 @@
+"""The PR-curves plugin: precision-recall curves, one per step."""

@@ -1,0 +1,1 @@
+"""The text plugin: each step's strings rendered as sanitized HTML."""
