@@ -576,6 +576,21 @@ def test_experiment_parameter_picks_the_store(spec_all: ExperimentSpec, tmp_path
         assert get_json(client, "/api/v1/plugins", experiment="second") == {"scalars": ["scalar"]}
 
 
+def test_a_logdir_with_embeddings_lists_the_projector(tmp_path: Path) -> None:
+    """add_embedding's files beside the event files are no series: /api/v1/plugins lists the
+    projector with no data class (the dashboard's link to TensorBoard's UI names it)."""
+    logdir = tmp_path / "logs"
+    with SummaryWriter(str(logdir / "run")) as w:
+        w.add_scalar("loss", 1.0, 0)
+    db = tmp_path / "store.sqlite"
+    ingest(logdir, db, ALL, experiment="emb")
+    with serve(ExperimentSpec("emb", logdir, db)) as client:
+        assert get_json(client, "/api/v1/plugins") == {"scalars": ["scalar"]}
+        with SummaryWriter(str(logdir / "run")) as w:
+            w.add_embedding(np.random.default_rng(0).random((6, 3)))
+        assert get_json(client, "/api/v1/plugins") == {"projector": [], "scalars": ["scalar"]}
+
+
 # -- the point bound -----------------------------------------------------------------------
 
 

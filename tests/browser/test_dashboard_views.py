@@ -1004,9 +1004,9 @@ def test_a_histogram_series_without_a_finite_value_says_so(
 def test_the_tensorboard_link_names_what_only_its_ui_shows(
     serve: ServeFactory, tmp_path: Path, page: Watched
 ) -> None:
-    """Custom scalars and meshes have no view here: the link to TensorBoard's UI names them, so
-    that data is not silently missing (it said "TensorBoard's UI" whatever the logdir held). PR
-    curves have their view, and the link does not name them."""
+    """Custom scalars, meshes and embeddings have no view here: the link to TensorBoard's UI
+    names them, so that data is not silently missing (it said "TensorBoard's UI" whatever the
+    logdir held). PR curves have their view, and the link does not name them."""
     logdir = tmp_path / "logs"
     with SummaryWriter(str(logdir / "run")) as w:
         w.add_scalar("loss", 1.0, 0, walltime=WALL)
@@ -1014,6 +1014,7 @@ def test_the_tensorboard_link_names_what_only_its_ui_shows(
         w.add_pr_curve("pr", labels, scores, 0, walltime=WALL)
         w.add_custom_scalars({"losses": {"loss": ["Multiline", ["loss"]]}})
         w.add_mesh("mesh", vertices=np.random.default_rng(1).random((1, 4, 3)), walltime=WALL)
+        w.add_embedding(np.random.default_rng(2).random((10, 3)))
     daemon = serve(logdir)
     daemon.wait_for_steps("run", "loss", [0], timeout=30)
     open_view(page, f"http://127.0.0.1:{daemon.port}", "images")
@@ -1021,7 +1022,7 @@ def test_the_tensorboard_link_names_what_only_its_ui_shows(
     page.page.wait_for_function(
         "() => document.querySelector('nav#views a.tb-link').textContent.includes(':')"
     )
-    assert link.inner_text() == "TensorBoard's UI: custom scalars, mesh"
+    assert link.inner_text() == "TensorBoard's UI: custom scalars, mesh, projector"
     assert link.get_attribute("href") == "tensorboard/"
     page.screenshot("tensorboard-link")
     page.assert_no_errors()

@@ -18,7 +18,7 @@ import type { ApiAnswer } from "./api_types";
 import { setPageRuns } from "./colors";
 import { isTensorBoardLink } from "./url";
 import { el } from "./dom";
-import { FIRST_DRAW_EVENT, getApi, getJson, type MountedView, type ViewContext, type ViewDef } from "./views/common";
+import { FIRST_DRAW_EVENT, getApi, type MountedView, type ViewContext, type ViewDef } from "./views/common";
 import { audioView } from "./views/audio";
 import { distributionsView } from "./views/distributions";
 import { histogramsView } from "./views/histograms";
@@ -55,14 +55,18 @@ const VIEW_PLUGIN: Record<string, string> = {
   hparams: "hparams",
 };
 
-/** TensorBoard's tabs for data this dashboard has no view of, by plugin, as the link names
- * them ("TensorBoard's UI: PR curves, mesh"). */
-const TENSORBOARD_ONLY: Record<string, string> = {
-  custom_scalars: "custom scalars",
-  mesh: "mesh",
-  graphs: "graphs",
-  projector: "projector",
-};
+/** TensorBoard's tabs for data this dashboard has no view of, as the link names them
+ * ("TensorBoard's UI: graphs, mesh"), each with the plugins (of /api/v1/plugins) whose data
+ * it shows. */
+const TENSORBOARD_ONLY: [string, string[]][] = [
+  ["custom scalars", ["custom_scalars"]],
+  ["mesh", ["mesh"]],
+  [
+    "graphs",
+    ["graphs", "graph_run_metadata", "graph_run_metadata_graph", "graph_keras_model", "graph_tagged_run_metadata"],
+  ],
+  ["projector", ["projector"]],
+];
 
 function viewFromUrl(): ViewDef {
   const id = new URLSearchParams(location.search).get("view") ?? DEFAULT_VIEW;
@@ -255,20 +259,13 @@ class Shell {
     // The experiment shown (without exp=, the first: the daemon-wide listing would name every
     // experiment's data).
     const shown = this.experiment ?? this.select.options[0]?.value ?? null;
-    const path = shown ? `experiment/${encodeURIComponent(shown)}/data/plugins_listing` : "data/plugins_listing";
-    // The one TensorBoard route the dashboard reads: it only names, for the link, the
-    // dashboards TensorBoard's UI has that this one does not (the projector's data are files
-    // beside the event files, which /api/v1/plugins, over the store, does not list). Its type
-    // is local: TensorBoard's routes are not in boardd's OpenAPI document.
-    let listing: Record<string, { enabled?: boolean }>;
+    let plugins: ApiAnswer<"plugins">;
     try {
-      listing = await getJson<Record<string, { enabled?: boolean }>>(path);
+      plugins = await getApi("plugins", shown ? [["experiment", shown]] : []);
     } catch {
       return;
     }
-    const names = Object.entries(TENSORBOARD_ONLY)
-      .filter(([plugin]) => listing[plugin]?.enabled === true)
-      .map(([, name]) => name);
+    const names = TENSORBOARD_ONLY.filter(([, shown]) => shown.some((plugin) => plugin in plugins)).map(([name]) => name);
     this.tbLink.textContent = names.length ? `TensorBoard's UI: ${names.join(", ")}` : "TensorBoard's UI";
     this.tbLink.title = names.length ? `this experiment also has ${names.join(", ")}: TensorBoard's UI shows them` : "";
   }

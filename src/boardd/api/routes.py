@@ -466,7 +466,8 @@ ROUTES: tuple[RouteDef, ...] = (
         "/api/v1/plugins",
         "list_plugins",
         "List plugins",
-        "Each plugin that has data, with the data classes of its series.",
+        "Each plugin that has data, with the data classes of its series; the projector, whose "
+        "data are files beside the event files of a local logdir (add_embedding's), with none.",
         "server",
         (EXPERIMENT,),
         json_answer(ref("Plugins"), "plugins"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -96,10 +97,24 @@ async def list_experiments(request: Request, query: Query, route: RouteDef) -> R
 
 
 async def list_plugins(request: Request, query: Query, route: RouteDef) -> Response:
-    """``{PLUGIN: [DATA_CLASS, ...]}`` of the experiment's series."""
+    """``{PLUGIN: [DATA_CLASS, ...]}`` of the experiment's series, and ``"projector": []`` when
+    its local logdir has embeddings to show (files beside the event files, not series)."""
     handle = experiment_from(request)
     exp_id = await experiment_id(handle)
-    return json_response(await run_in_threadpool(handle.provider.plugins, exp_id))
+    provider = handle.provider
+    logdir = handle.spec.logdir
+
+    def build() -> dict[str, list[str]]:
+        found = provider.plugins(exp_id)
+        if isinstance(logdir, Path):
+            from boardd.plugins.projector import data as projector  # numpy: off the start path
+
+            runs = [r.name for r in provider.runs(exp_id)]
+            if projector.find_configs(logdir, runs, shapes=False):
+                found["projector"] = []
+        return found
+
+    return json_response(await run_in_threadpool(build))
 
 
 async def list_runs(request: Request, query: Query, route: RouteDef) -> Response:

@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * List plugins
-         * @description Each plugin that has data, with the data classes of its series.
+         * @description Each plugin that has data, with the data classes of its series; the projector, whose data are files beside the event files of a local logdir (add_embedding's), with none.
          */
         get: operations["list_plugins"];
         put?: never;
