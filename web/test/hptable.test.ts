@@ -163,6 +163,11 @@ describe("tableOf", () => {
     expect(metricKey({ group: "train", tag: "loss" })).toBe("train/loss");
     expect(metricKey({ tag: "score" })).toBe("score");
   });
+  it("keeps a declared metric without a name as a column keyed \"\"", () => {
+    const nameless = experimentOf([], [{ displayName: "unnamed" }]);
+    const { columns } = tableOf(nameless, groupsOf(group("a", { sessions: [session("a")] })));
+    expect(columns.filter((c) => c.kind === "metric").map((c) => [c.key, c.label])).toEqual([["", "unnamed"]]);
+  });
 });
 
 function rowsOf(values: Record<string, number | string | null>[]): Row[] {

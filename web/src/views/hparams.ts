@@ -148,8 +148,7 @@ class HparamsView {
   private async load(): Promise<void> {
     const request: [string, string][] = [["request", JSON.stringify({ sliceSize: SLICE })]];
     const [experiment, groups] = await Promise.all([
-      // HparamsExperiment: the answer, its metrics' names required (see its comment).
-      api(this.ctx, "hparams/experiment") as Promise<HparamsExperiment>,
+      api(this.ctx, "hparams/experiment"),
       api(this.ctx, "hparams/session_groups", request),
       colorsReady(),
     ]);

@@ -39,12 +39,9 @@ export type RowsOf = "sessions" | "trials";
 
 type MetricName = Schemas["MetricName"];
 
-/** /api/v1/hparams/experiment's answer, each metric with its name. TEMPORARY: the MetricInfo
- * schema leaves `name` optional (boardd always sends it, and the table keys a metric's column
- * by it); once the schema requires it, this is ApiAnswer<"hparams/experiment">. */
-export type HparamsExperiment = Omit<ApiAnswer<"hparams/experiment">, "metricInfos"> & {
-  metricInfos: (Schemas["MetricInfo"] & { name: MetricName })[];
-};
+/** /api/v1/hparams/experiment's answer. A metric an experiment summary declares without a
+ * name has none in it (proto3 JSON prints no unset message): its column is keyed "". */
+export type HparamsExperiment = ApiAnswer<"hparams/experiment">;
 /** /api/v1/hparams/session_groups' answer. */
 export type SessionGroups = ApiAnswer<"hparams/session_groups">;
 
@@ -95,7 +92,7 @@ export function trialStatus(statuses: readonly string[]): string {
  * "sessions" column (how many), each metric the mean of its sessions' values (the hparams
  * API's own aggregation, so the same numbers as TensorBoard's), and their statuses. */
 export function tableOf(experiment: HparamsExperiment, groups: SessionGroups, rowsOf: RowsOf = "sessions"): { columns: Column[]; rows: Row[] } {
-  const taken = new Set([...(experiment.hparamInfos ?? []).map((h) => h.name), ...(experiment.metricInfos ?? []).map((m) => metricKey(m.name))]);
+  const taken = new Set([...(experiment.hparamInfos ?? []).map((h) => h.name), ...(experiment.metricInfos ?? []).map((m) => metricKey(m.name ?? {}))]);
   const trialKey = freeKey(["trial", "trial id", "trial (group)"], taken);
   const sessionsKey = freeKey(["sessions", "session count", "sessions (count)"], taken);
   const rows: Row[] = [];
@@ -139,7 +136,7 @@ export function tableOf(experiment: HparamsExperiment, groups: SessionGroups, ro
     columns.push({ key: h.name, label: h.displayName || h.name, kind: "hparam", numeric: numeric(h.name) });
   }
   for (const m of experiment.metricInfos ?? []) {
-    const key = metricKey(m.name);
+    const key = metricKey(m.name ?? {});
     columns.push({ key, label: m.displayName || key, kind: "metric", numeric: numeric(key) });
   }
   columns.push({ key: "status", label: "status", kind: "status", numeric: false });
