@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from boardd.data.kinds import KINDS, data_class_label
-from boardd.reader.types import DataClass
+from boardd.reader.decoded import DataClass
 
 
 def test_each_kind_has_its_own_data_class_and_plugins() -> None:

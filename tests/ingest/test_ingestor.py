@@ -15,10 +15,10 @@ from tensorboardX import SummaryWriter
 
 from boardd.cli import ExitCode, main
 from boardd.ingest.ingestor import Ingestor
+from boardd.reader.decoded import DataLoss
 from boardd.reader.events import EventDecoder
 from boardd.reader.logdir import discover
 from boardd.reader.pipeline import read_event_file
-from boardd.reader.types import DataLoss
 from boardd.store.blobs import CHUNK_SIZE, read_blob
 from boardd.store.connection import open_reader
 from boardd.store.session import WriteSession

@@ -20,8 +20,8 @@ from boardd.ingest.ingestor import Ingestor
 from boardd.ingest.segment import decode_segment
 from boardd.ingest.sources import LocalFile
 from boardd.ingest.worker_pool import WorkerError, WorkerPool
+from boardd.reader.decoded import DataClass, TagMetadata
 from boardd.reader.tfrecord import CrcMode
-from boardd.reader.types import DataClass, TagMetadata
 from boardd.store.connection import open_reader
 from boardd.store.session import WriteSession
 

@@ -25,6 +25,15 @@ from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
 from boardd.proto import hparams_plugin_data_pb2
+from boardd.reader.decoded import (
+    BlobSequencePoint,
+    DataClass,
+    DataLoss,
+    RunEventKind,
+    ScalarPoint,
+    TagMetadata,
+    TensorPoint,
+)
 from boardd.reader.errors import ReaderError
 from boardd.reader.events import (
     GRAPH_TAG,
@@ -33,15 +42,6 @@ from boardd.reader.events import (
     EventDecodeError,
     EventDecoder,
     simple_value_metadata,
-)
-from boardd.reader.types import (
-    BlobSequencePoint,
-    DataClass,
-    DataLoss,
-    RunEventKind,
-    ScalarPoint,
-    TagMetadata,
-    TensorPoint,
 )
 
 # --- helpers: read real files -------------------------------------------------------------------

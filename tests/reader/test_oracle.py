@@ -30,8 +30,8 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
+from boardd.reader.decoded import BlobSequencePoint, DataClass, ScalarPoint, TensorPoint
 from boardd.reader.events import DecodedValue, EventDecoder
-from boardd.reader.types import BlobSequencePoint, DataClass, ScalarPoint, TensorPoint
 
 pytestmark = pytest.mark.slow
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from tensorboardX import SummaryWriter
 
+from boardd.reader.decoded import merge_batches
 from boardd.reader.pipeline import EventFileReader, read_event_file
 from boardd.reader.source import LocalFileBytes, RandomAccessBytes
 from boardd.reader.tfrecord import RecordFileError, RecordReader
-from boardd.reader.types import merge_batches
 
 
 class GrowingBytes:

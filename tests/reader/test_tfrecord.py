@@ -23,6 +23,7 @@ from tensorboard.summary.writer.record_writer import RecordWriter
 from tensorboardX import SummaryWriter
 
 from boardd.reader import framing
+from boardd.reader.decoded import DataLoss
 from boardd.reader.errors import ReaderError
 from boardd.reader.framing import BAD_LENGTH_CRC, BAD_PAYLOAD_CRC, OVERHEAD_BYTES
 from boardd.reader.tfrecord import (
@@ -32,7 +33,6 @@ from boardd.reader.tfrecord import (
     RecordReader,
     masked_crc32c,
 )
-from boardd.reader.types import DataLoss
 from tests.reader.records import frame_record, read_records
 
 MODES = list(CrcMode)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from boardd.reader.types import DataClass
+from boardd.reader.decoded import DataClass
 from boardd.store.sampling import (
     DATA_CLASS_CAPACITIES,
     DEFAULT_CAPACITIES,

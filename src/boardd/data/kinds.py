@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from boardd.reader.types import DataClass
+from boardd.reader.decoded import DataClass
 
 
 class Kind(NamedTuple):

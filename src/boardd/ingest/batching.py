@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from boardd.reader.types import DecodedBatch, merge_batches
+from boardd.reader.decoded import DecodedBatch, merge_batches
 from boardd.store.writer import FileProgress
 
 

@@ -42,10 +42,10 @@ from boardd.ingest.sources import (
     size_now,
     unavailable,
 )
+from boardd.reader.decoded import DecodedBatch, TagMetadata
 from boardd.reader.errors import ReaderError
 from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem
 from boardd.reader.modes import CrcMode
-from boardd.reader.types import DecodedBatch, TagMetadata
 from boardd.store.names import escape
 from boardd.store.writer import FileProgress, FileRecord, StoreWriter
 

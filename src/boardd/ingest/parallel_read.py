@@ -19,8 +19,8 @@ from boardd.ingest.lifecycle import FileWork
 from boardd.ingest.parallel import ReadyRuns, can_fork
 from boardd.ingest.pass_result import PassResult
 from boardd.ingest.progress import Progress
+from boardd.reader.decoded import DecodedBatch, TagMetadata
 from boardd.reader.modes import CrcMode
-from boardd.reader.types import DecodedBatch, TagMetadata
 
 if TYPE_CHECKING:
     from boardd.ingest.segment import Segment

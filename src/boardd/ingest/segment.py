@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from boardd.ingest.sources import SourceFile
+from boardd.reader.decoded import DecodedBatch, TagMetadata
 from boardd.reader.errors import ReaderError
 from boardd.reader.events import EventDecoder
 from boardd.reader.modes import CrcMode
 from boardd.reader.pipeline import EventFileReader
-from boardd.reader.types import DecodedBatch, TagMetadata
 
 
 @dataclass(slots=True)

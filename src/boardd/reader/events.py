@@ -26,16 +26,7 @@ from typing import Final
 from google.protobuf.message import DecodeError
 
 from boardd.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2
-from boardd.reader.errors import EventDecodeError, ReaderError
-from boardd.reader.tensor_protos import (
-    Rejected,
-    dtype_label,
-    histogram_tensor,
-    tensor_content,
-    tensor_scalar,
-    tensor_shape,
-)
-from boardd.reader.types import (
+from boardd.reader.decoded import (
     BlobSequencePoint,
     DataClass,
     DataLoss,
@@ -44,6 +35,15 @@ from boardd.reader.types import (
     ScalarPoint,
     TagMetadata,
     TensorPoint,
+)
+from boardd.reader.errors import EventDecodeError, ReaderError
+from boardd.reader.tensor_protos import (
+    Rejected,
+    dtype_label,
+    histogram_tensor,
+    tensor_content,
+    tensor_scalar,
+    tensor_shape,
 )
 
 __all__ = [

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from boardd.reader.decoded import DataClass, DataLoss, DecodedBatch, TagMetadata
 from boardd.reader.events import EventDecoder
 from boardd.reader.logdir import ROOT_RUN, DiscoveryProblem, discover, is_event_file
 from boardd.reader.pipeline import EventFileReader
 from boardd.reader.tfrecord import CrcMode, RecordFileError
-from boardd.reader.types import DataClass, DataLoss, DecodedBatch, TagMetadata
 
 
 class InspectError(Exception):

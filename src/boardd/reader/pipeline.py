@@ -16,11 +16,7 @@ from types import TracebackType
 import numpy as np
 import numpy.typing as npt
 
-from boardd.reader.events import DecodedEvent, EventDecodeError, EventDecoder, simple_value_metadata
-from boardd.reader.fastpath import FastScalars, decode_simple_scalars
-from boardd.reader.source import RandomAccessBytes
-from boardd.reader.tfrecord import CrcMode, RecordBatch, RecordReader
-from boardd.reader.types import (
+from boardd.reader.decoded import (
     BlobSequencePoint,
     DataClass,
     DataLoss,
@@ -29,6 +25,10 @@ from boardd.reader.types import (
     ScalarPoint,
     TensorPoint,
 )
+from boardd.reader.events import DecodedEvent, EventDecodeError, EventDecoder, simple_value_metadata
+from boardd.reader.fastpath import FastScalars, decode_simple_scalars
+from boardd.reader.source import RandomAccessBytes
+from boardd.reader.tfrecord import CrcMode, RecordBatch, RecordReader
 
 DEFAULT_BATCH_BYTES = 16 * 2**20
 

@@ -8,7 +8,7 @@ record at the end of the file is the normal state of a file being written, not a
 Unlike TensorBoard, which stops reading a file for good at its first bad record, this reader
 *resynchronises*: after a bad length CRC, an impossible length or a bad payload CRC it goes on
 from the next offset where a whole record validates (:mod:`boardd.reader.framing` finds it), and
-reports the skipped bytes as :class:`~boardd.reader.types.DataLoss`.
+reports the skipped bytes as :class:`~boardd.reader.decoded.DataLoss`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from boardd.reader import crc
+from boardd.reader.decoded import DataLoss
 from boardd.reader.errors import ReaderError
 from boardd.reader.framing import (
     BAD_PAYLOAD_CRC,
@@ -33,7 +34,6 @@ from boardd.reader.framing import (
 )
 from boardd.reader.modes import CrcMode as CrcMode
 from boardd.reader.source import LocalFileBytes, RandomAccessBytes
-from boardd.reader.types import DataLoss
 
 DEFAULT_MAX_BATCH_BYTES = 32 * 2**20
 DEFAULT_MAX_RECORD_BYTES = 2**31

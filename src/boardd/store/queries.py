@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import apsw
 
-from boardd.reader.types import DataClass
+from boardd.reader.decoded import DataClass
 from boardd.store.names import unescape
 
 _NAN = float("nan")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from boardd.reader.types import DataClass
+from boardd.reader.decoded import DataClass
 
 ALL: Final = None
 """The capacity that keeps every point of a series (``all`` in ``--samples_per_plugin``)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import apsw
 
-from boardd.reader.types import (
+from boardd.reader.decoded import (
     BlobSequencePoint,
     DataClass,
     DecodedBatch,

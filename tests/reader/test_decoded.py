@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from boardd.reader.types import (
+from boardd.reader.decoded import (
     BlobSequencePoint,
     DataClass,
     DataLoss,
@@ -48,7 +48,7 @@ def test_points_survive_pickling_between_processes() -> None:
     # __reduce__ must round-trip every field (and keep them frozen).
     import pickle
 
-    from boardd.reader.types import BlobSequencePoint, TensorPoint
+    from boardd.reader.decoded import BlobSequencePoint, TensorPoint
 
     tensor = TensorPoint(7, 1.5, 2, (3, 4), b"\x00" * 96)
     blobs = BlobSequencePoint(8, 2.5, (b"png", b"wav"))
