@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from boardd.api import common as api_common
+from boardd.api import bodies
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
 from boardd.lineage import LineageService
@@ -21,9 +21,9 @@ from tests.conftest import WAIT, ThreadedServer
 BODY_ROUTES = [
     ("/api/v1/hparams/session_groups", 1 << 20, {}),
     ("/api/v1/metadata/get_artifacts", 8 << 20, {}),
-    ("/data/plugin/hparams/session_groups", api_common.MAX_BODY_BYTES, {}),
-    ("/data/plugin/timeseries/timeSeries", api_common.MAX_BODY_BYTES, {"x-xsrf-protected": "1"}),
-    ("/data/plugin/scalars/scalars_multirun", api_common.MAX_BODY_BYTES, {"x-xsrf-protected": "1"}),
+    ("/data/plugin/hparams/session_groups", bodies.MAX_BODY_BYTES, {}),
+    ("/data/plugin/timeseries/timeSeries", bodies.MAX_BODY_BYTES, {"x-xsrf-protected": "1"}),
+    ("/data/plugin/scalars/scalars_multirun", bodies.MAX_BODY_BYTES, {"x-xsrf-protected": "1"}),
 ]
 
 
@@ -103,7 +103,7 @@ def test_chunked_body_is_refused_once_past_the_limit(
 
 
 def test_the_limit_is_exact_and_bodies_within_it_are_read(lineage_server: ThreadedServer) -> None:
-    limit = api_common.MAX_BODY_BYTES
+    limit = bodies.MAX_BODY_BYTES
     at_limit = b"{}" + b" " * (limit - 2)
     with httpx.Client(base_url=lineage_server.url, timeout=WAIT, trust_env=False) as client:
         answer = client.post("/data/plugin/hparams/session_groups", content=at_limit)

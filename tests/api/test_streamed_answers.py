@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from boardd.api import common as api_common
 from boardd.api import data as api_data
+from boardd.api import replies
 from boardd.api.app import create_app
 from boardd.config import ExperimentSpec
 from tests.conftest import WAIT, ThreadedServer
@@ -45,10 +45,10 @@ def test_large_answers_are_streamed_as_the_same_bytes_and_not_cached(
     for response in whole:
         assert "content-length" in response.headers  # built whole and cached
     # Every answer is now too large to hold, and long series are encoded in many slices.
-    monkeypatch.setattr(api_common, "HOLD_BYTES", 100)
+    monkeypatch.setattr(replies, "HOLD_BYTES", 100)
     monkeypatch.setattr(api_data, "SLICE_POINTS", 7)
     monkeypatch.setattr(api_data, "SLICE_TENSORS", 3)
-    monkeypatch.setattr(api_common, "BLOCK_BYTES", 1000)
+    monkeypatch.setattr(replies, "BLOCK_BYTES", 1000)
     server = ThreadedServer(create_app([spec_all])).start()
     servers.append(server)
     with httpx.Client(base_url=server.url, timeout=WAIT, trust_env=False) as client:
@@ -86,7 +86,7 @@ def test_empty_answers_streamed_are_still_complete(
     spec_all: ExperimentSpec, monkeypatch: pytest.MonkeyPatch, servers: list[ThreadedServer]
 ) -> None:
     # Over a bound of one byte even an empty answer is streamed: its framing alone.
-    monkeypatch.setattr(api_common, "HOLD_BYTES", 1)
+    monkeypatch.setattr(replies, "HOLD_BYTES", 1)
     server = ThreadedServer(create_app([spec_all])).start()
     servers.append(server)
     with httpx.Client(base_url=server.url, timeout=WAIT, trust_env=False) as client:
@@ -113,8 +113,8 @@ def test_tensorboard_time_series_too_large_to_hold_is_streamed_as_the_same_bytes
     with httpx.Client(base_url=whole_server.url, timeout=WAIT, trust_env=False) as client:
         whole = client.post(path, data=form, headers=headers)
     assert whole.status_code == 200 and "content-length" in whole.headers
-    monkeypatch.setattr(api_common, "HOLD_BYTES", 100)
-    monkeypatch.setattr(api_common, "BLOCK_BYTES", 100)
+    monkeypatch.setattr(replies, "HOLD_BYTES", 100)
+    monkeypatch.setattr(replies, "BLOCK_BYTES", 100)
     server = ThreadedServer(create_app([spec_all])).start()
     servers.append(server)
     with httpx.Client(base_url=server.url, timeout=WAIT, trust_env=False) as client:

@@ -20,11 +20,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from boardd.api import dashboard, data, server, tensorboard
+from boardd.api.app_state import AppState, ExperimentHandle
 from boardd.api.auth import Guard
-from boardd.api.common import (
-    AppState,
-    ExperimentHandle,
-)
 from boardd.api.deferred import deferred
 from boardd.api.errors import (
     ApiError,
@@ -37,7 +34,7 @@ from boardd.api.routes import ROUTES, Query, RouteDef
 from boardd.api.routing import indexed_router
 from boardd.api.stream import HEARTBEAT_SECONDS, LiveStreams
 from boardd.api.tensorboard import webui
-from boardd.api.tensorboard.common import CachedAnswers
+from boardd.api.tensorboard.answers import CachedAnswers
 from boardd.api.workers import AnswerWorkers
 from boardd.cache import (
     DEFAULT_DISK_BYTES,
@@ -227,7 +224,7 @@ def _open_disk_tier(
     """Starts opening the disk tier into ``tiers`` (it stays without one if it cannot be
     opened: memory only); returns the thread doing it, or None (no disk tier asked for).
     With ``after``, the opening waits until it is set (the daemon: its first answer has been
-    sent; a request that needs the tier sets it, see :func:`boardd.api.common.tiers_of`), or
+    sent; a request that needs the tier sets it, see :func:`boardd.api.app_state.tiers_of`), or
     DISK_OPEN_AFTER_SECONDS at most."""
     if directory is None:
         return None

@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from boardd.api.common import json_bytes
 from boardd.api.prefix import route_path
+from boardd.api.replies import json_bytes
 from boardd.config import LOOPBACK_FRAME_ANCESTORS, HostPolicy
 
 #: The longest query string accepted (a request naming thousands of runs × tags is refused).

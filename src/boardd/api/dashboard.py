@@ -38,8 +38,9 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Message
 
-from boardd.api.common import json_bytes, state_of
+from boardd.api.app_state import state_of
 from boardd.api.errors import ApiError
+from boardd.api.replies import json_bytes
 from boardd.api.stream import cursor_now
 from boardd.api.tensorboard.webui import (
     COMPRESSIBLE,

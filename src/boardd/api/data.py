@@ -18,18 +18,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from boardd.api import common, workers
-from boardd.api.common import (
-    ExperimentHandle,
-    TooLargeToHold,
-    cached_reply,
-    experiment_from,
-    experiment_id,
-    json_bytes,
-    respond_cached,
-    state_of,
-    stream_rest,
-)
+from boardd.api import replies, workers
+from boardd.api.app_state import ExperimentHandle, experiment_from, experiment_id, state_of
+from boardd.api.replies import TooLargeToHold, cached_reply, json_bytes, respond_cached, stream_rest
 from boardd.api.routes import Query, RouteDef
 from boardd.api.workers import AnswerWorkers
 from boardd.cache import make_etag
@@ -116,7 +107,7 @@ def _metadata(kind: Kind, s: SeriesInfo) -> dict[str, Any]:
 
 async def read_series(request: Request, query: Query, route: RouteDef) -> Response:
     """``GET /api/v1/{kind}``: ``{RUN: {TAG: [datum, ...]}}`` sorted by step (or columns, or
-    CSV for scalars). An answer up to :data:`common.HOLD_BYTES` is built whole and cached; a
+    CSV for scalars). An answer up to :data:`replies.HOLD_BYTES` is built whole and cached; a
     larger one is streamed a block at a time and never held whole (:func:`stream_rest`)."""
     kind = _kind(route)
     handle = experiment_from(request)
@@ -146,7 +137,7 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
         while (part := pieces.next(provider)) is not None:
             held.append(part)
             size += len(part)
-            if size > common.HOLD_BYTES:
+            if size > replies.HOLD_BYTES:
                 raise TooLargeToHold(held)
         return b"".join(held)
 
@@ -179,7 +170,7 @@ async def read_series(request: Request, query: Query, route: RouteDef) -> Respon
         def block() -> tuple[bytes, bool]:
             parts: list[bytes] = []
             size = 0
-            while size < common.BLOCK_BYTES and (part := pieces.next(provider)) is not None:
+            while size < replies.BLOCK_BYTES and (part := pieces.next(provider)) is not None:
                 parts.append(part)
                 size += len(part)
             return b"".join(parts), pieces.done
@@ -199,7 +190,7 @@ def _for_a_worker(kind: Kind, series: list[SeriesInfo], bounds: Bounds) -> bool:
     that it is never held whole, by a worker or here)."""
     if kind is BLOB_SEQUENCES or len(series) < 2 or bounds.downsample is None:
         return False
-    return bounds.downsample * len(series) * _POINT_BYTES[kind.name] <= common.HOLD_BYTES
+    return bounds.downsample * len(series) * _POINT_BYTES[kind.name] <= replies.HOLD_BYTES
 
 
 async def _built_elsewhere(
@@ -233,7 +224,7 @@ def build_in_worker(
     fmt: str,
 ) -> tuple[str, bytes]:
     """In an answer worker (:mod:`boardd.api.workers`): ``("ok", the answer)``, or
-    ``("too_large", b"")`` past :data:`common.HOLD_BYTES`, or ``("damaged", what the store
+    ``("too_large", b"")`` past :data:`replies.HOLD_BYTES`, or ``("damaged", what the store
     said)``. The worker's providers (one per store, sharing the worker's column cache) live as
     long as the worker."""
     provider = workers.worker_state(db, lambda: SqliteProvider(Path(db), _worker_columns()))
@@ -244,7 +235,7 @@ def build_in_worker(
         while (part := pieces.next(provider)) is not None:
             held.append(part)
             size += len(part)
-            if size > common.HOLD_BYTES:
+            if size > replies.HOLD_BYTES:
                 return "too_large", b""
     except Unavailable as exc:
         if exc.__cause__ is None or not is_damage(exc.__cause__):

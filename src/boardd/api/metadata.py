@@ -17,9 +17,11 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.common import json_bytes, read_body, state_of
+from boardd.api.app_state import state_of
+from boardd.api.bodies import read_body
 from boardd.api.errors import ApiError
 from boardd.api.metadata_ops import BY_NAME, Arg, Operation
+from boardd.api.replies import json_bytes
 from boardd.api.routes import Query, RouteDef
 from boardd.lineage import LineageService, LineageUnavailable
 

@@ -14,14 +14,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.common import (
-    cached_reply,
-    experiment_from,
-    experiment_id,
-    json_bytes,
-    respond_cached,
-)
+from boardd.api.app_state import experiment_from, experiment_id
 from boardd.api.errors import ApiError
+from boardd.api.replies import cached_reply, json_bytes, respond_cached
 from boardd.api.routes import Query, RouteDef
 from boardd.data.arrays import ArrayPoint
 from boardd.data.errors import BadRequest, DataError

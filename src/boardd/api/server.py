@@ -13,16 +13,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd import __version__
-from boardd.api.common import (
-    experiment_from,
-    experiment_id,
-    json_bytes,
-    json_response,
-    respond_cached,
-    state_of,
-    tiers_of,
-)
+from boardd.api.app_state import experiment_from, experiment_id, state_of, tiers_of
 from boardd.api.openapi import SPEC
+from boardd.api.replies import json_bytes, json_response, respond_cached
 from boardd.api.routes import Query, RouteDef
 from boardd.cache import CacheStats
 from boardd.data.errors import DataError

@@ -48,7 +48,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from boardd.api.common import ExperimentHandle, finite_or_text
+from boardd.api.app_state import ExperimentHandle
 from boardd.api.errors import ApiError
 from boardd.data.changes import (
     WATCH_INTERVAL_SECONDS,
@@ -62,6 +62,7 @@ from boardd.data.changes import (
 )
 from boardd.data.errors import DataError
 from boardd.data.kinds import data_class_label
+from boardd.data.values import finite_or_text
 
 log = logging.getLogger(__name__)
 

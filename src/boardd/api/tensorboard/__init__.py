@@ -13,7 +13,8 @@ from starlette.routing import BaseRoute, Mount, Route
 from boardd.api.deferred import Endpoint, deferred
 from boardd.api.routing import indexed_router
 from boardd.api.tensorboard import core
-from boardd.api.tensorboard.common import CACHED_FIRST, EXPERIMENT_PARAM, cached_first
+from boardd.api.tensorboard.answers import CACHED_FIRST, cached_first
+from boardd.api.tensorboard.scope import EXPERIMENT_PARAM
 from boardd.plugins.projector import tensorboard_routes as projector
 from boardd.plugins.scalars import tensorboard_routes as scalars
 
@@ -41,7 +42,7 @@ def _any(path: str, module: str, name: str) -> Route:
 
 def data_routes() -> list[BaseRoute]:
     """The routes under a ``data`` mount (a GET route answered by ``answer()`` alone looks in
-    the cache first: :func:`~boardd.api.tensorboard.common.cached_first`)."""
+    the cache first: :func:`~boardd.api.tensorboard.answers.cached_first`)."""
     get = ["GET"]
     post = ["POST"]
     return [
@@ -120,7 +121,7 @@ def routes() -> list[BaseRoute]:
 
 def cached_paths() -> frozenset[str]:
     """The data routes (under a ``data`` mount) that look in the cache first: their hits are
-    answered before routing (:class:`~boardd.api.tensorboard.common.CachedAnswers`)."""
+    answered before routing (:class:`~boardd.api.tensorboard.answers.CachedAnswers`)."""
     return frozenset(
         r.path for r in data_routes() if isinstance(r, Route) and r.endpoint in CACHED_FIRST
     )

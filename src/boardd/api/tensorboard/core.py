@@ -11,9 +11,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 import boardd
-from boardd.api.common import state_of
+from boardd.api.app_state import state_of
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, Scope, answer, param, scope_of, tb_json
+from boardd.api.tensorboard.answers import answer, tb_json
+from boardd.api.tensorboard.params import param
+from boardd.api.tensorboard.scope import Reader, Scope, scope_of
 
 
 def _tensorboard_version() -> str:

@@ -9,8 +9,10 @@ import re
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.tensorboard.common import Reader, answer, param, required, tb_json
+from boardd.api.tensorboard.answers import answer, tb_json
 from boardd.api.tensorboard.core import sampling_hint
+from boardd.api.tensorboard.params import param, required
+from boardd.api.tensorboard.scope import Reader
 from boardd.data.kinds import SCALARS, TENSORS
 from boardd.plugins.scalars import tensorboard_routes as scalars_routes
 

@@ -12,8 +12,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, answer, not_found, param, required, tb_json
-from boardd.api.tensorboard.plugins import optional_integer
+from boardd.api.tensorboard.answers import answer, tb_json
+from boardd.api.tensorboard.params import not_found, optional_integer, param, required
+from boardd.api.tensorboard.scope import Reader
 from boardd.data.errors import DataError
 from boardd.data.kinds import BLOB_SEQUENCES
 

@@ -8,9 +8,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.tensorboard.common import Reader, answer, not_found, tb_json
+from boardd.api.tensorboard.answers import answer, tb_json
 from boardd.api.tensorboard.core import sampling_hint
-from boardd.api.tensorboard.plugins import json_array, run_and_tag, tag_index
+from boardd.api.tensorboard.params import not_found, run_and_tag
+from boardd.api.tensorboard.scope import Reader
+from boardd.api.tensorboard.series_routes import json_array, tag_index
 from boardd.data.errors import DataError
 from boardd.data.kinds import TENSORS
 from boardd.data.values import finite_or_text

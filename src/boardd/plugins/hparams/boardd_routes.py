@@ -12,16 +12,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.common import (
-    cached_reply,
-    experiment_from,
-    experiment_id,
-    json_bytes,
-    read_body,
-    respond_cached,
-    state_of,
-)
+from boardd.api.app_state import experiment_from, experiment_id, state_of
+from boardd.api.bodies import read_body
 from boardd.api.errors import ApiError
+from boardd.api.replies import cached_reply, json_bytes, respond_cached
 from boardd.api.routes import Query, RouteDef
 from boardd.data.provider import DataProvider
 

@@ -19,10 +19,13 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.common import ExperimentHandle, read_body, state_of
+from boardd.api.app_state import ExperimentHandle, state_of
+from boardd.api.bodies import read_body
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, answer, not_found, param, tb_json
+from boardd.api.tensorboard.answers import answer, tb_json
 from boardd.api.tensorboard.core import sampling_hint
+from boardd.api.tensorboard.params import not_found, param
+from boardd.api.tensorboard.scope import Reader
 from boardd.data.kinds import SCALARS
 
 if TYPE_CHECKING:

@@ -10,9 +10,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, Series, answer, not_found, param, tb_json
+from boardd.api.tensorboard.answers import answer, tb_json
 from boardd.api.tensorboard.core import sampling_hint
-from boardd.api.tensorboard.plugins import integer, run_and_tag, stream_blob, tag_index
+from boardd.api.tensorboard.params import integer, not_found, param, run_and_tag
+from boardd.api.tensorboard.scope import Reader, Series
+from boardd.api.tensorboard.series_routes import stream_blob, tag_index
 from boardd.data.kinds import BLOB_SEQUENCES
 from boardd.data.plugin_metadata import AUDIO_MEDIA_TYPES, audio_media_type, image_media_type
 from boardd.data.series import BlobStep, Bounds

@@ -12,9 +12,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, answer, param, tb_json
+from boardd.api.tensorboard.answers import answer, tb_json
 from boardd.api.tensorboard.core import sampling_hint
-from boardd.api.tensorboard.plugins import integer, run_and_tag
+from boardd.api.tensorboard.params import integer, param, run_and_tag
+from boardd.api.tensorboard.scope import Reader
 from boardd.data.kinds import TENSORS
 
 if TYPE_CHECKING:

@@ -9,9 +9,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, answer, param, tb_json
+from boardd.api.tensorboard.answers import answer, tb_json
 from boardd.api.tensorboard.core import sampling_hint
-from boardd.api.tensorboard.plugins import json_array, tag_index
+from boardd.api.tensorboard.params import param
+from boardd.api.tensorboard.scope import Reader
+from boardd.api.tensorboard.series_routes import json_array, tag_index
 from boardd.data.errors import DataError
 from boardd.data.kinds import TENSORS
 from boardd.plugins.pr_curves import data as data_pr_curves

@@ -19,8 +19,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, required, scope_of, tb_json
-from boardd.api.tensorboard.plugins import optional_integer
+from boardd.api.tensorboard.answers import tb_json
+from boardd.api.tensorboard.params import optional_integer, required
+from boardd.api.tensorboard.scope import Reader, scope_of
 from boardd.data.plugin_metadata import image_media_type
 
 if TYPE_CHECKING:

@@ -8,20 +8,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.common import read_form
+from boardd.api.bodies import read_form
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import (
-    Reader,
-    Series,
-    answer,
-    not_found,
-    param,
-    require_xsrf,
-    required,
-    tb_json,
-)
+from boardd.api.tensorboard.answers import answer, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.markup import markdown_to_safe_html
+from boardd.api.tensorboard.params import not_found, param, require_xsrf, required
+from boardd.api.tensorboard.scope import Reader, Series
 from boardd.data.kinds import SCALARS
 from boardd.data.series import Bounds
 from boardd.data.values import json_floats

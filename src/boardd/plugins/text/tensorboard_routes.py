@@ -11,7 +11,7 @@ import numpy.typing as npt
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.tensorboard.common import Reader, answer, param, tb_json
+from boardd.api.tensorboard.answers import answer, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.markup import (
     as_text,
@@ -19,7 +19,8 @@ from boardd.api.tensorboard.markup import (
     markdowns_to_safe_html,
     safe_html,
 )
-from boardd.api.tensorboard.plugins import run_and_tag
+from boardd.api.tensorboard.params import param, run_and_tag
+from boardd.api.tensorboard.scope import Reader
 from boardd.data.kinds import TENSORS
 from boardd.data.plugin_metadata import readable
 

@@ -14,21 +14,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from boardd.api import common
-from boardd.api.common import read_form
+from boardd.api import replies
+from boardd.api.bodies import read_form
 from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import (
-    Reader,
-    Series,
-    answer,
-    answer_etag,
-    param,
-    require_xsrf,
-    scope_of,
-    tb_json,
-)
+from boardd.api.tensorboard.answers import answer, answer_etag, tb_json
 from boardd.api.tensorboard.core import sampling_hint
 from boardd.api.tensorboard.markup import markdown_to_safe_html
+from boardd.api.tensorboard.params import param, require_xsrf
+from boardd.api.tensorboard.scope import Reader, Series, scope_of
 from boardd.data import plugin_metadata
 from boardd.data.blobs import parse_blob_key, unknown_key
 from boardd.data.kinds import BLOB_SEQUENCES, SCALARS, TENSORS, Kind
@@ -220,7 +213,7 @@ async def time_series(request: Request) -> Response:
     samples = {p: sampling_hint(request, p, n) for p, n in DEFAULT_SAMPLES.items()}
     scope = scope_of(request)
     # The list's items are encoded one request at a time: an answer that grows too large to
-    # hold is sent as it is built (common.stream_rest), from the first request not yet sent.
+    # hold is sent as it is built (replies.stream_rest), from the first request not yet sent.
     taken = 0
 
     def item(reader: Reader) -> bytes:
@@ -235,14 +228,14 @@ async def time_series(request: Request) -> Response:
         while taken < len(wanted):
             held.append(item(reader))
             size += len(held[-1])
-            if size > common.HOLD_BYTES and taken < len(wanted):
-                raise common.TooLargeToHold(held)
+            if size > replies.HOLD_BYTES and taken < len(wanted):
+                raise replies.TooLargeToHold(held)
         held.append(b"]")
         return b"".join(held)
 
     try:
         return await answer(request, build, form=text, scope=scope)
-    except common.TooLargeToHold as begun:
+    except replies.TooLargeToHold as begun:
         held = begun.held
     etag = await asyncio.to_thread(answer_etag, request, scope, text)
 
@@ -250,7 +243,7 @@ async def time_series(request: Request) -> Response:
         reader = Reader(scope)
         parts: list[bytes] = []
         size = 0
-        while size < common.BLOCK_BYTES and taken < len(wanted):
+        while size < replies.BLOCK_BYTES and taken < len(wanted):
             parts.append(item(reader))
             size += len(parts[-1])
         done = taken == len(wanted)
@@ -258,7 +251,7 @@ async def time_series(request: Request) -> Response:
             parts.append(b"]")
         return b"".join(parts), done
 
-    return common.stream_rest(request, held, block, "application/json", etag)
+    return replies.stream_rest(request, held, block, "application/json", etag)
 
 
 async def image_data(request: Request) -> Response:

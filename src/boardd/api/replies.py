@@ -1,109 +1,22 @@
-"""What every route shares: typed app state, experiment lookup, JSON encoding, cached replies."""
+"""Replies: JSON encoding, answers through the response cache (ETag, 304, gzip, the disk
+tier), and answers too large to hold, streamed a block at a time."""
 
 from __future__ import annotations
 
 import asyncio
 import ctypes
 import os
-import threading
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from typing import Any
 
 import orjson
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.types import Message
 
-from boardd.api.errors import ApiError
-from boardd.api.workers import AnswerWorkers
+from boardd.api.app_state import ExperimentHandle, FastKey, state_of, tiers_of
 from boardd.cache import GZIP_LEVEL, Encoded, ResponseCache, TwoTierCache, make_etag
-from boardd.config import DEFAULT_HPARAMS_IDLE_SECONDS, ExperimentSpec
-from boardd.data.columns import ColumnCache
-from boardd.data.provider import DataProvider
-from boardd.data.values import finite_or_text
-from boardd.lineage import LineageService
-
-__all__ = ["finite_or_text"]  # the stream's import; its home is boardd.data.values
-
-#: A cache key and its version (the data generation the answer is built from).
-FastKey = tuple[Hashable, Hashable]
-
-
-@dataclass(slots=True)
-class ExperimentHandle:
-    """What the API knows of one experiment: its store, and (in the daemon) a live status."""
-
-    spec: ExperimentSpec
-    #: What reads the experiment's store (owned by the application, closed when it stops).
-    provider: DataProvider
-    status: Callable[[], Mapping[str, Any]] | None = None
-    #: The generation of the store's last commit, when this process is its writer (then it
-    #: is exact: set right after each commit); None otherwise.
-    generation: Callable[[], int | None] | None = None
-    #: (store swaps, experiment row id, store identity) as of the last lookup.
-    experiment_row: tuple[int, int, str] | None = field(default=None, init=False)
-
-    @property
-    def store_id(self) -> str:
-        """The identity of the store file last looked up ("" before any lookup)."""
-        return self.experiment_row[2] if self.experiment_row is not None else ""
-
-    def fast_key(self, request: Request) -> FastKey | None:
-        """A cache key that needs no store access: the raw request, and as its version the
-        writer's own generation. Only when this process writes the store: then no commit can be
-        newer than the generation it reports."""
-        if self.generation is None:
-            return None
-        current = self.generation()
-        if current is None:
-            return None
-        return ("fast", self.spec.name, request.url.path, request.scope["query_string"]), current
-
-
-@dataclass(slots=True)
-class AppState:
-    """Typed application state, yielded by the lifespan (no module globals)."""
-
-    experiments: dict[str, ExperimentHandle]
-    cache: ResponseCache
-    started: float
-    #: ``cache`` as the first tier, and the disk tier (if any) for expensive answers.
-    tiers: TwoTierCache | None = None
-    #: The thread opening the disk tier (begun by the lifespan, so that start-up does not wait
-    #: for it); whatever uses ``tiers.disk`` waits for it first (:func:`tiers_of`).
-    disk_opening: threading.Thread | None = None
-    #: Set to have the opening begin now if it waits (see ``create_app``'s ``disk_after``).
-    disk_wanted: threading.Event | None = None
-    #: ``--samples-per-plugin`` (plugin → points, None for all): TensorBoard's routes return
-    #: at most that many points per series, as TensorBoard's do.
-    sampling: Mapping[str, int | None] = field(default_factory=dict)
-    #: ``--hparams-idle-seconds``: a session without end info is RUNNING while its runs had
-    #: data this recently, then UNKNOWN.
-    hparams_idle_seconds: float = DEFAULT_HPARAMS_IDLE_SECONDS
-    #: The lineage store (``/api/v1/metadata/...``); None: the server has none.
-    lineage: LineageService | None = None
-    #: The bearer token (None: none); lineage writes need it even on loopback.
-    token: str | None = field(default=None, repr=False)
-    #: TensorBoard's ``--window_title`` ("": TensorBoard's UI keeps its own title).
-    window_title: str = ""
-    #: Bounds how many answers too large to hold are read at once (api/data.py); made by
-    #: the first such answer, in the app's event loop.
-    heavy_reads: asyncio.Semaphore | None = field(default=None, repr=False)
-    #: Processes that build the large answers (None: every answer is built in this process).
-    workers: AnswerWorkers | None = field(default=None, repr=False)
-    #: The whole scalar series the experiments' providers read, shared by them.
-    column_cache: ColumnCache = field(default_factory=ColumnCache, repr=False)
-
-
-def state_of(request: Request) -> AppState:
-    """The app state of a request."""
-    state = request.state.boardd
-    assert isinstance(state, AppState)
-    return state
 
 
 def json_bytes(data: Any) -> bytes:
@@ -121,57 +34,16 @@ def json_response(data: Any, status: int = 200) -> Response:
     return Response(json_bytes(data), status_code=status, media_type="application/json")
 
 
-#: The bound of a request body (a JSON request message, a form) unless a route sets its own.
-MAX_BODY_BYTES = 1 << 20
-
-
-def _body_too_large(limit: int) -> ApiError:
-    return ApiError(
-        413, f"the request body is over the limit of {limit} bytes ({limit // 1024} KiB): send less"
-    )
-
-
-async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The request's body, at most ``limit`` bytes; 413 saying the limit otherwise. A declared
-    length over it is refused before any of the body is read, and a chunked body as soon as
-    what has come passes it: a client cannot make the server hold more than ``limit``."""
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        try:
-            length = int(declared)
-        except ValueError:
-            raise ApiError(400, f"Content-Length: {declared!r} is not a number") from None
-        if length > limit:
-            raise _body_too_large(limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _body_too_large(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def read_form(request: Request, limit: int = MAX_BODY_BYTES) -> FormData:
-    """The request's form (urlencoded or multipart) from a body of at most ``limit`` bytes
-    (:func:`read_body`); any uploaded file is closed, its fields stay."""
-    body = await read_body(request, limit)
-
-    async def replay() -> Message:
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    form = await Request(request.scope, replay).form()
-    await form.close()
-    return form
-
-
 #: An answer larger than this (that can be sent in parts) is streamed instead of built whole,
 #: and not cached: holding it would cost its size in memory per concurrent request.
 HOLD_BYTES = 4 << 20
+
+
 #: A streamed answer is read and encoded in blocks of about this many bytes (one worker-thread
 #: hop each).
 BLOCK_BYTES = 256 << 10
+
+
 #: Answers too large to hold whose blocks are read and encoded at once (per app); the others
 #: wait their turn between blocks, so a slow client never holds up the rest.
 HEAVY_READS = 2
@@ -259,38 +131,6 @@ def _give_back_free_memory() -> None:
 _malloc_trim: Any = None
 
 
-def experiment_from(request: Request) -> ExperimentHandle:
-    """The experiment named by ``experiment=`` (default: the first one)."""
-    state = state_of(request)
-    name = request.query_params.get("experiment")
-    if name is None:
-        if not state.experiments:
-            raise ApiError(404, "this server has no experiments")
-        return next(iter(state.experiments.values()))
-    handle = state.experiments.get(name)
-    if handle is None:
-        known = ", ".join(sorted(state.experiments)) or "(none)"
-        raise ApiError(404, f"no experiment {name!r}; known: {known}")
-    return handle
-
-
-async def experiment_id(handle: ExperimentHandle) -> int:
-    """The experiment's row id in its store (503 while the store has none yet)."""
-    provider = handle.provider
-    if handle.experiment_row is not None and handle.experiment_row[0] == provider.swaps:
-        return handle.experiment_row[1]
-
-    def query() -> tuple[int, str]:
-        # A store holds one experiment; the server names it (experiment names are the
-        # server's, e.g. NAME=PATH, not the store's).
-        return provider.experiment_id(handle.spec.name), provider.store_id()
-
-    found, store = await run_in_threadpool(query)
-    # A store's experiment row never changes; a store swapped in by --rebuild may differ.
-    handle.experiment_row = (provider.swaps, found, store)
-    return found
-
-
 async def respond_cached(
     request: Request,
     handle: ExperimentHandle,
@@ -347,16 +187,6 @@ async def respond_cached(
     if alias is not None:
         cache.put(alias[0], entry, alias[1])
     return reply(request, cache, key, entry)
-
-
-async def tiers_of(state: AppState) -> TwoTierCache | None:
-    """The app's tiers, once the disk tier's opening has ended (opened or not)."""
-    opening = state.disk_opening
-    if opening is not None and opening.is_alive():
-        if state.disk_wanted is not None:
-            state.disk_wanted.set()
-        await run_in_threadpool(opening.join)
-    return state.tiers
 
 
 def cached_reply(

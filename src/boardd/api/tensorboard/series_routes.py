@@ -1,6 +1,5 @@
-"""What the routes of TensorBoard's data plugins (histograms, distributions, images, audio,
-text, PR curves) share: their tag listings, their query parameters, blob streaming and JSON
-floats."""
+"""What the routes of the plugins' series share (histograms, distributions, images, audio,
+text, PR curves): their tag listings, blob streaming, numbers as JSON."""
 
 from __future__ import annotations
 
@@ -11,9 +10,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from boardd.api.errors import ApiError
-from boardd.api.tensorboard.common import Reader, Series, param, required, scope_of
 from boardd.api.tensorboard.markup import markdown_to_safe_html
+from boardd.api.tensorboard.scope import Reader, Series, scope_of
 from boardd.data.blobs import parse_blob_key, unknown_key
 from boardd.data.kinds import Kind
 from boardd.data.plugin_metadata import readable
@@ -43,32 +41,6 @@ def tag_index(
             **(extra(s) if extra else {}),
         }
     return out
-
-
-def run_and_tag(request: Request) -> tuple[str, str]:
-    """The ``run`` and ``tag`` parameters, each required (400 naming a missing one, where
-    TensorBoard fails with a 500)."""
-    return required(request, "run"), required(request, "tag")
-
-
-def integer(request: Request, name: str, default: int) -> int:
-    """A whole number from 0 (400 otherwise; TensorBoard fails with a 500)."""
-    value = optional_integer(request, name)
-    return default if value is None else value
-
-
-def optional_integer(request: Request, name: str, *, minimum: int = 0) -> int | None:
-    """A whole number from ``minimum``, None when absent (400 otherwise)."""
-    text = param(request, name)
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise ApiError(400, f"{name}={text!r}: give a whole number") from None
-    if value < minimum:
-        raise ApiError(400, f"{name}={value}: give a number from {minimum}")
-    return value
 
 
 def json_array(values: npt.NDArray[Any]) -> Any:

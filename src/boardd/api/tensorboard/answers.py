@@ -1,149 +1,29 @@
-"""What TensorBoard's routes share: which experiments a request addresses and how their runs are
-named (``--logdir_spec``'s ``NAME/RUN``), the generation-keyed answer cache, TensorBoard's JSON
-and its guard on POST.
+"""TensorBoard's routes' answers: JSON as TensorBoard encodes it, cached under the request and
+the addressed stores' generations, and sent before routing when the cache has them.
 
-Every answer is built in a worker thread by a function of a :class:`Reader`, which opens the
-store of each addressed experiment on demand; the result is cached under the request and the
-generations of those stores, so a repeated request costs a dictionary lookup until new data is
-committed.
-"""
+Every answer is built in a worker thread by a function of a :class:`~.scope.Reader`, which
+reads each addressed experiment through its data provider; the result is cached under the
+request and the generations of those stores, so a repeated request costs a dictionary lookup
+until new data is committed."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import weakref
-from collections.abc import Awaitable, Callable, Hashable, Iterator
-from typing import Any, NamedTuple, overload
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from boardd.api.common import AppState, ExperimentHandle, raw_reply, reply, state_of
+from boardd.api.app_state import AppState, state_of
 from boardd.api.errors import ApiError
 from boardd.api.prefix import route_path
+from boardd.api.replies import raw_reply, reply
+from boardd.api.tensorboard.scope import Reader, Scope, _scope, scope_of
 from boardd.cache import Encoded, make_etag
-from boardd.data.errors import Damaged, Unavailable
-from boardd.data.experiments import RunRow
-from boardd.data.kinds import Kind
-from boardd.data.provider import DataProvider
-from boardd.data.series import Selection, SeriesInfo
-
-#: The experiment path parameter of ``/experiment/{experiment}/data/...``.
-EXPERIMENT_PARAM = "experiment"
-#: The experiment id TensorBoard's UI puts in its URLs when its page names none
-#: (``/experiment/defaultExperimentId/data/...``): every experiment, as under ``/data``.
-DEFAULT_EXPERIMENT_ID = "defaultExperimentId"
-
-
-class Scope(NamedTuple):
-    """The experiments one request addresses, and whether their run names carry the
-    experiment's name (several logdirs under ``/data``: ``NAME/RUN``, as ``--logdir_spec``)."""
-
-    handles: tuple[ExperimentHandle, ...]
-    prefixed: bool
-
-    def outer(self, handle: ExperimentHandle, run: str) -> str:
-        """The run's name as TensorBoard's UI sees it (``os.path.join(NAME, RUN)``, as
-        TensorBoard names the runs of a named logdir: the root run of ``a`` is ``a/.``)."""
-        return os.path.join(handle.spec.name, run) if self.prefixed else run
-
-    def inner(self, outer: str) -> tuple[ExperimentHandle, str] | None:
-        """The experiment and stored run name of an outer run name (None: no such experiment)."""
-        if not self.prefixed:
-            return (self.handles[0], outer) if self.handles else None
-        # The longest experiment name that prefixes it (names may contain "/").
-        for handle in sorted(self.handles, key=lambda h: -len(h.spec.name)):
-            head = handle.spec.name + "/"
-            if outer.startswith(head):
-                return handle, outer[len(head) :]
-        return None
-
-
-def scope_of(request: Request) -> Scope:
-    """The scope of a request: one experiment under ``/experiment/{name}/``, else all
-    (:data:`DEFAULT_EXPERIMENT_ID` too, unless an experiment has that name)."""
-    state = state_of(request)
-    name = request.path_params.get(EXPERIMENT_PARAM)
-    found = _scope(state, name)
-    if found is None:
-        known = ", ".join(sorted(state.experiments)) or "(none)"
-        raise ApiError(404, f"no experiment {name!r}; known: {known}")
-    return found
-
-
-def _scope(state: AppState, name: str | None) -> Scope | None:
-    """:func:`scope_of` for an experiment name from the path (None: none named); None for an
-    unknown experiment."""
-    if name is not None and (name != DEFAULT_EXPERIMENT_ID or name in state.experiments):
-        handle = state.experiments.get(name)
-        return None if handle is None else Scope((handle,), prefixed=False)
-    handles = tuple(state.experiments.values())
-    return Scope(handles, prefixed=len(handles) > 1)
-
-
-class Series(NamedTuple):
-    """One time series as a route sees it: its outer run name, the store it is in."""
-
-    run: str
-    handle: ExperimentHandle
-    info: SeriesInfo
-
-
-class Reader:
-    """Read access to the stores of a scope, from one worker thread (each experiment through
-    its data provider)."""
-
-    def __init__(self, scope: Scope) -> None:
-        self.scope = scope
-
-    def experiments(self) -> Iterator[tuple[ExperimentHandle, DataProvider, int]]:
-        """Each addressed experiment whose store has data: handle, provider, experiment id.
-        A store not yet created or still empty is skipped (TensorBoard shows no runs yet)."""
-        for handle in self.scope.handles:
-            provider = handle.provider
-            try:
-                row = provider.experiment()
-            except Damaged:
-                raise  # met just now: 503, never an answer without this store's runs
-            except Unavailable:
-                continue
-            if row is not None:
-                yield handle, provider, row.id
-
-    def runs(self) -> list[tuple[str, RunRow]]:
-        """The live runs (outer name, row), experiment by experiment in TensorBoard's order."""
-        out: list[tuple[str, RunRow]] = []
-        for handle, provider, exp_id in self.experiments():
-            out.extend((self.scope.outer(handle, r.name), r) for r in provider.runs(exp_id))
-        return out
-
-    def series(
-        self,
-        kind: Kind,
-        plugin: str,
-        runs: tuple[str, ...] = (),
-        tags: tuple[str, ...] = (),
-    ) -> list[Series]:
-        """The series of ``plugin`` (of this kind), only these outer runs and tags if given."""
-        out: list[Series] = []
-        for handle, provider, exp_id in self.experiments():
-            inner_runs: tuple[str, ...] = ()
-            if runs:
-                inner_runs = tuple(
-                    r for h, r in filter(None, map(self.scope.inner, runs)) if h is handle
-                )
-                if not inner_runs:
-                    continue
-            found = provider.list_series(exp_id, kind, Selection(plugin, inner_runs, tags))
-            out.extend(Series(self.scope.outer(handle, s.run), handle, s) for s in found)
-        return out
-
-    def one(self, kind: Kind, plugin: str, run: str, tag: str) -> Series | None:
-        """The series of one outer run and tag, or None."""
-        found = self.series(kind, plugin, (run,), (tag,))
-        return found[0] if found else None
+from boardd.data.errors import Unavailable
 
 
 def _writer_generations(scope: Scope) -> tuple[Hashable, ...] | None:
@@ -266,14 +146,19 @@ def cached_first(handler: Callable[[Request], Awaitable[Response]]) -> Endpoint:
 #: A Starlette endpoint.
 Endpoint = Callable[[Request], Awaitable[Response]]
 
+
 #: The endpoints made by :func:`cached_first` (their routes' cached answers are also served by
 #: :class:`CachedAnswers`).
 CACHED_FIRST: weakref.WeakSet[Endpoint] = weakref.WeakSet()
 
+
 #: Where TensorBoard's UI is served; its data routes answer under it too.
 UI_PREFIX = "/tensorboard"
 
+
 _DATA = "/data/"
+
+
 _EXPERIMENT = "/experiment/"
 
 
@@ -282,7 +167,7 @@ class CachedAnswers:
     a GET whose answer is cached under the current generations of the stores it addresses
     (known without a store access: this process writes them) is sent from here, without
     Starlette's route walk, request and response objects (about half of a hit's CPU). The
-    answer is :func:`boardd.api.common.reply`'s for that entry, byte for byte. Everything else
+    answer is :func:`boardd.api.replies.reply`'s for that entry, byte for byte. Everything else
     (a miss, another route or method, a store this process does not write) goes on to the app.
 
     ``paths``: the routes under a ``data`` mount (``/plugin/scalars/scalars``, ...) whose
@@ -339,56 +224,3 @@ def tb_json(data: Any) -> bytes:
     """JSON as TensorBoard writes it; non-finite floats must already be spelled "NaN",
     "Infinity", "-Infinity" (:func:`boardd.data.values.finite_or_text`)."""
     return json.dumps(data, separators=(",", ":"), allow_nan=False).encode("utf-8")
-
-
-def require_xsrf(request: Request) -> None:
-    """The guard on TensorBoard's POST routes: a POST that a page of another site could have
-    made is refused (400). TensorBoard's UI marks its fetches with ``X-XSRF-Protected: 1``, a
-    header no form can set; its older dashboards (the Scalars tab's ``scalars_multirun``) post
-    a FormData without it, which the browser itself marks as coming from this server's own
-    page (``Sec-Fetch-Site: same-origin``, else an ``Origin`` equal to this server's)."""
-    if request.headers.get("x-xsrf-protected") == "1" or _same_origin(request):
-        return
-    raise ApiError(
-        400,
-        "POST requests to TensorBoard's routes must carry the header X-XSRF-Protected: 1 "
-        "(or come from this server's own pages)",
-    )
-
-
-def _same_origin(request: Request) -> bool:
-    """Whether the browser says the request comes from a page of this server's origin."""
-    site = request.headers.get("sec-fetch-site")
-    if site is not None:
-        # A browser that sends it says where the request comes from; another port of this
-        # host is "same-site", not "same-origin".
-        return site == "same-origin"
-    origin = request.headers.get("origin")
-    host = request.headers.get("host")
-    if not origin or origin == "null" or not host:
-        return False
-    return origin == f"{request.url.scheme}://{host}"
-
-
-def not_found(message: str) -> ApiError:
-    """A 404 in boardd's error shape (TensorBoard answers such requests 404 too)."""
-    return ApiError(404, message)
-
-
-@overload
-def param(request: Request, name: str) -> str | None: ...
-@overload
-def param(request: Request, name: str, default: str) -> str: ...
-def param(request: Request, name: str, default: str | None = None) -> str | None:
-    """A query parameter as TensorBoard reads it: the first of repeated ones (werkzeug's
-    ``args.get``; Starlette's ``query_params.get`` gives the last)."""
-    values = request.query_params.getlist(name)
-    return values[0] if values else default
-
-
-def required(request: Request, name: str) -> str:
-    """A query parameter the route cannot do without (400 naming it when absent)."""
-    value = param(request, name)
-    if value is None:
-        raise ApiError(400, f"{name}= is required")
-    return value
