@@ -134,7 +134,7 @@ class _Writer:
 def _measure(path_name: str, root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from boardd.api.app import create_app
     from boardd.config import ExperimentSpec
-    from boardd.daemon.http import MAX_CONNECTIONS, Server, server_config
+    from boardd.daemon.http_server import MAX_CONNECTIONS, Server, server_config
     from boardd.store.bus import ChangeHub
 
     writer = _Writer(root, args.tags)

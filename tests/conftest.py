@@ -21,7 +21,7 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboardX import summary as x_summary
 
 from boardd.config import ExperimentSpec
-from boardd.daemon.http import HEAD_TIMEOUT, KEEP_ALIVE_TIMEOUT, Server, server_config
+from boardd.daemon.http_server import HEAD_TIMEOUT, KEEP_ALIVE_TIMEOUT, Server, server_config
 from boardd.ingest import IngestResult, ingest_logdir
 from boardd.ingest.ingestor import Ingestor
 from boardd.store.bus import ChangeHub
@@ -165,8 +165,8 @@ def live_stores(tmp_path: Path) -> Iterator[Callable[..., LiveStore]]:
 
 
 class ThreadedServer:
-    """An ASGI app under boardd's HTTP server (daemon/http.py) in a thread, on 127.0.0.1 (a free
-    port, or ``port``)."""
+    """An ASGI app under boardd's HTTP server (daemon/http_server.py) in a thread, on 127.0.0.1
+    (a free port, or ``port``)."""
 
     def __init__(
         self,

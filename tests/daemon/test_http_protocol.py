@@ -1,8 +1,8 @@
-"""boardd's HTTP/1.1 server (daemon/http.py, daemon/http_protocol.py) speaking to real sockets:
-framing (chunked, HEAD, 100-continue, request bodies), keep-alive and its timeout, pipelining,
-the client's disconnect reaching a streaming app, write flow control, the ASGI lifespan and a
-graceful stop. The server runs in a thread (tests/conftest.py ThreadedServer) over small ASGI
-apps written here."""
+"""boardd's HTTP/1.1 server (daemon/http_server.py, daemon/http_protocol.py) speaking to real
+sockets: framing (chunked, HEAD, 100-continue, request bodies), keep-alive and its timeout,
+pipelining, the client's disconnect reaching a streaming app, write flow control, the ASGI
+lifespan and a graceful stop. The server runs in a thread (tests/conftest.py ThreadedServer)
+over small ASGI apps written here."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from boardd.daemon.http import Server, server_config
+from boardd.daemon.http_server import Server, server_config
 from tests.conftest import ThreadedServer
 from tests.daemon.conftest import SRC, ServeFactory
 
@@ -312,7 +312,7 @@ def test_pipelined_requests_are_answered_one_at_a_time_in_order(
 def test_keep_alive_ends_after_its_idle_timeout(
     app: App, servers: list[ThreadedServer], caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="boardd.daemon.http")
+    caplog.set_level(logging.INFO, logger="boardd.daemon.http_server")
     server = start(app, servers, keep_alive=0.5, head_timeout=30.0)
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         buffered = bytearray()
@@ -383,7 +383,7 @@ def test_lifespan_state_reaches_each_request(app: App, servers: list[ThreadedSer
 def test_an_app_failure_is_a_500_and_a_log_line(
     app: App, servers: list[ThreadedServer], caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="boardd.daemon.http")
+    caplog.set_level(logging.ERROR, logger="boardd.daemon.http_server")
     server = start(app, servers)
     with httpx.Client(base_url=server.url, trust_env=False, timeout=10.0) as client:
         answer = client.get("/fail")
@@ -454,7 +454,7 @@ class FailingStart:
 def test_a_failed_start_up_serves_nothing(
     how: str, said: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="boardd.daemon.http")
+    caplog.set_level(logging.ERROR, logger="boardd.daemon.http_server")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen(8)

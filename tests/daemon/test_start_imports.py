@@ -40,7 +40,7 @@ LATER = (
     "zipfile",
     "csv",
     "sqlite3",
-    # boardd's HTTP server is its own (boardd.daemon.http): uvicorn, its command line (click)
+    # boardd's HTTP server is its own (boardd.daemon.http_server): uvicorn, its command line (click)
     # and its supervisors are not needed at all.
     "uvicorn",
     "click",
@@ -75,7 +75,12 @@ def test_the_serve_start_path_does_not_load_the_ingest_nor_the_disk_cache(
         f"settings = serve_settings([{str(tmp_path)!r}], db={str(tmp_path / 'store.sqlite')!r})\n"
         "boardd.api.app.create_app(settings.experiments)"
     )
-    assert {"boardd.daemon.service", "boardd.config", "boardd.daemon.http", "httptools"} <= modules
+    assert {
+        "boardd.daemon.service",
+        "boardd.config",
+        "boardd.daemon.http_server",
+        "httptools",
+    } <= modules
     assert early(modules) == []
 
 

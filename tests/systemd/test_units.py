@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from boardd.daemon.http import MAX_CONNECTIONS, connection_cap
+from boardd.daemon.http_server import MAX_CONNECTIONS, connection_cap
 from boardd.exitcodes import ExitCode
 from boardd.systemd.escape import quote_exec_path, systemd_escape_path
 from boardd.systemd.install import find_boardd_executable

@@ -4,14 +4,14 @@ A server that only times out idle keep-alive connections keeps for ever one that
 request, or sends part of a request head and stops (slowloris), and each holds a file
 descriptor; at the descriptor limit ``accept()`` fails with EMFILE, asyncio logs it with a
 traceback up to a batch of times per turn of the loop, and ingest can no longer open files. So
-every connection of one server (:mod:`boardd.daemon.http`) shares a :class:`ConnectionGuard`:
+every connection of one server (:mod:`boardd.daemon.http_server`) shares a :class:`ConnectionGuard`:
 
 * a request head must be complete within ``head_timeout`` seconds (the server's default:
-  :data:`boardd.daemon.http.HEAD_TIMEOUT`) of the connection waiting for one (its opening, or
+  :data:`boardd.daemon.http_server.HEAD_TIMEOUT`) of the connection waiting for one (its opening, or
   the end of the previous response; the keep-alive timeout closes silent ones sooner): a byte
   now and then does not extend it. A partial head is answered 408 (the JSON error shape), a
   silent connection is just closed;
-* at most ``cap`` connections are open (default: :func:`boardd.daemon.http.connection_cap`):
+* at most ``cap`` connections are open (default: :func:`boardd.daemon.http_server.connection_cap`):
   one more evicts the connection that has waited longest for a request head (a well-behaved
   client sends its head at once, so only idle or stalled ones are waiting); when none is
   waiting (every one is busy), the newcomer gets a 503 and is closed;
@@ -32,7 +32,7 @@ from collections import Counter
 from typing import Generic, Protocol, TypeVar
 
 #: The server's one logger, as configured by name (the summary lines are the server's).
-log = logging.getLogger("boardd.daemon.http")
+log = logging.getLogger("boardd.daemon.http_server")
 
 #: Seconds between two summary lines of dropped connections.
 REPORT_INTERVAL = 60.0

@@ -39,7 +39,7 @@ from boardd.api.errors import error_bytes
 from boardd.daemon.http_guard import ConnectionGuard
 
 #: The server's one logger (its summary lines and the app's failures), as configured by name.
-log = logging.getLogger("boardd.daemon.http")
+log = logging.getLogger("boardd.daemon.http_server")
 
 #: The largest request head (request line and headers) read: above the API's 64 KiB bound on
 #: query strings (which answers 413 itself), well below anything that could cost memory.
@@ -92,8 +92,9 @@ class ServerSettings(Protocol):
 
 
 class Host(Protocol):
-    """What a connection uses of the server that accepted it (:class:`boardd.daemon.http.Server`),
-    named here so that the connection does not import the server that imports it."""
+    """What a connection uses of the server that accepted it
+    (:class:`boardd.daemon.http_server.Server`), named here so that the connection does not
+    import the server that imports it."""
 
     @property
     def guard(self) -> ConnectionGuard[HttpProtocol]: ...

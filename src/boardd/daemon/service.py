@@ -35,7 +35,7 @@ from boardd.api.auth import LOGIN_PATH
 from boardd.api.prefix import PathPrefix
 from boardd.api.tensorboard import webui
 from boardd.config import ServeSettings
-from boardd.daemon.http import Server, server_config
+from boardd.daemon.http_server import Server, server_config
 from boardd.daemon.memory import tune_malloc
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner

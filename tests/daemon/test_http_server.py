@@ -1,5 +1,5 @@
-"""boardd's HTTP server (daemon/http.py) with real sockets: request heads that are too slow or
-too large, the connection cap. The server is boardd's own, in a thread
+"""boardd's HTTP server (daemon/http_server.py) with real sockets: request heads that are too
+slow or too large, the connection cap. The server is boardd's own, in a thread
 (tests/conftest.py ThreadedServer), over a small ASGI app."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from boardd.daemon.http import connection_cap
 from boardd.daemon.http_protocol import MAX_HEAD_BYTES
+from boardd.daemon.http_server import connection_cap
 from tests.conftest import ThreadedServer
 
 #: The head deadline of these servers (boardd serve's is HEAD_TIMEOUT).
@@ -111,7 +111,7 @@ def closing_lines(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == "boardd.daemon.http"
+        if r.name == "boardd.daemon.http_server"
         and r.levelno == level
         and "closed by the server" in r.getMessage()
     ]
@@ -130,7 +130,7 @@ def test_a_silent_connection_is_closed(
 ) -> None:
     """A connection that sends nothing (a browser's spare one) is closed at the deadline and
     noted at INFO, not warned about: Chromium opens them on every page."""
-    caplog.set_level(logging.INFO, logger="boardd.daemon.http")
+    caplog.set_level(logging.INFO, logger="boardd.daemon.http_server")
     server = start(app, servers, head_timeout=HEAD)
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         opened = time.monotonic()
@@ -148,7 +148,7 @@ def test_a_request_head_that_never_ends_is_answered_408(
     after_a_response: bool,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="boardd.daemon.http")
+    caplog.set_level(logging.INFO, logger="boardd.daemon.http_server")
     server = start(app, servers, head_timeout=HEAD)
     with socket.create_connection(("127.0.0.1", server.port)) as sock:
         if after_a_response:
