@@ -116,7 +116,6 @@ def test_reads_before_numpy_is_imported_answer_the_same(
     connection: apsw.Connection,
     exp_id: int,
     bounds: Bounds,
-    monkeypatch: pytest.MonkeyPatch,
     column_cache: columns.ColumnCache,
 ) -> None:
     # `boardd serve` answers its first requests before its warm-up imports numpy
@@ -124,14 +123,12 @@ def test_reads_before_numpy_is_imported_answer_the_same(
     found = series.list_series(connection, exp_id, SCALARS, Selection("scalars"))
     with_numpy = series.read_scalars(connection, found, bounds, cache=column_cache)
     column_cache.clear()
-    monkeypatch.setattr(accel, "_numpy", None)
-    monkeypatch.setattr(accel, "_deferred", True)
-    cold = series.read_scalars(
-        connection, found, bounds, cache=column_cache
-    )  # from the store (or filling)
-    series.read_scalars(connection, found, Bounds(), cache=column_cache)
-    warm = series.read_scalars(connection, found, bounds, cache=column_cache)  # from the cache
-    assert accel._numpy is None  # nothing asked for numpy
+    deferred = accel.NumpySwitch(deferred=True)
+    # From the store (or filling the cache), then from the cache.
+    cold = series.read_scalars(connection, found, bounds, cache=column_cache, numpy=deferred)
+    series.read_scalars(connection, found, Bounds(), cache=column_cache, numpy=deferred)
+    warm = series.read_scalars(connection, found, bounds, cache=column_cache, numpy=deferred)
+    assert deferred.module() is None  # nothing asked for numpy
     for a, b, c in zip(with_numpy, cold, warm, strict=True):
         assert a.steps.tolist() == b.steps.tolist() == c.steps.tolist()
         assert a.wall_times.tolist() == b.wall_times.tolist() == c.wall_times.tolist()

@@ -94,10 +94,9 @@ def test_extremes_edge_cases() -> None:
 
 
 @pytest.fixture
-def without_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kernels as `boardd serve` runs them until its warm-up has imported numpy."""
-    monkeypatch.setattr(accel, "_numpy", None)
-    monkeypatch.setattr(accel, "_deferred", True)
+def deferred() -> accel.NumpySwitch:
+    """The switch of `boardd serve`'s providers until its warm-up has imported numpy."""
+    return accel.NumpySwitch(deferred=True)
 
 
 _RNG = np.random.default_rng(11)
@@ -114,25 +113,24 @@ STEP_SETS = {
 @pytest.mark.parametrize("name", STEP_SETS)
 @pytest.mark.parametrize("k", [0, 1, 2, 3, 5, 10, 999, 1000, 2_999, 3_000, 20_000])
 def test_without_numpy_the_same_points_are_chosen(
-    name: str, k: int, monkeypatch: pytest.MonkeyPatch
+    name: str, k: int, deferred: accel.NumpySwitch
 ) -> None:
     s = STEP_SETS[name]
     with_numpy = downsample_indices(s, k)
     assert isinstance(with_numpy, np.ndarray)
-    monkeypatch.setattr(accel, "_numpy", None)
-    monkeypatch.setattr(accel, "_deferred", True)
     # As the column cache holds them: a read-only memoryview of int64.
     held = memoryview(array("q", s.tolist())).toreadonly()
-    pure = downsample_indices(held, k)
+    pure = downsample_indices(held, k, deferred)
     assert isinstance(pure, array)  # the pure-Python form ran
     assert pure.tolist() == with_numpy.tolist()
-    assert accel._numpy is None
+    assert deferred.module() is None  # still deferred: nothing asked for numpy
 
 
-def test_the_extremes_kernel_loads_numpy_for_the_others_too(without_numpy: None) -> None:
+def test_the_extremes_kernel_loads_numpy_for_the_others_too(deferred: accel.NumpySwitch) -> None:
     s = STEP_SETS["consecutive"]
     values = np.sin(s / 100.0)
     held = memoryview(array("q", s.tolist())).toreadonly()
-    assert len(extremes_indices(held, memoryview(values), 40)) <= 40
-    assert accel.numpy_module() is np
-    assert isinstance(downsample_indices(held, 10), np.ndarray)
+    assert isinstance(downsample_indices(held, 10, deferred), array)
+    assert len(extremes_indices(held, memoryview(values), 40, deferred)) <= 40
+    assert deferred.module() is np
+    assert isinstance(downsample_indices(held, 10, deferred), np.ndarray)

@@ -40,7 +40,7 @@ from boardd.daemon.memory import tune_malloc
 from boardd.daemon.notify import Notifier
 from boardd.daemon.runner import ExperimentRunner
 from boardd.daemon.runner_status import RunnerState, describe
-from boardd.data import accel
+from boardd.data.accel import NumpySwitch
 from boardd.data.columns import ColumnCache
 from boardd.data.sqlite_provider import SqliteProvider
 from boardd.lineage import LineageService
@@ -159,14 +159,15 @@ class Service:
         # The response cache's disk tier opens after the first answer too (api/app.py).
         self._disk_after = threading.Event()
         self._warm_up = threading.Thread(target=self._start_warm_up, name="boardd-warm-up")
-        # numpy too (a large share of the start): the scalar kernels run in pure Python until the
-        # warm-up imports it (boardd.data.accel).
-        accel.defer()
+        # numpy too (a large share of the start): the providers' scalar kernels run in pure
+        # Python until the warm-up imports it (boardd.data.accel).
+        self.numpy = NumpySwitch(deferred=True)
         # What the HTTP app reads each store through (it closes them when it stops); made here
         # so that each runner warms up its store's provider once caught up.
         self.column_cache = ColumnCache()
         self.providers = {
-            spec.name: SqliteProvider(spec.db, self.column_cache) for spec in settings.experiments
+            spec.name: SqliteProvider(spec.db, self.column_cache, self.numpy)
+            for spec in settings.experiments
         }
         self.runners = [
             ExperimentRunner(
@@ -306,7 +307,7 @@ class Service:
         # The routes' code that the first answer did not need (TensorBoard's other plugins,
         # the hparams and lineage API): imported now, not by a user's first click on a tab.
         try:
-            accel.load()  # numpy, for the scalar kernels (the first answers ran without it)
+            self.numpy.load()  # for the scalar kernels (the first answers ran without it)
             deferred.load_all()
         except Exception:
             log.exception("importing the deferred routes' code failed (their requests will fail)")
@@ -341,7 +342,7 @@ class Service:
         for runner in self.runners:
             runner.stop()
         self.warm.set()  # the preloads still waiting end (their runners are stopped)
-        accel.end_deferral()  # a service stopped before its warm-up imported numpy
+        self.numpy.end_deferral()  # a service stopped before its warm-up imported numpy
         port_file = self.settings.port_file
         if port_file is not None:
             with contextlib.suppress(OSError):

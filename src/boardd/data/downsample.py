@@ -30,14 +30,17 @@ Indices: TypeAlias = "npt.NDArray[np.intp] | array[int]"
 StepColumn: TypeAlias = "npt.NDArray[np.int64] | Sequence[int] | memoryview"
 
 
-def downsample_indices(steps: StepColumn, k: int) -> Indices:
+def downsample_indices(
+    steps: StepColumn, k: int, switch: accel.NumpySwitch | None = None
+) -> Indices:
     """Indices (ascending) of at most ``k`` of these points (sorted by step, each step once, as
     every stored series has them; both forms then choose the same points): the first and
     the last (a chart starts and ends where the series does; ``k == 1`` keeps the last), and
     between them the ``k - 2`` of lowest seeded priority, a uniform sample. The choice depends
-    only on the set of steps, so series that share steps keep the same steps."""
+    only on the set of steps, so series that share steps keep the same steps. ``switch``:
+    whether numpy may be used yet (:mod:`boardd.data.accel`)."""
     n = len(steps)
-    np = accel.numpy_module()
+    np = accel.numpy_of(switch)
     if np is None:
         return _python_indices(steps, n, k)
     if k >= n:
@@ -75,13 +78,15 @@ def _python_indices(steps: StepColumn, n: int, k: int) -> array[int]:
     return chosen
 
 
-def extremes_indices(steps: StepColumn, values: Any, k: int) -> npt.NDArray[np.intp]:
+def extremes_indices(
+    steps: StepColumn, values: Any, k: int, switch: accel.NumpySwitch | None = None
+) -> npt.NDArray[np.intp]:
     """Indices (ascending) of at most ``k`` of these points (sorted by step) that keep every
     extreme: the step range is cut into ``k // 4`` equal buckets and each keeps its first,
     lowest, highest and last point, so a line through them reaches every spike the series
     has (for a chart: min/max-preserving downsampling). NaN is skipped by lowest/highest;
     ±inf counts as a value. Fewer than 4 points asked for: :func:`downsample_indices`."""
-    np = accel.load()  # no pure-Python form: numpy now, for the other kernels too
+    np = accel.load(switch)  # no pure-Python form: numpy now, for the other kernels too
     at: Any = np.asarray(steps, dtype=np.int64)
     values = np.asarray(values, dtype=np.float64)
     n = int(at.shape[0])

@@ -194,9 +194,9 @@ def _within(held: columns.Columns, bounds: Bounds) -> columns.Columns:
     return columns.Columns(held.steps[lo:hi], held.wall_times[lo:hi], held.values[lo:hi])
 
 
-def _take(column: memoryview, chosen: Indices) -> memoryview:
+def _take(column: memoryview, chosen: Indices, switch: accel.NumpySwitch | None) -> memoryview:
     """The points of a column at these indices (numpy once loaded: :mod:`boardd.data.accel`)."""
-    np = accel.numpy_module()
+    np = accel.numpy_of(switch)
     if np is None:
         return memoryview(array(column.format, map(column.__getitem__, chosen)))
     taken: memoryview = memoryview(np.asarray(column)[np.asarray(chosen, dtype=np.intp)])
@@ -222,13 +222,15 @@ def read_scalars(
     *,
     cache: columns.ColumnCache | None = None,
     keep: bool = True,
+    numpy: accel.NumpySwitch | None = None,
 ) -> list[ScalarColumns]:
     """The points of scalar series within the bounds, by step.
 
     With a ``cache`` (:mod:`boardd.data.columns`), a read of whole series goes through it and
     fills it (``keep`` False: only with series it already holds); a step range or ``latest``
     is cut from a series the cache holds, else read from the store (a live chart's few new
-    points must not read its whole series). Without one, every read is the store's."""
+    points must not read its whole series). Without one, every read is the store's.
+    ``numpy``: whether the kernels may use numpy yet (:mod:`boardd.data.accel`)."""
     whole = bounds.step_min is None and bounds.step_max is None and bounds.latest is None
     store = columns.store_key(connection) if series and cache is not None else ""
     out = []
@@ -252,11 +254,11 @@ def read_scalars(
             )
         chosen: Indices | None = None
         if bounds.downsample is not None and bounds.downsample_by == "extremes":
-            chosen = extremes_indices(steps, values, bounds.downsample)
+            chosen = extremes_indices(steps, values, bounds.downsample, numpy)
         elif bounds.downsample is not None:
-            chosen = downsample_indices(steps, bounds.downsample)
+            chosen = downsample_indices(steps, bounds.downsample, numpy)
         if chosen is not None and len(chosen) < len(steps):
-            steps, walls, values = _take(steps, chosen), _take(walls, chosen), _take(values, chosen)
+            steps, walls, values = (_take(c, chosen, numpy) for c in (steps, walls, values))
         out.append(ScalarColumns(s.run, s.tag, steps, walls, values))
     return out
 

@@ -21,6 +21,7 @@ import apsw
 
 from boardd.data import changes, columns, experiments
 from boardd.data import series as data_series
+from boardd.data.accel import NumpySwitch
 from boardd.data.blobs import BlobStream, last_blob, open_blob
 from boardd.data.connections import ReadPool, damaged_read
 from boardd.data.kinds import Kind
@@ -63,11 +64,18 @@ def _reading(method: Callable[P, T]) -> Callable[P, T]:
 
 class SqliteProvider:
     """The experiment stored in the SQLite file ``db``. ``column_cache``: the whole scalar
-    series read, shared with the application's other providers (None: none kept)."""
+    series read, shared with the application's other providers (None: none kept). ``numpy``:
+    whether the scalar kernels may use numpy yet (None: they import it when they need it)."""
 
-    def __init__(self, db: Path, column_cache: columns.ColumnCache | None = None) -> None:
+    def __init__(
+        self,
+        db: Path,
+        column_cache: columns.ColumnCache | None = None,
+        numpy: NumpySwitch | None = None,
+    ) -> None:
         self.db = db
         self.column_cache = column_cache
+        self.numpy = numpy
         self._pool = ReadPool(db)
         self._lock = threading.Lock()
         self._plugins: dict[str, Any] = {}
@@ -153,7 +161,7 @@ class SqliteProvider:
         self, series: Sequence[SeriesInfo], bounds: Bounds, *, keep: bool = True
     ) -> list[ScalarColumns]:
         return data_series.read_scalars(
-            self.connection(), series, bounds, cache=self.column_cache, keep=keep
+            self.connection(), series, bounds, cache=self.column_cache, keep=keep, numpy=self.numpy
         )
 
     @_reading
