@@ -124,7 +124,7 @@ def create_app(
     handles = {
         spec.name: ExperimentHandle(
             spec,
-            (providers or {}).get(spec.name) or SqliteProvider(spec.db, columns),
+            (providers or {}).get(spec.name) or SqliteProvider(spec.db, columns, sampling=sampling),
             (status or {}).get(spec.name),
             (generation or {}).get(spec.name),
         )

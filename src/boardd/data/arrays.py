@@ -15,6 +15,7 @@ from boardd.data.errors import DataError
 from boardd.reader.tensors import decode_tensor, dtype_name
 from boardd.store import queries
 from boardd.store.queries import SeriesInfo
+from boardd.store.sampling import kept_indices
 
 
 class ArrayPoint(NamedTuple):
@@ -34,6 +35,9 @@ def read_arrays(
 
     :class:`DataError` if a stored tensor cannot be decoded."""
     rows = queries.tensor_rows(connection, series.id)
+    chosen = kept_indices(series.run, [r.step for r in rows], series.sample)
+    if chosen is not None:
+        rows = [rows[i] for i in chosen]
     if downsample is not None:
         steps = [r.step for r in rows]
         rows = [rows[i] for i in downsample_indices(steps, downsample).tolist()]

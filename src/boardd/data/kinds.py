@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from boardd.reader.decoded import DataClass
+from boardd.store.sampling import TENSORBOARD_PLUGINS
 
 
 class Kind(NamedTuple):
@@ -18,27 +19,13 @@ class Kind(NamedTuple):
     tensorboard_plugins: frozenset[str]
 
 
-SCALARS = Kind("scalars", DataClass.SCALAR, frozenset({"scalars"}))
-TENSORS = Kind(
-    "tensors",
-    DataClass.TENSOR,
-    frozenset({"histograms", "text", "pr_curves", "hparams", "custom_scalars", "mesh", "npmi"}),
-)
-BLOB_SEQUENCES = Kind(
-    "blob_sequences",
-    DataClass.BLOB_SEQUENCE,
-    frozenset(
-        {
-            "images",
-            "audio",
-            "graphs",
-            "graph_run_metadata",
-            "graph_run_metadata_graph",
-            "graph_keras_model",
-            "graph_tagged_run_metadata",
-        }
-    ),
-)
+def _plugins(data_class: DataClass) -> frozenset[str]:
+    return frozenset(p for p, dc in TENSORBOARD_PLUGINS.items() if dc is data_class)
+
+
+SCALARS = Kind("scalars", DataClass.SCALAR, _plugins(DataClass.SCALAR))
+TENSORS = Kind("tensors", DataClass.TENSOR, _plugins(DataClass.TENSOR))
+BLOB_SEQUENCES = Kind("blob_sequences", DataClass.BLOB_SEQUENCE, _plugins(DataClass.BLOB_SEQUENCE))
 
 #: Every kind by name, in the design doc's order.
 KINDS: dict[str, Kind] = {k.name: k for k in (SCALARS, TENSORS, BLOB_SEQUENCES)}

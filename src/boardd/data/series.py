@@ -20,6 +20,7 @@ from boardd.data.values import tensor_value
 from boardd.reader.tensors import dtype_name
 from boardd.store import queries
 from boardd.store.queries import SeriesInfo
+from boardd.store.sampling import kept_indices
 
 __all__ = [
     "DOWNSAMPLE_BY",
@@ -167,7 +168,10 @@ def check_size(
 
     # Capacities, latest= and downsample= are cheap upper bounds; short series and step
     # ranges make them overcount, so the points are counted before refusing.
-    uppers = [min((v for v in (s.capacity, bound) if v is not None), default=None) for s in series]
+    uppers = [
+        min((v for v in (s.capacity, s.sample, bound) if v is not None), default=None)
+        for s in series
+    ]
     total = sum(count(s) if u is None else u for s, u in zip(series, uppers, strict=True))
     if total > MAX_POINTS[kind.name] and any(u is not None for u in uppers):
         total = sum(
@@ -239,9 +243,14 @@ def read_scalars(
         if cache is not None:
             held = (
                 columns.read_whole(cache, connection, store, s.id, s.generation, keep)
-                if whole
+                if whole or s.sample is not None
                 else cache.get(store, s.id, s.generation)
             )
+        if s.sample is not None:
+            # The sample asked is cut from the whole series, then the bounds from the sample.
+            if held is None:
+                held = columns.Columns(*queries.scalar_columns(connection, s.id))
+            held = _sampled_columns(s, held, numpy)
         if held is not None:
             steps, walls, values = _within(held, bounds)
         else:
@@ -261,6 +270,30 @@ def read_scalars(
             steps, walls, values = (_take(c, chosen, numpy) for c in (steps, walls, values))
         out.append(ScalarColumns(s.run, s.tag, steps, walls, values))
     return out
+
+
+def _sampled_columns(
+    s: SeriesInfo, held: columns.Columns, numpy: accel.NumpySwitch | None
+) -> columns.Columns:
+    chosen = kept_indices(s.run, held.steps, s.sample)
+    if chosen is None:
+        return held
+    taken = array("q", chosen)
+    return columns.Columns(*(_take(c, taken, numpy) for c in held))
+
+
+def _sampled_rows(s: SeriesInfo, rows: list[_Row], bounds: Bounds) -> list[_Row]:
+    """Of a whole series' rows (by step), the sample asked (``s.sample``), then the bounds'
+    step range and ``latest``."""
+    chosen = kept_indices(s.run, [r.step for r in rows], s.sample)
+    if chosen is not None:
+        rows = [rows[i] for i in chosen]
+    lo, hi = bounds.step_min, bounds.step_max
+    if lo is not None or hi is not None:
+        rows = [r for r in rows if (lo is None or r.step >= lo) and (hi is None or r.step <= hi)]
+    if bounds.latest is not None:
+        rows = rows[-bounds.latest :]
+    return rows
 
 
 class TensorDatum(NamedTuple):
@@ -304,13 +337,16 @@ def tensor_points(
     """The points of one tensor series within the bounds, by step: the stored rows are read at
     once, each value decoded only as it is taken (a decoded histogram is many times its
     stored bytes, so an encoder taking a few at a time never holds a series of them)."""
-    rows = queries.tensor_rows(
-        connection,
-        series.id,
-        step_min=bounds.step_min,
-        step_max=bounds.step_max,
-        latest=bounds.latest,
-    )
+    if series.sample is not None:
+        rows = _sampled_rows(series, queries.tensor_rows(connection, series.id), bounds)
+    else:
+        rows = queries.tensor_rows(
+            connection,
+            series.id,
+            step_min=bounds.step_min,
+            step_max=bounds.step_max,
+            latest=bounds.latest,
+        )
     for r in _downsampled(rows, bounds):
         value = tensor_value(r.dtype, r.shape, r.content)
         yield TensorDatum(r.step, r.wall_time, dtype_name(r.dtype), r.shape, value)
@@ -340,15 +376,18 @@ def read_blob_sequences(
     store = queries.store_id(connection)
     out = []
     for s in series:
+        sampled = s.sample is not None
         rows = queries.blob_sequence_rows(
             connection,
             s.id,
-            step_min=bounds.step_min,
-            step_max=bounds.step_max,
-            latest=bounds.latest,
+            step_min=None if sampled else bounds.step_min,
+            step_max=None if sampled else bounds.step_max,
+            latest=None if sampled else bounds.latest,
             index_min=bounds.index_min,
             index_max=bounds.index_max,
         )
+        if sampled:
+            rows = _sampled_rows(s, rows, bounds)
         steps = [
             BlobStep(r.step, r.wall_time, tuple(blob_key(experiment, store, b) for _, b in r.blobs))
             for r in _downsampled(rows, bounds)

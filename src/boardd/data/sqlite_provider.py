@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -72,8 +72,12 @@ class SqliteProvider:
         db: Path,
         column_cache: columns.ColumnCache | None = None,
         numpy: NumpySwitch | None = None,
+        sampling: Mapping[str, int | None] | None = None,
     ) -> None:
         self.db = db
+        #: ``--samples-per-plugin``: a series the store keeps more of is read as the sample a
+        #: store built with it would hold (see SeriesInfo.sample).
+        self.sampling = dict(sampling or {})
         self.column_cache = column_cache
         self.numpy = numpy
         self._pool = ReadPool(db)
@@ -150,7 +154,21 @@ class SqliteProvider:
 
     @_reading
     def list_series(self, experiment_id: int, kind: Kind, selection: Selection) -> list[SeriesInfo]:
-        return data_series.list_series(self.connection(), experiment_id, kind, selection)
+        found = data_series.list_series(self.connection(), experiment_id, kind, selection)
+        return [self._sampled(s) for s in found]
+
+    def _sampled(self, series: SeriesInfo) -> SeriesInfo:
+        from boardd.reader.decoded import DataClass
+        from boardd.store.sampling import capacity_for
+
+        try:
+            data_class = DataClass(series.data_class)
+        except ValueError:
+            return series
+        asked = capacity_for(series.plugin_name, data_class, self.sampling)
+        if asked is None or (series.capacity is not None and asked >= series.capacity):
+            return series
+        return series._replace(sample=asked)
 
     @_reading
     def check_size(self, kind: Kind, series: Sequence[SeriesInfo], bounds: Bounds) -> None:

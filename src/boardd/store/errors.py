@@ -29,6 +29,16 @@ class FingerprintMismatchError(StoreError):
     """The store was built with other settings (sampling, decoding rules, logdir)."""
 
 
+class SamplingGrowsError(FingerprintMismatchError):
+    """The sampling asked keeps more points of some plugin than the store holds: only a
+    rebuild (with ``larger``, the larger of both) can give them."""
+
+    def __init__(self, message: str, kept: dict[str, int | None], larger: dict[str, int | None]):
+        super().__init__(message)
+        self.kept = kept
+        self.larger = larger
+
+
 class BlobNotFoundError(StoreError):
     """A blob id that is not (or no longer) in the store."""
 

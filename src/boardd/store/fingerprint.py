@@ -2,7 +2,9 @@
 
 As in the tf.data snapshot RFC, a store records a fingerprint of everything its contents depend
 on. Reopening with the same fingerprint resumes at once; a different one is refused with a
-message naming what changed, unless the caller rebuilds the store.
+message naming what changed, unless the caller rebuilds the store. The sampling is no equality:
+the fingerprint records what the store keeps, and a store that keeps at least what is asked of
+every series is used as it is (a smaller sample is the bottom-k of the one kept).
 """
 
 from __future__ import annotations
@@ -14,9 +16,15 @@ from pathlib import Path
 
 import apsw
 
-from boardd.store.errors import FingerprintMismatchError
+from boardd.store.errors import FingerprintMismatchError, SamplingGrowsError
 from boardd.store.location import logdir_location
-from boardd.store.sampling import DEFAULT_CAPACITIES, WILDCARD
+from boardd.store.sampling import (
+    DEFAULT_CAPACITIES,
+    covers,
+    is_wildcard,
+    larger_of,
+    parse_samples_per_plugin,
+)
 from boardd.store.schema import SCHEMA_VERSION
 
 #: Bumped whenever a change to the reader would decode the same files into different points.
@@ -36,10 +44,13 @@ def compute(logdir: str | os.PathLike[str], sampling: Mapping[str, int | None]) 
 
 
 def sampling_text(sampling: Mapping[str, int | None]) -> str:
-    """Overrides in ``--samples-per-plugin`` syntax, sorted, without those equal to a default."""
+    """Overrides in ``--samples-per-plugin`` syntax, sorted, without those equal to a default
+    (:func:`kept_sampling` reads it back)."""
     parts = []
+    # Beside a wildcard, a plugin's default must be said: the wildcard would set it otherwise.
+    wildcards = any(is_wildcard(plugin) for plugin in sampling)
     for plugin, capacity in sorted(sampling.items()):
-        if plugin != WILDCARD and DEFAULT_CAPACITIES.get(plugin, -1) == capacity:
+        if not wildcards and DEFAULT_CAPACITIES.get(plugin, -1) == capacity:
             continue
         parts.append(f"{plugin}={'all' if capacity is None else capacity}")
     return ",".join(parts) or "defaults"
@@ -54,8 +65,17 @@ def stored(connection: apsw.Connection) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in loaded.items()}
 
 
-def check_or_record(connection: apsw.Connection, wanted: Mapping[str, str]) -> None:
-    """Records ``wanted`` in a new store, or raises FingerprintMismatchError naming changes."""
+def check_or_record(
+    connection: apsw.Connection,
+    wanted: Mapping[str, str],
+    sampling: Mapping[str, int | None] | None = None,
+) -> dict[str, int | None]:
+    """Records ``wanted`` in a new store, or raises FingerprintMismatchError naming changes.
+
+    Returns the sampling the store keeps: ``sampling`` (the one asked) for a new store; for an
+    existing one, its own, if it keeps at least ``sampling`` of every series (reads then
+    answer the bottom-k of it); else SamplingGrowsError."""
+    asked = dict(sampling or {})
     found = stored(connection)
     if found is not None and _migrated(found, wanted):
         # migrate() already brought an older schema up to date: that is no change of contents.
@@ -66,17 +86,43 @@ def check_or_record(connection: apsw.Connection, wanted: Mapping[str, str]) -> N
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                 (_META_KEY, json.dumps(dict(wanted), sort_keys=True)),
             )
-        return
-    changed = _changes(found, wanted)
+        return asked
+    changed = _changes(found, wanted, sampling=False)
     if changed:
         raise FingerprintMismatchError(_mismatch_message(None, changed))
+    return _kept_or_raise(None, found, asked)
 
 
-def _changes(found: Mapping[str, str], wanted: Mapping[str, str]) -> list[str]:
+def kept_sampling(found: Mapping[str, str]) -> dict[str, int | None]:
+    """The sampling a store's fingerprint says it keeps."""
+    text = found.get("sampling", "defaults")
+    return {} if text == "defaults" else parse_samples_per_plugin(text)
+
+
+def _kept_or_raise(
+    db: Path | None, found: Mapping[str, str], asked: Mapping[str, int | None]
+) -> dict[str, int | None]:
+    kept = kept_sampling(found)
+    if covers(kept, asked):
+        return kept
+    larger = larger_of(kept, asked)
+    where = f"the store {db}" if db is not None else "the store"
+    raise SamplingGrowsError(
+        f"{where} keeps fewer points than asked ({sampling_text(kept)}, asked "
+        f"{sampling_text(asked)}): rebuild it with --rebuild --samples-per-plugin "
+        f"'{sampling_text(larger)}' (the old store is served until the new one is complete)",
+        kept,
+        larger,
+    )
+
+
+def _changes(
+    found: Mapping[str, str], wanted: Mapping[str, str], *, sampling: bool = True
+) -> list[str]:
     return [
         f"{key}: store has {found.get(key, '(none)')!r}, now {value!r}"
         for key, value in sorted(wanted.items())
-        if found.get(key) != value
+        if found.get(key) != value and (sampling or key != "sampling")
     ]
 
 
@@ -99,27 +145,38 @@ def _migrated(found: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
     return others_equal and older
 
 
-def verify(db: Path, logdir: str | os.PathLike[str], sampling: Mapping[str, int | None]) -> None:
+def verify(
+    db: Path,
+    logdir: str | os.PathLike[str],
+    sampling: Mapping[str, int | None],
+    *,
+    exact: bool = False,
+) -> dict[str, int | None] | None:
     """Raises FingerprintMismatchError if the store at ``db`` was built with other settings
-    than these (read-only; a store that does not exist yet, or has no fingerprint, passes)."""
+    than these (read-only; a store that does not exist yet, or has no fingerprint, passes).
+
+    A store that keeps more points than ``sampling`` asks passes (unless ``exact``), and its
+    sampling is returned; one that keeps fewer raises SamplingGrowsError. None: no store, or
+    no fingerprint to read."""
     from boardd.store.connection import open_reader
     from boardd.store.errors import StoreError
 
     if not db.exists():
-        return
+        return None
     try:
         connection = open_reader(db)
     except StoreError:
-        return  # not a readable store: the writer reports it when it opens it
+        return None  # not a readable store: the writer reports it when it opens it
     try:
         found = stored(connection)
     except apsw.Error:
-        return  # a damaged store: the writer finds it when it opens it, and rebuilds it
+        return None  # a damaged store: the writer finds it when it opens it, and rebuilds it
     finally:
         connection.close()
     wanted = compute(logdir, sampling)
     if found is None or _migrated(found, wanted):
-        return
-    changed = _changes(found, wanted)
+        return None
+    changed = _changes(found, wanted, sampling=exact)
     if changed:
         raise FingerprintMismatchError(_mismatch_message(db, changed))
+    return _kept_or_raise(db, found, sampling)

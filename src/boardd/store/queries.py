@@ -148,6 +148,10 @@ class SeriesInfo(NamedTuple):
     max_length: int
     capacity: int | None
     generation: int
+    #: Points a read answers at most, when fewer than the store keeps (``--samples-per-plugin``
+    #: asked less): the ones a store of that capacity would hold (the bottom-k of the stored
+    #: sample, :func:`boardd.store.sampling.kept_indices`). None: every point stored.
+    sample: int | None = None
 
 
 def list_series(

@@ -4,6 +4,10 @@ With ``rebuild=True`` the session writes a fresh store beside the old one, while
 one's lease so nobody else writes it meanwhile, and swaps it in atomically on a clean close; the
 old store stays readable until then. A failed or interrupted rebuild leaves the old store as it
 was and removes the partial new one.
+
+A store that keeps more points of a series than the sampling asked is written with its own
+sampling (the larger one); one that keeps fewer is refused (SamplingGrowsError), as a changed
+logdir is.
 """
 
 from __future__ import annotations
@@ -67,7 +71,8 @@ class WriteSession:
         self.lease = Lease(self.connection, expiry_seconds=lease_expiry)
         try:
             self.lease.acquire()
-            fingerprint.check_or_record(self.connection, wanted)
+            #: What the store keeps: the sampling asked, or the store's own larger one.
+            self.sampling = fingerprint.check_or_record(self.connection, wanted, sampling)
         except (apsw.ReadOnlyError, apsw.CorruptError, apsw.NotADBError) as exc:
             # The lease is the first write: a store that cannot be written (an immutable file,
             # a read-only mount) or is damaged is said so here, as a StoreError.
@@ -76,7 +81,7 @@ class WriteSession:
         except BaseException:
             self._abort()
             raise
-        self.writer = StoreWriter(self.connection, self.lease, sampling=sampling)
+        self.writer = StoreWriter(self.connection, self.lease, sampling=self.sampling)
 
     def abandon(self) -> None:
         """Closes a session on a damaged store: no lease released, no checkpoint, no swap
