@@ -248,6 +248,13 @@ SCHEMAS: dict[str, Any] = {
                                 },
                             },
                         },
+                        "resampling": {
+                            "type": ["string", "null"],
+                            "description": "while --samples-per-plugin asks more points of "
+                            "some plugin than the store keeps: the sampling of the store "
+                            "rebuilt beside it (in --samples-per-plugin syntax), swapped in "
+                            "once complete; the old store is served meanwhile. null otherwise",
+                        },
                         "store_checked": {
                             "type": "boolean",
                             "description": "whether the store has been read whole since it "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import re
@@ -31,9 +32,12 @@ log = logging.getLogger(__name__)
 
 REBUILD_HELP = (
     "if a store was built with other settings (--samples-per-plugin, the logdir), build a "
-    "fresh one beside it and swap it in once complete, serving the old data meanwhile. "
-    "Without it such a store stops serve at once (exit 5). A store whose settings match is "
-    "resumed either way, so the flag may stay in a service's arguments"
+    "fresh one with exactly these beside it and swap it in once complete, serving the old "
+    "data meanwhile (the way to keep fewer points). Without it a store of another logdir "
+    "stops serve at once (exit 5); one that keeps more points than --samples-per-plugin asks "
+    "is used as it is, one that keeps fewer is rebuilt with the larger sample in the "
+    "background. A store whose settings match is resumed either way, so the flag may stay "
+    "in a service's arguments"
 )
 
 
@@ -376,6 +380,10 @@ def run(args: argparse.Namespace) -> int:
         if args.bind_all and str(exc).startswith("--host 0.0.0.0"):
             exc = SettingsError(str(exc).replace("--host 0.0.0.0", "--bind_all", 1))
         return settings_failed(NAME, exc)
+    try:
+        check_plugin_names(settings)
+    except SettingsError as exc:
+        return settings_failed(NAME, exc)
     if not settings.rebuild:
         try:
             check_stores(settings)
@@ -397,10 +405,30 @@ def run(args: argparse.Namespace) -> int:
 
 
 def check_stores(settings: ServeSettings) -> None:
-    """Before the port is bound: every existing store was built with these settings (else
-    FingerprintMismatchError, naming --rebuild). One rule: serve never mixes settings in a
-    store, and never rebuilds one unless asked."""
+    """Before the port is bound: every existing store was built from its logdir with these
+    decoding rules (else FingerprintMismatchError, naming --rebuild). A store that keeps
+    fewer points than --samples-per-plugin asks is no error: it is served as it is and
+    rebuilt with the larger sample in the background (the runner does it)."""
     from boardd.store import fingerprint
+    from boardd.store.errors import SamplingGrowsError
 
     for spec in settings.experiments:
-        fingerprint.verify(spec.db, spec.logdir, settings.sampling)
+        with contextlib.suppress(SamplingGrowsError):
+            fingerprint.verify(spec.db, spec.logdir, settings.sampling)
+
+
+def check_plugin_names(settings: ServeSettings) -> None:
+    """SettingsError for a plugin of --samples-per-plugin that is neither TensorBoard's nor
+    one whose series a store of these logdirs holds (a typo would be kept silently)."""
+    from boardd.store import sampling
+
+    named = [name for name in settings.sampling if not sampling.is_wildcard(name)]
+    if not named or all(name in sampling.known_plugins() for name in named):
+        return
+    stored: set[str] = set()
+    for spec in settings.experiments:
+        stored |= sampling.store_plugins(spec.db)
+    try:
+        sampling.check_plugin_names(settings.sampling, stored)
+    except ValueError as exc:
+        raise SettingsError(f"--samples-per-plugin: {exc}") from None

@@ -38,6 +38,7 @@ from boardd.store.bus import ChangeHub, WriterClaim
 from boardd.store.errors import (
     FingerprintMismatchError,
     LeaseHeldError,
+    SamplingGrowsError,
     StoreDamagedError,
     StoreError,
     StoreReadOnlyError,
@@ -145,6 +146,8 @@ class ExperimentRunner:
         self._damaged_runs: list[str] | None = None
         #: Rebuilding a damaged store: readers get 503 until the new one has caught up.
         self._mending = False
+        #: While a store with a larger sample is rebuilt beside the served one: its sampling.
+        self.resampling: str | None = None
         self._checks = StoreChecks(
             spec.name, spec.db, stop=self._stop, wake=self._wake, mending=lambda: self._mending
         )
@@ -222,6 +225,7 @@ class ExperimentRunner:
             damage=None if self.damage is None else dict(self.damage),
             store_checked=self.scanned.is_set(),
             bytes_per_second=self._counts.rate(),
+            resampling=self.resampling,
         )
 
     # -- the thread -----------------------------------------------------------------------
@@ -230,6 +234,8 @@ class ExperimentRunner:
         try:
             if self.settings.rebuild:
                 self._rebuild_if_needed()
+            else:
+                self._resample_if_needed()
             while not self._stop.is_set():
                 if not self._open():
                     return
@@ -433,17 +439,52 @@ class ExperimentRunner:
 
     def _built_with_other_settings(self) -> bool:
         try:
-            fingerprint.verify(self.spec.db, self.spec.logdir, self.settings.sampling)
+            fingerprint.verify(self.spec.db, self.spec.logdir, self.settings.sampling, exact=True)
         except FingerprintMismatchError:
             return True
         return False
 
-    def _rebuild_if_needed(self) -> None:
-        """Rebuilds the store if it was built with other settings; while another process
-        writes it, serves it read-only and tries again (that one may have rebuilt it)."""
-        while not self._stop.is_set() and self._built_with_other_settings():
+    def _larger_sampling(self) -> dict[str, int | None] | None:
+        """The sampling to rebuild the store with when it keeps fewer points of some plugin
+        than asked (the larger of both); None when it keeps enough (or there is none yet)."""
+        try:
+            fingerprint.verify(self.spec.db, self.spec.logdir, self.settings.sampling)
+        except SamplingGrowsError as exc:
+            return exc.larger
+        except FingerprintMismatchError:
+            return None  # `boardd serve` refused it before starting; the open says it again
+        return None
+
+    def _resample_if_needed(self) -> None:
+        """A store that keeps fewer points than asked is served as it is while a store with
+        the larger sample is built beside it (as ``--rebuild`` does), then swapped in."""
+        larger = self._larger_sampling()
+        if larger is None:
+            return
+        log.info(
+            "%s: %s keeps fewer points than --samples-per-plugin asks: serving it as it is "
+            "while a store keeping %s is rebuilt in the background",
+            self.spec.name,
+            self.spec.db,
+            fingerprint.sampling_text(larger),
+        )
+        self.resampling = fingerprint.sampling_text(larger)
+        try:
+            self._rebuild_if_needed(larger)
+        finally:
+            self.resampling = None
+
+    def _rebuild_if_needed(self, sampling: dict[str, int | None] | None = None) -> None:
+        """Rebuilds the store if it was built with other settings (``sampling``: with it, if
+        the store keeps fewer points than that); while another process writes it, serves it
+        read-only and tries again (that one may have rebuilt it)."""
+        while not self._stop.is_set() and (
+            self._built_with_other_settings()
+            if sampling is None
+            else self._larger_sampling() is not None
+        ):
             try:
-                self._rebuild()
+                self._rebuild(sampling)
                 return
             except LeaseHeldError as exc:
                 if self.state is not RunnerState.READ_ONLY:
@@ -457,7 +498,7 @@ class ExperimentRunner:
                     self.opened.set()
                 self._idle(LEASE_RETRY_SECONDS)
 
-    def _rebuild(self) -> None:
+    def _rebuild(self, sampling: dict[str, int | None] | None = None) -> None:
         """``serve --rebuild``: builds a fresh store beside the old one (which the API keeps
         serving, and whose lease this holds so nobody else writes it), then swaps it in; the
         runner then opens it as usual. Stopped before the end, the old store stays as it was."""
@@ -466,17 +507,21 @@ class ExperimentRunner:
 
         name = self.spec.name
         session = WriteSession(
-            self.spec.db, self.spec.logdir, sampling=self.settings.sampling, rebuild=True
+            self.spec.db,
+            self.spec.logdir,
+            sampling=self.settings.sampling if sampling is None else sampling,
+            rebuild=True,
         )
         self.state = RunnerState.REBUILDING
         self.opened.set()
-        log.info(
-            "%s: %s was built with other settings: rebuilding it beside the old one (%s), "
-            "which is served until the new one is complete",
-            name,
-            self.spec.db,
-            session.path,
-        )
+        if sampling is None:
+            log.info(
+                "%s: %s was built with other settings: rebuilding it beside the old one (%s), "
+                "which is served until the new one is complete",
+                name,
+                self.spec.db,
+                session.path,
+            )
         started = time.monotonic()
         ingestor = Ingestor(
             session.writer,

@@ -79,6 +79,9 @@ class RunnerStatus:
     store_checked: bool = False
     #: Bytes read per second over the last RATE_WINDOW_SECONDS.
     bytes_per_second: float = 0.0
+    #: While a store keeping more points (``--samples-per-plugin`` asked more than the store
+    #: keeps) is rebuilt beside the served one: the sampling it keeps; None otherwise.
+    resampling: str | None = None
 
 
 class ReadCounts:

@@ -166,7 +166,9 @@ class Service:
         # so that each runner warms up its store's provider once caught up.
         self.column_cache = ColumnCache()
         self.providers = {
-            spec.name: SqliteProvider(spec.db, self.column_cache, self.numpy)
+            spec.name: SqliteProvider(
+                spec.db, self.column_cache, self.numpy, sampling=settings.sampling
+            )
             for spec in settings.experiments
         }
         self.runners = [

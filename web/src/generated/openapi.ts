@@ -569,6 +569,8 @@ export interface components {
                     since: number;
                     lost_runs?: string[] | null;
                 } | null;
+                /** @description while --samples-per-plugin asks more points of some plugin than the store keeps: the sampling of the store rebuilt beside it (in --samples-per-plugin syntax), swapped in once complete; the old store is served meanwhile. null otherwise */
+                resampling?: string | null;
                 /** @description whether the store has been read whole since it opened: its open checks only the file's size, the read follows at once in the background (damage within a page is known from then on, or when a read meets it) */
                 store_checked?: boolean;
                 /** @description bytes of event files read since the daemon started: the catch-up's, then every live read's */
