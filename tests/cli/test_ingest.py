@@ -145,11 +145,15 @@ def test_changed_sampling_needs_rebuild(
     db = tmp_path / "store.db"
     ingest_json(capsys, logdir, "--db", db)
     assert max(counts_per_series(db)) == 300
-    code = main(["ingest", str(logdir), "--db", str(db), "--samples-per-plugin", "scalars=10"])
+    # Fewer points than the store keeps: the store is used as it is.
+    ingest_json(capsys, logdir, "--db", db, "--samples-per-plugin", "scalars=10")
+    assert max(counts_per_series(db)) == 300
+    # More: refused, naming the command that rebuilds it.
+    code = main(["ingest", str(logdir), "--db", str(db), "--samples-per-plugin", "scalars=all"])
     assert code == ExitCode.FINGERPRINT_MISMATCH
     message = capsys.readouterr().err
-    assert "sampling: store has 'defaults', now 'scalars=10'" in message
-    assert "--rebuild" in message
+    assert "keeps fewer points than asked (defaults, asked scalars=all)" in message
+    assert "--rebuild --samples-per-plugin scalars=all" in message
     assert max(counts_per_series(db)) == 300  # untouched
     connection = open_reader(db)
     try:

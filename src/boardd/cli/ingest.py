@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -75,15 +76,18 @@ def run(args: argparse.Namespace) -> int:
     from boardd.store.errors import (
         FingerprintMismatchError,
         LeaseHeldError,
+        SamplingGrowsError,
         StoreDamagedError,
         StoreError,
     )
+    from boardd.store.fingerprint import sampling_text
 
     logdir = Path(args.logdir)
     try:
         check_logdir(logdir)
         sampling = parse_sampling(args.samples_per_plugin)
         crc_mode = parse_crc(args.crc)
+        _check_plugin_names(sampling, args.db, logdir)
     except SettingsError as exc:
         return settings_failed(NAME, exc)
     progress = None
@@ -109,6 +113,18 @@ def run(args: argparse.Namespace) -> int:
         return fail(NAME, "interrupted; what was committed is kept", ExitCode.INTERRUPTED)
     except LeaseHeldError as exc:
         return fail(NAME, exc, ExitCode.STORE_LOCKED)
+    except SamplingGrowsError as exc:
+        # One-shot: no store to serve meanwhile, so the larger sample is asked for explicitly.
+        command = (
+            f"boardd ingest {shlex.quote(str(logdir))} --rebuild --samples-per-plugin "
+            f"{shlex.quote(sampling_text(exc.larger))}"
+            + (f" --db {shlex.quote(args.db)}" if args.db else "")
+        )
+        return fail(
+            NAME,
+            f"{str(exc).split(': rebuild it', 1)[0]}: rebuild it with `{command}`",
+            ExitCode.FINGERPRINT_MISMATCH,
+        )
     except FingerprintMismatchError as exc:
         return fail(NAME, exc, ExitCode.FINGERPRINT_MISMATCH)
     except StoreDamagedError as exc:
@@ -151,3 +167,19 @@ def run(args: argparse.Namespace) -> int:
             f"{counts.data_loss} data-loss records"
         )
     return ExitCode.OK
+
+
+def _check_plugin_names(sampling: dict[str, int | None], db: str | None, logdir: Path) -> None:
+    """SettingsError for a plugin of --samples-per-plugin that is neither TensorBoard's nor
+    one whose series the store holds."""
+    from boardd.store import sampling as store_sampling
+    from boardd.store.location import default_store_path
+
+    named = [name for name in sampling if not store_sampling.is_wildcard(name)]
+    if all(name in store_sampling.known_plugins() for name in named):
+        return
+    stored = store_sampling.store_plugins(Path(db) if db else default_store_path(logdir))
+    try:
+        store_sampling.check_plugin_names(sampling, stored)
+    except ValueError as exc:
+        raise SettingsError(f"--samples-per-plugin: {exc}") from None
