@@ -64,6 +64,22 @@ class ScalarSeries:
 
 
 @dataclass(frozen=True, slots=True)
+class ScalarChunk:
+    """Consecutive points of one scalar series, as :meth:`Client.iter_scalars` yields them:
+    numpy arrays sorted by step (NaN and ±Inf kept); the next chunk of the same series goes on
+    from the last step of this one."""
+
+    run: str
+    tag: str
+    steps: npt.NDArray[np.int64]
+    wall_times: npt.NDArray[np.float64]
+    values: npt.NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return int(self.steps.shape[0])
+
+
+@dataclass(frozen=True, slots=True)
 class TensorDatum:
     """One point of a tensor series. ``values`` is a numpy array of the tensor's dtype and
     shape; string tensors give an object array of ``str`` (UTF-8) or ``bytes`` (other)."""

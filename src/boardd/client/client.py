@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import numpy.typing as npt
 from google.protobuf import json_format
 
 from boardd import __version__
@@ -23,11 +24,12 @@ from boardd.client.answers import (
     BoarddError,
     Experiment,
     Run,
+    ScalarChunk,
     ScalarSeries,
     TensorDatum,
     TimeSeries,
 )
-from boardd.client.decode import concat, floats, tensor_datum
+from boardd.client.decode import CutOff, concat, csv_chunks, floats, tensor_datum
 from boardd.client.hparams import (
     Columns,
     Filter,
@@ -44,6 +46,10 @@ Params = Mapping[str, str | int | Sequence[str] | None]
 STREAM_IDLE_SECONDS = 45.0
 #: The longest wait between two reconnection attempts of a stream.
 MAX_BACKOFF_SECONDS = 10.0
+#: The most points of a chunk of :meth:`Client.iter_scalars` (unless told otherwise).
+CHUNK_POINTS = 65_536
+#: Bytes of a streamed answer decoded at once.
+_PIECE_BYTES = 65_536
 #: Answers a stream retries after (the server is restarting or overloaded), not errors.
 _RETRY_STATUSES = frozenset({502, 503, 504})
 
@@ -252,7 +258,7 @@ class Client:
                 "Client.scalars_frame needs pandas, which is not installed: "
                 "pip install pandas (or use Client.scalars, which gives numpy arrays)"
             ) from exc
-        found = self.scalars_many(
+        chunks = self.iter_scalars(
             plugin,
             runs=runs,
             tags=tags,
@@ -261,25 +267,142 @@ class Client:
             step_min=step_min,
             step_max=step_max,
         )
-        pieces = [
-            (run, tag, series)
-            for run, by_tag in found.items()
-            for tag, series in by_tag.items()
-            if len(series)
-        ]
-        return pandas.DataFrame(
-            {
-                "run": np.concatenate([np.full(len(s), r, dtype=object) for r, _, s in pieces])
-                if pieces
-                else np.array([], dtype=object),
-                "tag": np.concatenate([np.full(len(s), t, dtype=object) for _, t, s in pieces])
-                if pieces
-                else np.array([], dtype=object),
-                "step": concat([s.steps for _, _, s in pieces], np.int64),
-                "wall_time": concat([s.wall_times for _, _, s in pieces], np.float64),
-                "value": concat([s.values for _, _, s in pieces], np.float64),
-            }
-        )
+        # The chunks are the only copy of the points until the columns are made, each column
+        # from its chunks, which are let go as it is made; the run and tag columns come last,
+        # once the chunks are gone. pandas takes the columns as they are (copy=False).
+        series: list[tuple[str, str, int]] = []  # (run, tag, points) as they came, in order
+        parts: dict[str, list[npt.NDArray[Any]]] = {"step": [], "wall_time": [], "value": []}
+        for chunk in chunks:
+            if series and series[-1][:2] == (chunk.run, chunk.tag):
+                series[-1] = (chunk.run, chunk.tag, series[-1][2] + len(chunk))
+            else:
+                series.append((chunk.run, chunk.tag, len(chunk)))
+            parts["step"].append(chunk.steps)
+            parts["wall_time"].append(chunk.wall_times)
+            parts["value"].append(chunk.values)
+        frame: dict[str, Any] = {}
+        for name, dtype in (("step", np.int64), ("wall_time", np.float64), ("value", np.float64)):
+            frame[name] = concat(parts[name], dtype)
+            parts[name].clear()
+        total = sum(n for _, _, n in series)
+        # A column of strings in the dtype pandas gives one (``str`` from pandas 3), made
+        # directly: pandas' own inference from an object array takes many times its size.
+        text = pandas.Series(np.array([""], dtype=object)).dtype
+        names: dict[str, Any] = {}
+        for name, index in (("run", 0), ("tag", 1)):
+            column = np.empty(total, dtype=object)
+            start = 0
+            for found in series:
+                column[start : start + found[2]] = found[index]
+                start += found[2]
+            made = total and text != np.dtype(object)  # pandas keeps an empty one as object
+            names[name] = pandas.array(column, dtype=text) if made else column
+            del column
+        frame = {**names, **frame}  # the columns' order: run, tag, step, wall_time, value
+        return pandas.DataFrame(frame, copy=False)
+
+    def iter_scalars(
+        self,
+        plugin: str = "scalars",
+        *,
+        runs: Iterable[str] | None = None,
+        tags: Iterable[str] | None = None,
+        downsample: int | None = None,
+        latest: int | None = None,
+        step_min: int | None = None,
+        step_max: int | None = None,
+        chunk_points: int = CHUNK_POINTS,
+    ) -> Generator[ScalarChunk, None, None]:
+        """Every matching scalar point, streamed: :class:`ScalarChunk` s (run, tag, and numpy
+        steps, wall_times, values) of at most ``chunk_points`` points of one series each, in
+        the order of :meth:`scalars_frame`'s rows (by run, tag, then step), decoded as the
+        answer arrives, so that neither the answer's text nor the whole series is ever held.
+        The filters are :meth:`scalars_many`'s.
+
+        Reads ``format=csv``. A selection larger than one answer may carry (the server's 413)
+        is read a series at a time, each in step ranges small enough (with ``latest`` or
+        ``downsample``, the 413 is raised instead). A dropped connection or an answer cut
+        short raises :class:`BoarddError` (``unreachable``, or ``undecodable``) after the
+        chunks already yielded, never a shorter series; error answers raise it at the first
+        chunk. Stop early by closing the generator (``break`` out of a ``for`` loop over
+        it)."""
+        if isinstance(chunk_points, bool) or not isinstance(chunk_points, int) or chunk_points < 1:
+            raise ValueError(f"chunk_points must be a whole number from 1, not {chunk_points!r}")
+        filters = self._filters(plugin, runs, tags)
+        bounds = _steps(step_min, step_max, latest, downsample)
+        return self._scalar_chunks(filters, bounds, chunk_points)
+
+    def _scalar_chunks(
+        self, filters: dict[str, Any], bounds: dict[str, int], chunk_points: int
+    ) -> Generator[ScalarChunk, None, None]:
+        try:
+            yield from self._csv_answer({**filters, **bounds}, chunk_points)
+            return
+        except _TooLarge as refused:  # raised at the status line, before any chunk
+            if "latest" in bounds or "downsample" in bounds:
+                raise refused.error from None
+        listed = self._json("/api/v1/scalars/list", filters)
+        for run, by_tag in listed.items():
+            for tag, found in by_tag.items():
+                last = found["max_step"]
+                if last is None:
+                    continue  # no points
+                top = last if "step_max" not in bounds else min(last, bounds["step_max"])
+                yield from self._series_chunks(
+                    {**filters, "run": [run], "tag": [tag]},
+                    bounds.get("step_min"),
+                    top,
+                    chunk_points,
+                )
+
+    def _series_chunks(
+        self, params: dict[str, Any], low: int | None, high: int, chunk_points: int
+    ) -> Generator[ScalarChunk, None, None]:
+        """The points of one series from step ``low`` (None: the first) to ``high``, a step
+        range at a time: a range the server refuses as too large is read as its two halves."""
+        ranges: list[tuple[int | None, int]] = [(low, high)]
+        while ranges:
+            low, high = ranges.pop()
+            if low is not None and low > high:
+                continue
+            bounds = {"step_max": high} if low is None else {"step_min": low, "step_max": high}
+            try:
+                yield from self._csv_answer({**params, **bounds}, chunk_points)
+            except _TooLarge as refused:
+                halves = _halves(low, high)
+                if halves is None:
+                    raise refused.error from None
+                ranges.extend(reversed(halves))
+
+    def _csv_answer(
+        self, params: dict[str, Any], chunk_points: int
+    ) -> Generator[ScalarChunk, None, None]:
+        """The chunks of one ``format=csv`` answer, read as it arrives; :class:`_TooLarge` for
+        the server's 413."""
+        query = {k: v for k, v in params.items() if v is not None}
+        query["format"] = "csv"
+        points = 0
+        try:
+            with self._http.stream("GET", "api/v1/scalars", params=query) as response:
+                if response.status_code != 200:
+                    error = _error_of(response.status_code, response.read())
+                    if error.code == "too_large":
+                        raise _TooLarge(error)
+                    raise error
+                pieces = response.iter_bytes(_PIECE_BYTES)
+                for chunk in csv_chunks(pieces, chunk_points):
+                    points += len(chunk)
+                    yield chunk
+        except (httpx.TransportError, CutOff) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise BoarddError(
+                0,
+                "unreachable",
+                f"the answer from {self.url} broke off after {points} points ({reason}): "
+                "its points are incomplete; ask again",
+            ) from exc
+        except httpx.DecodingError as exc:
+            raise BoarddError(0, "undecodable", f"undecodable answer: {exc}") from exc
 
     def hparams(
         self,
@@ -610,6 +733,26 @@ def _error_of(status: int, body: bytes) -> BoarddError:
     except (ValueError, KeyError, TypeError):
         text = body[:200].decode("utf-8", "replace")
         return BoarddError(status, "http_error", f"unexpected answer: {text!r}")
+
+
+def _halves(low: int | None, high: int) -> list[tuple[int | None, int]] | None:
+    """A step range as two halves (None: from the first step); None for a single step."""
+    if low is None:
+        if high >= 0:  # steps are rarely negative: those on their own, then 0 up
+            return [(None, -1), (0, high)]
+        low = -(2**63)
+    if low >= high:
+        return None
+    middle = low + (high - low) // 2
+    return [(low, middle), (middle + 1, high)]
+
+
+class _TooLarge(Exception):
+    """The server's 413 for an answer (kept to raise if it cannot be read in parts)."""
+
+    def __init__(self, error: BoarddError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class _Retry(Exception):
