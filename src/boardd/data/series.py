@@ -4,6 +4,7 @@ points after the filters (run/tag, step range, latest, downsample, index range, 
 from __future__ import annotations
 
 import bisect
+import itertools
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ __all__ = [
     "read_blob_sequences",
     "read_scalars",
     "read_tensors",
+    "scalar_blocks",
     "tensor_points",
 ]
 
@@ -294,6 +296,48 @@ def _sampled_rows(s: SeriesInfo, rows: list[_Row], bounds: Bounds) -> list[_Row]
     if bounds.latest is not None:
         rows = rows[-bounds.latest :]
     return rows
+
+
+#: Points :func:`scalar_blocks` reads at once.
+BLOCK_POINTS = 65_536
+
+
+def scalar_blocks(
+    connection: apsw.Connection,
+    series: SeriesInfo,
+    *,
+    step_min: int | None = None,
+    step_max: int | None = None,
+    block_points: int = BLOCK_POINTS,
+) -> Iterator[ScalarColumns]:
+    """The points of one scalar series within the step range, by step, ``block_points`` at a
+    time (columns as :func:`read_scalars` gives them; NULL values NaN): a series of any length
+    is never held whole. One statement reads them all, so the blocks are one snapshot of the
+    store, however long their reader takes."""
+    clauses, args = [], []
+    if step_min is not None:
+        clauses.append("AND step >= ?")
+        args.append(step_min)
+    if step_max is not None:
+        clauses.append("AND step <= ?")
+        args.append(step_max)
+    rows = connection.execute(
+        "SELECT step, wall_time, value FROM scalar_points "
+        f"WHERE series_id = ? {' '.join(clauses)} ORDER BY step",
+        [series.id, *args],
+    )
+    while block := list(itertools.islice(rows, block_points)):
+        steps, walls, values = zip(*block, strict=True)
+        yield ScalarColumns(
+            series.run,
+            series.tag,
+            memoryview(array("q", steps)).toreadonly(),
+            memoryview(array("d", walls)).toreadonly(),
+            memoryview(array("d", (_NAN if v is None else v for v in values))).toreadonly(),
+        )
+
+
+_NAN = float("nan")
 
 
 class TensorDatum(NamedTuple):
