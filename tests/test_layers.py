@@ -124,6 +124,15 @@ def test_a_layer_imports_only_what_it_may(layer: str) -> None:
     assert not bad, sorted(bad)
 
 
+def test_data_and_plugins_hold_no_sql() -> None:
+    """Every SQL statement is the store's (store/queries.py and the store's modules): the
+    readers above it call them, so that a second backend replaces one layer."""
+    for layer in ("data", "plugins", "lineage"):
+        for path in sorted((SRC / layer).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            assert "execute(" not in text, path.relative_to(SRC)
+
+
 def test_api_holds_no_sql() -> None:
     paths = sorted((SRC / "api").rglob("*.py"))
     assert any(p.parent.name == "tensorboard" for p in paths)  # every level is read

@@ -1,5 +1,5 @@
 """``boardd export --scalars``: a store's scalar series as CSV (byte for byte the data API's CSV
-answer) or JSON lines, read a block of points at a time (``data.series.scalar_blocks``)."""
+answer) or JSON lines, read a block of points at a time (``data.series.scalar_chunks``)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_blocks_are_bounded_and_make_the_series(spec: ExperimentSpec) -> None:
             connection, experiment, SCALARS, data_series.Selection("scalars")
         )
         for s in found:
-            blocks = list(data_series.scalar_blocks(connection, s, step_min=2, block_points=7))
+            blocks = list(data_series.scalar_chunks(connection, s, step_min=2, chunk_points=7))
             assert all(len(b.steps) <= 7 for b in blocks) and len(blocks) > 1
             (whole,) = data_series.read_scalars(connection, [s], data_series.Bounds(step_min=2))
             for name in ("steps", "wall_times", "values"):

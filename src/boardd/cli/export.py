@@ -270,7 +270,7 @@ def _write_scalars(
     blocks = (
         block
         for s in series
-        for block in data_series.scalar_blocks(
+        for block in data_series.scalar_chunks(
             connection, s, step_min=args.step_min, step_max=args.step_max
         )
     )

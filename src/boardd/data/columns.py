@@ -194,12 +194,10 @@ def _grown(
         return None
     # One snapshot for both reads: a commit in between must not be half seen.
     with connection:
-        row = connection.execute(
-            "SELECT rewritten, kept FROM series WHERE id = ?", (series_id,)
-        ).fetchone()
-        if row is None or row[0] > generation:
+        marks = queries.series_marks(connection, series_id)
+        if marks is None or marks.rewritten > generation:
             return None
-        kept = int(row[1])
+        kept = marks.kept
         new = queries.scalar_columns(connection, series_id, step_min=old.steps[count - 1] + 1)
     if count + len(new[0]) != kept:
         return None  # not what the series counts: read it whole

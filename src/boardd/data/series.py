@@ -42,7 +42,7 @@ __all__ = [
     "read_blob_sequences",
     "read_scalars",
     "read_tensors",
-    "scalar_blocks",
+    "scalar_chunks",
     "tensor_points",
 ]
 
@@ -298,36 +298,25 @@ def _sampled_rows(s: SeriesInfo, rows: list[_Row], bounds: Bounds) -> list[_Row]
     return rows
 
 
-#: Points :func:`scalar_blocks` reads at once.
-BLOCK_POINTS = 65_536
+#: Points :func:`scalar_chunks` reads at once.
+CHUNK_POINTS = 65_536
 
 
-def scalar_blocks(
+def scalar_chunks(
     connection: apsw.Connection,
     series: SeriesInfo,
     *,
     step_min: int | None = None,
     step_max: int | None = None,
-    block_points: int = BLOCK_POINTS,
+    chunk_points: int = CHUNK_POINTS,
 ) -> Iterator[ScalarColumns]:
-    """The points of one scalar series within the step range, by step, ``block_points`` at a
+    """The points of one scalar series within the step range, by step, ``chunk_points`` at a
     time (columns as :func:`read_scalars` gives them; NULL values NaN): a series of any length
-    is never held whole. One statement reads them all, so the blocks are one snapshot of the
+    is never held whole. One statement reads them all, so the chunks are one snapshot of the
     store, however long their reader takes."""
-    clauses, args = [], []
-    if step_min is not None:
-        clauses.append("AND step >= ?")
-        args.append(step_min)
-    if step_max is not None:
-        clauses.append("AND step <= ?")
-        args.append(step_max)
-    rows = connection.execute(
-        "SELECT step, wall_time, value FROM scalar_points "
-        f"WHERE series_id = ? {' '.join(clauses)} ORDER BY step",
-        [series.id, *args],
-    )
-    while block := list(itertools.islice(rows, block_points)):
-        steps, walls, values = zip(*block, strict=True)
+    rows = queries.iter_scalar_rows(connection, series.id, step_min=step_min, step_max=step_max)
+    while chunk := list(itertools.islice(rows, chunk_points)):
+        steps, walls, values = zip(*chunk, strict=True)
         yield ScalarColumns(
             series.run,
             series.tag,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import apsw
@@ -258,6 +258,40 @@ def _step_filter(step_min: int | None, step_max: int | None) -> tuple[str, list[
         clauses.append("AND step <= ?")
         args.append(step_max)
     return " ".join(clauses), args
+
+
+class SeriesMarks(NamedTuple):
+    """What says how a series changed: the last commit that changed it other than by
+    appending (created it, evicted or replaced points), and how many points it keeps."""
+
+    rewritten: int
+    kept: int
+
+
+def series_marks(connection: apsw.Connection, series_id: int) -> SeriesMarks | None:
+    """The series' :class:`SeriesMarks`, None if it is gone."""
+    row = connection.execute(
+        "SELECT rewritten, kept FROM series WHERE id = ?", (series_id,)
+    ).fetchone()
+    return None if row is None else SeriesMarks(int(row[0]), int(row[1]))
+
+
+def iter_scalar_rows(
+    connection: apsw.Connection,
+    series_id: int,
+    *,
+    step_min: int | None = None,
+    step_max: int | None = None,
+) -> Iterator[tuple[int, float, float | None]]:
+    """(step, wall time, value or None for NaN) of a scalar series within the step range, by
+    step, as SQLite gives them: one statement, so one snapshot however slowly it is read."""
+    where, args = _step_filter(step_min, step_max)
+    cursor = connection.execute(
+        f"SELECT step, wall_time, value FROM scalar_points WHERE series_id = ? {where} "
+        "ORDER BY step",
+        [series_id, *args],
+    )
+    return cursor
 
 
 def scalar_columns(
