@@ -702,6 +702,32 @@ def test_parallel_coordinates_titles_and_labels_fit_and_stay_off_the_lines(
     page.assert_no_errors()
 
 
+def test_a_view_takes_no_card_from_another_experiments_stream(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    """The page shows the first experiment (no exp=), and its stream carries every
+    experiment's commits: a run written to the second one must not become a card of the
+    first's view (its text was then asked of the first experiment: a 404)."""
+    first = tmp_path / "first"
+    second = tmp_path / "second"
+    write_run(first, 0, STEPS)
+    write_run(second, 1, range(0, 20, 5))
+    daemon = serve(f"a={first}", f"b={second}")
+    base = f"http://127.0.0.1:{daemon.port}"
+    open_view(page, base, "text")
+    page.page.locator(f'.text-card[data-run="train"][data-last-step="{STEPS[-1]}"]').wait_for()
+    with SummaryWriter(str(second / "late")) as w:
+        w.add_text("notes", "written to the second experiment", 0, walltime=WALL)
+        w.add_scalar("loss", 1.0, 0, walltime=WALL)
+    daemon.wait_for_steps("late", "loss", [0], experiment="b")
+    # Then a run of the shown experiment: once its card is there, the other's event is past.
+    with SummaryWriter(str(first / "later")) as w:
+        w.add_text("notes", "written to the first experiment", 0, walltime=WALL)
+    page.page.locator('.text-card[data-run="later"]').wait_for()
+    assert page.page.locator('.text-card[data-run="late"]').count() == 0
+    page.assert_no_errors()
+
+
 def test_views_work_with_the_login_cookie_and_several_experiments(
     serve: ServeFactory, tmp_path: Path, page: Watched
 ) -> None:

@@ -138,23 +138,55 @@ function takeBootSince(): string {
   return since;
 }
 
+/** The daemon's first experiment's name (the one the data API answers without
+ * `experiment=`), asked once; null if the daemon has none (asked again after a failure). */
+let firstName: Promise<string | null> | null = null;
+
+export function firstExperimentName(): Promise<string | null> {
+  if (firstName === null) {
+    const asked = getJson("experiments").then((list) => list[0]?.id ?? null);
+    firstName = asked.catch(() => {
+      firstName = null;
+      return null;
+    });
+  }
+  return firstName;
+}
+
 /** /api/v1/stream, kept open: EventSource resumes by itself with Last-Event-ID after a
  * dropped connection; when it gives up (an HTTP error while the daemon restarts), a new one
  * starts after a second from the last event id (`since=`), so nothing is missed. The page's
- * first stream starts from the cursor its first answers were made at. */
+ * first stream starts from the cursor its first answers were made at.
+ *
+ * Only the shown experiment's events reach the handlers, in their order: a stream opened
+ * without `experiment=` (the page shows the daemon's first) carries every experiment's, and a
+ * view must not take another experiment's run for its own. */
 export class Stream {
   private source: EventSource | null = null;
   private lastId = takeBootSince();
   private timer: ReturnType<typeof setTimeout> | null = null;
   private closed = false;
+  /** The experiment the page shows as the stream opens (null: the daemon's first). */
+  private readonly experiment = experiment;
+  /** Its name, asked with the first event (not before: the page's first requests are its
+   * charts'); null: every experiment's events are delivered. */
+  private shown: Promise<string | null> | null = null;
 
   constructor(private readonly handlers: StreamHandlers) {
     this.open();
   }
 
+  /** Calls ``deliver`` once the shown experiment is known, if the event is of it. */
+  private ofShown(name: string, deliver: () => void): void {
+    this.shown ??= this.experiment !== null ? Promise.resolve(this.experiment) : firstExperimentName();
+    void this.shown.then((shown) => {
+      if (!this.closed && (shown === null || name === shown)) deliver();
+    });
+  }
+
   private open(): void {
     const q = new URLSearchParams();
-    if (experiment) q.set("experiment", experiment);
+    if (this.experiment) q.set("experiment", this.experiment);
     if (this.lastId) q.set("since", this.lastId);
     const url = `api/v1/stream${q.size ? `?${q}` : ""}`;
     const source = new EventSource(url, { withCredentials: true });
@@ -165,15 +197,18 @@ export class Stream {
     source.addEventListener("open", () => this.handlers.state(true));
     source.addEventListener("series", (e) => {
       track(e);
-      this.handlers.series(JSON.parse(e.data) as SeriesEvent);
+      const event = JSON.parse(e.data) as SeriesEvent;
+      this.ofShown(event.experiment, () => this.handlers.series(event));
     });
     source.addEventListener("run", (e) => {
       track(e);
-      this.handlers.run(JSON.parse(e.data) as RunEvent);
+      const event = JSON.parse(e.data) as RunEvent;
+      this.ofShown(event.experiment, () => this.handlers.run(event));
     });
     source.addEventListener("reset", (e) => {
       track(e);
-      this.handlers.reset();
+      const event = JSON.parse(e.data) as Schemas["StreamResetEvent"];
+      this.ofShown(event.experiment, () => this.handlers.reset());
     });
     source.addEventListener("error", () => {
       this.handlers.state(false);

@@ -138,6 +138,7 @@ class Shell {
       this.experiment = new URLSearchParams(location.search).get("exp");
       setExperiment(this.experiment);
       this.assignColors();
+      this.closeStream(); // it carries the experiment shown before
       this.remount();
       void this.markEmptyTabs();
     });
@@ -150,6 +151,7 @@ class Shell {
       this.experiment = experiment;
       setExperiment(this.experiment);
       this.assignColors();
+      if (changed) this.closeStream();
       // Back or Forward across an experiment change: the selector names the one shown.
       this.showExperiment();
       this.show(viewFromUrl(), true);
@@ -193,11 +195,16 @@ class Shell {
     // The stream, for the views that take its events (scalars has its own).
     const wantsStream = Boolean(mounted.series || mounted.run);
     if (wantsStream && this.stream === null) this.openStream();
-    if (!wantsStream && this.stream !== null) {
-      this.stream.close();
-      this.stream = null;
-      this.live.textContent = "";
-    }
+    if (!wantsStream) this.closeStream();
+  }
+
+  /** Closes the page's stream (the next view that takes its events opens one, of the
+   * experiment then shown). */
+  private closeStream(): void {
+    if (this.stream === null) return;
+    this.stream.close();
+    this.stream = null;
+    this.live.textContent = "";
   }
 
   private remount(): void {
