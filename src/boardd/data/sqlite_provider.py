@@ -34,7 +34,9 @@ from boardd.data.series import (
     TensorDatum,
     TensorSeries,
 )
+from boardd.reader.decoded import DataClass
 from boardd.store.integrity import DAMAGED
+from boardd.store.sampling import capacity_for
 
 if TYPE_CHECKING:
     from boardd.data.arrays import ArrayPoint
@@ -158,9 +160,6 @@ class SqliteProvider:
         return [self._sampled(s) for s in found]
 
     def _sampled(self, series: SeriesInfo) -> SeriesInfo:
-        from boardd.reader.decoded import DataClass
-        from boardd.store.sampling import capacity_for
-
         try:
             data_class = DataClass(series.data_class)
         except ValueError:
