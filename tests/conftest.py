@@ -92,6 +92,21 @@ def ingest(
     return ingest_logdir(logdir, db, experiment=experiment, sampling=sampling, **options)
 
 
+def scalar_rows(connection: Any, series_id: int) -> list[tuple[int, float, float | None]]:
+    """Every point a scalar series holds, its blocks' and its tail's, by step: (step, wall
+    time, value or None for NaN)."""
+    from boardd.store import scalar_reads
+
+    return list(scalar_reads.iter_rows(connection, series_id))
+
+
+#: SQL: how many scalar points the store holds, in blocks and tails.
+COUNT_SCALARS = (
+    "SELECT (SELECT count(*) FROM scalar_points) "
+    "+ (SELECT coalesce(sum(count), 0) FROM scalar_blocks)"
+)
+
+
 @dataclass
 class LiveStore:
     """A store with its writer in this process, as a daemon's runner has it: ``commit()``

@@ -28,7 +28,7 @@ from boardd.config import ExperimentSpec, ServeSettings
 from boardd.daemon.runner import ExperimentRunner
 from boardd.daemon.runner_status import describe
 from boardd.store.connection import open_reader
-from tests.conftest import EventRun
+from tests.conftest import EventRun, scalar_rows
 from tests.daemon.conftest import ServeFactory, wait_until
 from tests.daemon.test_serve import write_closed
 
@@ -144,9 +144,11 @@ def _page_limit(connection: apsw.Connection, pages: int) -> None:
 def _steps(db: Path) -> list[int]:
     connection = open_reader(db)
     try:
-        return [
-            int(s) for (s,) in connection.execute("SELECT step FROM scalar_points ORDER BY step")
-        ]
+        return sorted(
+            step
+            for (series_id,) in connection.execute("SELECT id FROM series WHERE data_class = 1")
+            for step, _, _ in scalar_rows(connection, series_id)
+        )
     finally:
         connection.close()
 

@@ -34,7 +34,7 @@ from boardd.daemon.runner import ExperimentRunner
 from boardd.daemon.watcher import LogdirWatcher
 from boardd.store.connection import open_reader
 from boardd.store.errors import StoreOpenError
-from tests.conftest import ingest
+from tests.conftest import COUNT_SCALARS, ingest, scalar_rows
 from tests.daemon.conftest import ServeFactory, boardd_env, unshare_works, wait_until
 
 WALL = 1_700_000_000.0
@@ -287,10 +287,7 @@ def store_contents(
             "SELECT s.id, r.name, s.tag FROM series s JOIN runs r ON r.id = s.run_id "
             "WHERE r.deleted = 0"
         ):
-            rows = connection.execute(
-                "SELECT step, value FROM scalar_points WHERE series_id = ? ORDER BY step",
-                (series_id,),
-            ).fetchall()
+            rows = [(step, value) for step, _, value in scalar_rows(connection, series_id)]
             array = np.array(rows, dtype=np.float64).reshape(-1, 2)
             series[(str(run), str(tag))] = (array[:, 0].astype(np.int64), array[:, 1])
         consumed: dict[str, int] = {}
@@ -336,7 +333,7 @@ def committed_points(db: Path) -> int:
     except StoreOpenError:
         return 0
     try:
-        return int(connection.execute("SELECT count(*) FROM scalar_points").get or 0)
+        return int(connection.execute(COUNT_SCALARS).get or 0)
     finally:
         connection.close()
 
@@ -815,12 +812,13 @@ def _steps(db: Path, run: str, tag: str) -> list[int]:
     connection = open_reader(db)
     try:
         return [
-            int(s)
-            for (s,) in connection.execute(
-                "SELECT p.step FROM scalar_points p JOIN series s ON s.id = p.series_id "
-                "JOIN runs r ON r.id = s.run_id WHERE r.name = ? AND s.tag = ? ORDER BY p.step",
+            step
+            for (series_id,) in connection.execute(
+                "SELECT s.id FROM series s JOIN runs r ON r.id = s.run_id "
+                "WHERE r.name = ? AND s.tag = ?",
                 (run, tag),
             )
+            for step, _, _ in scalar_rows(connection, series_id)
         ]
     finally:
         connection.close()

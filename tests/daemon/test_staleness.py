@@ -14,7 +14,7 @@ from tensorboard.compat.proto import event_pb2
 
 from boardd.store.connection import open_reader
 from boardd.store.errors import StoreOpenError
-from tests.conftest import ingest
+from tests.conftest import ingest, scalar_rows
 from tests.daemon.conftest import Daemon, ServeFactory, wait_until
 from tests.reader.records import frame_record
 
@@ -58,11 +58,7 @@ def contents(db: Path) -> Contents:
         ):
             points = [
                 (int(step), float(wall), None if value is None else float(value))
-                for step, wall, value in connection.execute(
-                    "SELECT step, wall_time, value FROM scalar_points WHERE series_id = ? "
-                    "ORDER BY step",
-                    (series_id,),
-                )
+                for step, wall, value in scalar_rows(connection, series_id)
             ]
             if points:
                 found[(str(run), str(tag))] = points

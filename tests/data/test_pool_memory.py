@@ -49,7 +49,11 @@ def test_read_connections_keep_small_page_caches(tmp_path: Path) -> None:
     rows: list[int] = []
 
     def read_everything() -> None:
-        rows.append(pool.call(lambda c: sum(1 for _ in c.execute("SELECT * FROM scalar_points"))))
+        def points(c: apsw.Connection) -> int:
+            tail = sum(1 for _ in c.execute("SELECT * FROM scalar_points"))
+            return tail + sum(n for n, _ in c.execute("SELECT count, data FROM scalar_blocks"))
+
+        rows.append(pool.call(points))
 
     try:
         before = _sqlite_bytes()

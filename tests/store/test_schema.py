@@ -78,12 +78,13 @@ def test_store_of_schema_1_is_migrated_with_its_counts(tmp_path: Path) -> None:
     connection.execute("ALTER TABLE series DROP COLUMN rewritten")
     connection.execute("DROP INDEX IF EXISTS files_by_run")
     connection.execute("DROP TABLE hparams")
+    connection.execute("DROP TABLE scalar_blocks")
     connection.pragma("user_version", 1)
     connection.close()
     # The next writer migrates it (same fingerprint otherwise: no --rebuild needed).
     ingest(logdir, db, sampling=SMALL)
     connection = open_reader(db)
-    assert connection.pragma("user_version") == SCHEMA_VERSION == 7
+    assert connection.pragma("user_version") == SCHEMA_VERSION == 8
     connection.close()
     assert snapshot(db) == before
     assert _summarized(db) == _counted(db)

@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from boardd.data import accel
-from boardd.store import splitmix
+from boardd.store import block_layout, splitmix
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
 #: Downsampling is seeded with a constant: the choice depends only on the set of steps.
-DOWNSAMPLE_SEED = 0x626F61726464
+DOWNSAMPLE_SEED = block_layout.DOWNSAMPLE_SEED
 
 #: Indices of points (ascending): a numpy array, or an ``array("q")`` from the pure-Python form.
 Indices: TypeAlias = "npt.NDArray[np.intp] | array[int]"

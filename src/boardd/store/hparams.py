@@ -220,13 +220,17 @@ def scalar_points(
 ) -> list[tuple[float, int, float | None]]:
     """(wall time, step, value) of every kept point of a scalar series of the scalars plugin
     (empty if there is none); a NULL value is a NaN."""
+    from boardd.store import scalar_reads
+
+    series_id = connection.execute(
+        "SELECT s.id FROM series s JOIN runs r ON r.id = s.run_id "
+        "WHERE r.experiment_id = ? AND r.name = ? AND r.deleted = 0 AND s.tag = ? "
+        "AND s.plugin_name = 'scalars' AND s.data_class = 1",
+        (experiment_id, escape(run), tag),
+    ).get
+    if series_id is None:
+        return []
     return [
         (float(w), int(s), None if v is None else float(v))
-        for w, s, v in connection.execute(
-            "SELECT p.wall_time, p.step, p.value FROM scalar_points p "
-            "JOIN series s ON s.id = p.series_id JOIN runs r ON r.id = s.run_id "
-            "WHERE r.experiment_id = ? AND r.name = ? AND r.deleted = 0 AND s.tag = ? "
-            "AND s.plugin_name = 'scalars' AND s.data_class = 1 ORDER BY p.step",
-            (experiment_id, escape(run), tag),
-        )
+        for s, w, v in scalar_reads.iter_rows(connection, int(series_id))
     ]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import apsw
 
 from boardd.reader.decoded import DataClass
+from boardd.store import scalar_reads
 from boardd.store.names import unescape
 
 _NAN = float("nan")
@@ -234,6 +234,8 @@ def point_count(
 ) -> int:
     """How many points (steps) a series of this data class keeps (within the step range, if
     given)."""
+    if DataClass(data_class) is DataClass.SCALAR:
+        return scalar_reads.count(connection, series_id, step_min=step_min, step_max=step_max)
     table = _POINT_TABLES[DataClass(data_class)]
     where, args = _step_filter(step_min, step_max)
     sql = f"SELECT count(DISTINCT step) FROM {table} WHERE series_id = ? {where}"
@@ -284,14 +286,8 @@ def iter_scalar_rows(
     step_max: int | None = None,
 ) -> Iterator[tuple[int, float, float | None]]:
     """(step, wall time, value or None for NaN) of a scalar series within the step range, by
-    step, as SQLite gives them: one statement, so one snapshot however slowly it is read."""
-    where, args = _step_filter(step_min, step_max)
-    cursor = connection.execute(
-        f"SELECT step, wall_time, value FROM scalar_points WHERE series_id = ? {where} "
-        "ORDER BY step",
-        [series_id, *args],
-    )
-    return cursor
+    step: one snapshot, however slowly it is read (:func:`boardd.store.scalar_reads.iter_rows`)."""
+    return scalar_reads.iter_rows(connection, series_id, step_min=step_min, step_max=step_max)
 
 
 def scalar_columns(
@@ -303,23 +299,15 @@ def scalar_columns(
     latest: int | None = None,
 ) -> tuple[memoryview, memoryview, memoryview]:
     """(steps, wall times, values) of a scalar series by step, as read-only memoryviews of
-    int64 and float64 (no numpy needed: :mod:`boardd.data.accel`); NULL values come back NaN."""
-    where, args = _step_filter(step_min, step_max)
-    order = "ORDER BY step DESC LIMIT ?" if latest is not None else "ORDER BY step"
-    params = [series_id, *args] + ([latest] if latest is not None else [])
-    rows: list[Any] = connection.execute(
-        f"SELECT step, wall_time, value FROM scalar_points WHERE series_id = ? {where} {order}",
-        params,
-    ).fetchall()
-    if latest is not None:
-        rows.reverse()
-    steps = array("q", [r[0] for r in rows])
-    walls = array("d", [r[1] for r in rows])
-    values = array("d", [_NAN if r[2] is None else r[2] for r in rows])
+    int64 and float64 (their users need no numpy: :mod:`boardd.data.accel`); NULL values come
+    back NaN."""
+    steps, walls, values = scalar_reads.columns(
+        connection, series_id, step_min=step_min, step_max=step_max, latest=latest
+    )
     return (
-        memoryview(steps).toreadonly(),
-        memoryview(walls).toreadonly(),
-        memoryview(values).toreadonly(),
+        memoryview(steps).cast("B").cast("q").toreadonly(),
+        memoryview(walls).cast("B").cast("d").toreadonly(),  # type: ignore[return-value]
+        memoryview(values).cast("B").cast("d").toreadonly(),
     )
 
 

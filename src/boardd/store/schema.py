@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 import apsw
 
 from boardd.sqlite import ladder
 from boardd.sqlite.connection import int_pragma
+from boardd.store.block_layout import SEAL_AT
 
 #: Marks a SQLite file as a boardd store ("bDsT"); checked on every open.
 APPLICATION_ID = 0x62447354
+
+log = logging.getLogger(__name__)
 
 
 def _backfill_hparams(connection: apsw.Connection) -> None:
@@ -16,6 +21,25 @@ def _backfill_hparams(connection: apsw.Connection) -> None:
     from boardd.store import hparams
 
     hparams.backfill(connection)
+
+
+def _seal_tails(connection: apsw.Connection) -> None:
+    long_tail = connection.execute(
+        "SELECT 1 FROM series s WHERE s.data_class = 1 AND s.capacity IS NULL "
+        "AND s.kept >= ? LIMIT 1",
+        (SEAL_AT,),
+    ).get
+    if long_tail is None:
+        return  # nothing to seal: a new store, or one of sampled scalars
+    # Imported here: numpy, which serve imports only after its first answers.
+    from boardd.store import scalar_blocks
+
+    def progress(done: int, total: int) -> None:
+        log.info("converting the store: scalar series %d of %d in blocks", done, total)
+
+    sealed = scalar_blocks.seal_store(connection, progress)
+    if sealed:
+        log.info("converting the store: %d scalar points now in blocks", sealed)
 
 
 #: Each entry upgrades the schema from version ``i`` to ``i + 1`` (boardd.sqlite.ladder: all run
@@ -218,6 +242,34 @@ MIGRATIONS: tuple[ladder.Step, ...] = (
     """
     ALTER TABLE series ADD COLUMN rewritten INTEGER NOT NULL DEFAULT 0;
     """,
+    # 8: scalar points in columnar blocks with summaries (store/blocks.py): scalar_points is
+    # now each series' open tail. A series that keeps every point has its long tail sealed.
+    (
+        """
+        CREATE TABLE IF NOT EXISTS scalar_blocks (
+            series_id INTEGER NOT NULL,
+            first_step INTEGER NOT NULL,
+            last_step INTEGER NOT NULL,
+            count INTEGER NOT NULL,
+            -- NULL: every value of the block is NaN
+            min_value REAL,
+            max_value REAL,
+            -- NULL: NaN
+            first_value REAL,
+            last_value REAL,
+            nan_count INTEGER NOT NULL,
+            posinf_count INTEGER NOT NULL,
+            neginf_count INTEGER NOT NULL,
+            -- Before data: a column after a large value is reached through its overflow pages.
+            segments BLOB NOT NULL,
+            -- the block's points of lowest uniform-downsampling priority
+            low BLOB NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY (series_id, first_step)
+        );
+        """,
+        _seal_tails,
+    ),
 )
 
 #: The schema version this code writes.

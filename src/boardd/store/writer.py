@@ -70,6 +70,11 @@ class _Series:
     max_length: int
     #: The generation of the last commit that wrote this series (see _trim_series_cache).
     written: int = 0
+    #: A scalar series that keeps every point (in blocks and its tail, store/scalar_blocks.py):
+    #: its state holds no steps; these say what the writer needs of them.
+    keeps_all: bool = False
+    kept: int = 0
+    last_kept: int | None = None
 
 
 class FileRecord(NamedTuple):
@@ -325,7 +330,7 @@ class StoreWriter:
             (int(s),)
             for (s,) in self._db.execute("SELECT id FROM series WHERE run_id = ?", (run_id,))
         ]
-        for table in ("scalar_points", "tensor_points", "blob_entries"):
+        for table in ("scalar_points", "scalar_blocks", "tensor_points", "blob_entries"):
             self._db.executemany(f"DELETE FROM {table} WHERE series_id = ?", series_ids)
         delete_blobs(self._db, blob_ids)
         self._db.execute("DELETE FROM series WHERE run_id = ?", (run_id,))
@@ -487,14 +492,14 @@ class StoreWriter:
             series.written = self._pending_generation
             return series
         row = self._db.execute(
-            "SELECT id, data_class, plugin_name, seen, threshold, first_step, max_length "
+            "SELECT id, data_class, plugin_name, seen, threshold, first_step, max_length, kept "
             "FROM series WHERE run_id = ? AND tag = ?",
             (run_id, tag),
         ).fetchone()
         if row is None:
             raise KeyError(f"series {tag!r} of run {run_id} was never defined")
         self.counts.states_read += 1
-        series_id, data_class, plugin, seen, threshold, first_step, max_length = row
+        series_id, data_class, plugin, seen, threshold, first_step, max_length, kept_count = row
         dc = DataClass(int(data_class))
         # The capacity follows the current sampling settings (the fingerprint guards changes).
         capacity = capacity_for(str(plugin), dc, self._sampling)
@@ -503,22 +508,36 @@ class StoreWriter:
 
         from boardd.store.reservoir import ReservoirState
 
-        kept = np.fromiter(
-            (
-                s
-                for (s,) in self._db.execute(
-                    f"SELECT DISTINCT step FROM {table} WHERE series_id = ? ORDER BY step",
-                    (series_id,),
-                )
-            ),
-            dtype=np.int64,
-        )
+        keeps_all = dc is DataClass.SCALAR and capacity is None
+        if keeps_all:
+            kept = np.empty(0, dtype=np.int64)  # the steps stay in the store
+        else:
+            if dc is DataClass.SCALAR:
+                from boardd.store import scalar_blocks
+
+                # A series sampled now that kept every point before (a store rebuilt smaller
+                # is a new file, so only by a foreign store): its rows, one a point.
+                scalar_blocks.unseal_from(self._db, int(series_id), -(1 << 63))
+            kept = np.fromiter(
+                (
+                    s
+                    for (s,) in self._db.execute(
+                        f"SELECT DISTINCT step FROM {table} WHERE series_id = ? ORDER BY step",
+                        (series_id,),
+                    )
+                ),
+                dtype=np.int64,
+            )
         state = ReservoirState(
             capacity, self._seed(run_id), int(seen), kept, None if threshold is None else threshold
         )
         series = _Series(
             int(series_id), dc, state, first_step, int(max_length), self._pending_generation
         )
+        if keeps_all:
+            series.keeps_all = True
+            series.kept = int(kept_count)
+            series.last_kept = _last_scalar_step(self._db, int(series_id))
         self._series[key] = series
         self._trim_series_cache()
         return series
@@ -579,8 +598,13 @@ class StoreWriter:
     def _update_series(
         self, series: _Series, last_step: int, last_wall_time: float, last_value: float | None
     ) -> None:
-        kept = series.state.kept_steps
-        series.first_step = int(kept[0]) if kept.shape[0] else None
+        if series.keeps_all:
+            count = series.kept
+            series.state.seen = count  # keeping every point, as many seen as kept
+        else:
+            kept = series.state.kept_steps
+            series.first_step = int(kept[0]) if kept.shape[0] else None
+            count = int(kept.shape[0])
         self._db.execute(
             "UPDATE series SET seen = ?, threshold = ?, first_step = ?, last_step = ?, "
             "last_wall_time = ?, last_value = ?, max_length = ?, generation = ?, kept = ? "
@@ -594,13 +618,16 @@ class StoreWriter:
                 last_value,
                 series.max_length,
                 self._pending_generation,
-                int(kept.shape[0]),
+                count,
                 series.id,
             ),
         )
 
     def _write_scalars(self, series: _Series, columns: ScalarColumns) -> None:
         if series.data_class is not DataClass.SCALAR or not len(columns):
+            return
+        if series.keeps_all:
+            self._write_every_scalar(series, columns)
             return
         from boardd.store.reservoir import offer
 
@@ -629,6 +656,42 @@ class StoreWriter:
         self._update_series(
             series,
             int(columns.steps[-1]),
+            float(columns.wall_times[-1]),
+            None if last_value != last_value else last_value,
+        )
+
+    def _write_every_scalar(self, series: _Series, columns: ScalarColumns) -> None:
+        """Stores every point of a batch of a series that keeps them all. A point preempts
+        every point at its step or later (a job restarted from a checkpoint rewrites them), as
+        the reservoir does: of the batch, a point stays if no later one is at its step or
+        before; of the stored points, those below the batch's lowest step."""
+        import numpy as np
+
+        from boardd.store import scalar_blocks
+
+        steps = columns.steps
+        following = np.minimum.accumulate(steps[::-1])[::-1]
+        keep = np.ones(steps.shape[0], dtype=np.bool_)
+        np.less(steps[:-1], following[1:], out=keep[:-1])
+        lowest = int(following[0])
+        if series.last_kept is not None and lowest <= series.last_kept:
+            series.kept -= scalar_blocks.drop_from(self._db, series.id, lowest)
+            series.last_kept = _last_scalar_step(self._db, series.id)
+            self._rewritten(series.id)
+        kept_steps = steps[keep]
+        scalar_blocks.seal_rows(
+            self._db, series.id, kept_steps, columns.wall_times[keep], columns.values[keep]
+        )
+        added = int(kept_steps.shape[0])
+        self.counts.scalar += added
+        if series.kept == 0:
+            series.first_step = int(kept_steps[0])
+        series.kept += added
+        series.last_kept = int(kept_steps[-1])
+        last_value = float(columns.values[-1])
+        self._update_series(
+            series,
+            int(steps[-1]),
             float(columns.wall_times[-1]),
             None if last_value != last_value else last_value,
         )
@@ -689,6 +752,10 @@ class StoreWriter:
 
     def _delete_steps(self, table: str, series_id: int, steps: npt.NDArray[np.int64]) -> None:
         if steps.shape[0]:
+            if table == "scalar_points":
+                from boardd.store import scalar_blocks
+
+                scalar_blocks.unseal_from(self._db, series_id, int(steps[0]))
             self._db.executemany(
                 f"DELETE FROM {table} WHERE series_id = ? AND step = ?",
                 zip(repeat(series_id), steps.tolist(), strict=False),
@@ -731,6 +798,16 @@ def _file_record(row: Sequence[object]) -> FileRecord:
     version), its path as the file system has it."""
     file_id, run_id, path, *rest = row
     return FileRecord(file_id, run_id, unescape(str(path)), *rest)  # type: ignore[arg-type]
+
+
+def _last_scalar_step(db: apsw.Connection, series_id: int) -> int | None:
+    """The last step a scalar series holds, in its tail or its blocks (None: no point)."""
+    value = db.execute(
+        "SELECT max(step) FROM (SELECT max(step) AS step FROM scalar_points WHERE series_id = ?1 "
+        "UNION ALL SELECT max(last_step) FROM scalar_blocks WHERE series_id = ?1)",
+        (series_id,),
+    ).get
+    return None if value is None else int(value)
 
 
 def stored_generation(connection: apsw.Connection) -> int:
