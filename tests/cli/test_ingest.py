@@ -143,17 +143,22 @@ def test_changed_sampling_needs_rebuild(
     logdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "store.db"
-    ingest_json(capsys, logdir, "--db", db)
+    ingest_json(capsys, logdir, "--db", db, "--samples-per-plugin", "scalars=300")
     assert max(counts_per_series(db)) == 300
     # Fewer points than the store keeps: the store is used as it is.
     ingest_json(capsys, logdir, "--db", db, "--samples-per-plugin", "scalars=10")
     assert max(counts_per_series(db)) == 300
     # More: refused, naming the command that rebuilds it.
-    code = main(["ingest", str(logdir), "--db", str(db), "--samples-per-plugin", "scalars=all"])
+    code = main(["ingest", str(logdir), "--db", str(db), "--samples-per-plugin", "scalars=500"])
     assert code == ExitCode.FINGERPRINT_MISMATCH
     message = capsys.readouterr().err
-    assert "keeps fewer points than asked (defaults, asked scalars=all)" in message
-    assert "--rebuild --samples-per-plugin scalars=all" in message
+    assert "keeps fewer points than asked (scalars=300, asked scalars=500)" in message
+    assert "--rebuild --samples-per-plugin scalars=500" in message
+    # Every scalar, the default: the command needs no flag.
+    assert main(["ingest", str(logdir), "--db", str(db)]) == ExitCode.FINGERPRINT_MISMATCH
+    message = capsys.readouterr().err
+    assert "(scalars=300, asked defaults)" in message
+    assert f"`boardd ingest {logdir} --rebuild --db {db}`" in message
     assert max(counts_per_series(db)) == 300  # untouched
     connection = open_reader(db)
     try:

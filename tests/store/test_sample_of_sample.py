@@ -38,21 +38,21 @@ def test_covers_and_the_larger_of_two_settings() -> None:
     merged = larger_of({"scalars": 5}, {"*": 50})
     assert covers(merged, {"*": 50}) and covers(merged, {"scalars": 5})
     assert merged["scalars"] == 50 and merged["histograms"] == 500
-    # Other scalar plugins: the defaults' 10,000 of the first, beside the second's 50.
-    assert merged["*:scalar"] == 10_000 and merged["*:blob_sequence"] == 50
-    assert larger_of({"scalars": 5}, {"scalars": None}) == {"scalars": None}
+    # Other scalar plugins: every point by the first's defaults, beside the second's 50.
+    assert merged["*:scalar"] is None and merged["*:blob_sequence"] == 50
+    assert larger_of({"scalars": 5}, {"scalars": None}) == {}  # every scalar: the default
 
 
 def test_a_session_keeps_the_stores_larger_sample(tmp_path: Path) -> None:
     db, logdir = tmp_path / "s.sqlite", tmp_path / "logs"
     logdir.mkdir()
-    with WriteSession(db, logdir, sampling={"scalars": None}) as session:
-        assert session.sampling == {"scalars": None}
-    with WriteSession(db, logdir, sampling={"scalars": 10}) as session:
-        assert session.sampling == {"scalars": None}
-    with WriteSession(db, logdir, sampling={"scalars": 5}, rebuild=True) as session:
-        assert session.sampling == {"scalars": 5}
+    with WriteSession(db, logdir, sampling={"images": None}) as session:
+        assert session.sampling == {"images": None}
+    with WriteSession(db, logdir, sampling={"images": 10}) as session:
+        assert session.sampling == {"images": None}
+    with WriteSession(db, logdir, sampling={"images": 5}, rebuild=True) as session:
+        assert session.sampling == {"images": 5}
     with pytest.raises(SamplingGrowsError) as raised:
-        WriteSession(db, logdir, sampling={"scalars": 6})
-    assert raised.value.larger == {"scalars": 6}
-    assert "--rebuild --samples-per-plugin 'scalars=6'" in str(raised.value)
+        WriteSession(db, logdir, sampling={"images": 6})
+    assert raised.value.larger == {"images": 6}
+    assert "--rebuild --samples-per-plugin 'images=6'" in str(raised.value)

@@ -58,21 +58,21 @@ def test_invalid_specs_say_what_to_fix(spec: str, message: str) -> None:
 
 def test_defaults() -> None:
     assert dict(DEFAULT_CAPACITIES) == {
-        "scalars": 10_000,
+        "scalars": None,
         "histograms": 500,
         "pr_curves": 100,
         "text": 100,
         "images": 10,
         "audio": 10,
     }
-    assert capacity_for("scalars", DataClass.SCALAR) == 10_000
+    assert capacity_for("scalars", DataClass.SCALAR) is None
     assert capacity_for("histograms", DataClass.TENSOR) == 500
     assert capacity_for("pr_curves", DataClass.TENSOR) == 100
     assert capacity_for("text", DataClass.TENSOR) == 100
     assert capacity_for("images", DataClass.BLOB_SEQUENCE) == 10
     assert capacity_for("audio", DataClass.BLOB_SEQUENCE) == 10
     # Plugins without a default of their own: by data class.
-    assert capacity_for("custom_scalars", DataClass.SCALAR) == 10_000
+    assert capacity_for("custom_scalars", DataClass.SCALAR) is None
     assert capacity_for("mesh", DataClass.TENSOR) == 100
     assert capacity_for("graphs", DataClass.BLOB_SEQUENCE) == 10
     assert set(DATA_CLASS_CAPACITIES) == set(DataClass)

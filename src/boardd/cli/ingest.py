@@ -115,9 +115,10 @@ def run(args: argparse.Namespace) -> int:
         return fail(NAME, exc, ExitCode.STORE_LOCKED)
     except SamplingGrowsError as exc:
         # One-shot: no store to serve meanwhile, so the larger sample is asked for explicitly.
+        flag = sampling_text(exc.larger)
         command = (
-            f"boardd ingest {shlex.quote(str(logdir))} --rebuild --samples-per-plugin "
-            f"{shlex.quote(sampling_text(exc.larger))}"
+            f"boardd ingest {shlex.quote(str(logdir))} --rebuild"
+            + ("" if flag == "defaults" else f" --samples-per-plugin {shlex.quote(flag)}")
             + (f" --db {shlex.quote(args.db)}" if args.db else "")
         )
         return fail(

@@ -79,7 +79,14 @@ def check_or_record(
     found = stored(connection)
     if found is not None and _migrated(found, wanted):
         # migrate() already brought an older schema up to date: that is no change of contents.
-        found = None
+        # What the store keeps is as it was: the sampling check below still applies.
+        found = _as_kept(found)
+        with connection:
+            connection.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (_META_KEY, json.dumps({**wanted, "sampling": found["sampling"]}, sort_keys=True)),
+            )
+        return _kept_or_raise(None, found, asked)
     if found is None:
         with connection:
             connection.execute(
@@ -107,10 +114,12 @@ def _kept_or_raise(
         return kept
     larger = larger_of(kept, asked)
     where = f"the store {db}" if db is not None else "the store"
+    flag = sampling_text(larger)
+    command = "--rebuild" if flag == "defaults" else f"--rebuild --samples-per-plugin '{flag}'"
     raise SamplingGrowsError(
         f"{where} keeps fewer points than asked ({sampling_text(kept)}, asked "
-        f"{sampling_text(asked)}): rebuild it with --rebuild --samples-per-plugin "
-        f"'{sampling_text(larger)}' (the old store is served until the new one is complete)",
+        f"{sampling_text(asked)}): rebuild it with {command} (the old store is served until "
+        "the new one is complete)",
         kept,
         larger,
     )
@@ -136,8 +145,31 @@ def _mismatch_message(db: Path | None, changed: list[str]) -> str:
     )
 
 
+#: The first schema whose stores keep every scalar by default.
+EVERY_SCALAR_SCHEMA = 8
+#: The points of a scalars series a store of an older schema kept by default.
+_OLDER_SCALARS_DEFAULT = 10_000
+
+
+def _as_kept(found: Mapping[str, str]) -> dict[str, str]:
+    """``found``, its sampling saying what the store keeps: a store of a schema before
+    :data:`EVERY_SCALAR_SCHEMA` kept a sample of each scalars series unless told otherwise."""
+    try:
+        older = int(found.get("schema", "0")) < EVERY_SCALAR_SCHEMA
+    except ValueError:
+        older = False
+    kept = kept_sampling(found)
+    if not older or "scalars" in kept or any(is_wildcard(p) for p in kept):
+        return dict(found)
+    kept["scalars"] = _OLDER_SCALARS_DEFAULT
+    return {**found, "sampling": sampling_text(kept)}
+
+
 def _migrated(found: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
-    others_equal = all(found.get(k) == v for k, v in wanted.items() if k != "schema")
+    """Whether ``found`` is of an older schema, all else but the sampling as ``wanted``."""
+    others_equal = all(
+        found.get(k) == v for k, v in wanted.items() if k not in ("schema", "sampling")
+    )
     try:
         older = int(found.get("schema", "0")) < int(wanted["schema"])
     except ValueError:
@@ -174,8 +206,11 @@ def verify(
     finally:
         connection.close()
     wanted = compute(logdir, sampling)
-    if found is None or _migrated(found, wanted):
+    if found is None:
         return None
+    if _migrated(found, wanted):
+        # The writer records the new schema when it opens the store; what it keeps stays.
+        found = {**_as_kept(found), "schema": wanted["schema"]}
     changed = _changes(found, wanted, sampling=exact)
     if changed:
         raise FingerprintMismatchError(_mismatch_message(db, changed))

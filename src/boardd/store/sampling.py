@@ -18,9 +18,9 @@ ALL: Final = None
 WILDCARD: Final = "*"
 """In ``--samples_per_plugin``, the key that sets every plugin not named."""
 
-DEFAULT_CAPACITIES: Final[Mapping[str, int]] = MappingProxyType(
+DEFAULT_CAPACITIES: Final[Mapping[str, int | None]] = MappingProxyType(
     {
-        "scalars": 10_000,
+        "scalars": ALL,
         "histograms": 500,
         "pr_curves": 100,
         "text": 100,
@@ -30,9 +30,10 @@ DEFAULT_CAPACITIES: Final[Mapping[str, int]] = MappingProxyType(
 )
 """Points kept per series of these plugins unless ``--samples_per_plugin`` says otherwise."""
 
-DATA_CLASS_CAPACITIES: Final[Mapping[DataClass, int]] = MappingProxyType(
+DATA_CLASS_CAPACITIES: Final[Mapping[DataClass, int | None]] = MappingProxyType(
     {
-        DataClass.SCALAR: 10_000,
+        # Every scalar: they are stored in compressed blocks (store/blocks.py).
+        DataClass.SCALAR: ALL,
         DataClass.TENSOR: 100,
         DataClass.BLOB_SEQUENCE: 10,
         # Not stored as a series; if asked, treated like other tensors.
@@ -116,9 +117,8 @@ def capacity_for(
             return overrides[by_class]
         if WILDCARD in overrides:
             return overrides[WILDCARD]
-    default = DEFAULT_CAPACITIES.get(plugin_name)
-    if default is not None:
-        return default
+    if plugin_name in DEFAULT_CAPACITIES:
+        return DEFAULT_CAPACITIES[plugin_name]
     return DATA_CLASS_CAPACITIES[data_class]
 
 
