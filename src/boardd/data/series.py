@@ -19,7 +19,7 @@ from boardd.data.errors import BadRequest, TooLarge
 from boardd.data.kinds import Kind
 from boardd.data.values import tensor_value
 from boardd.reader.tensors import dtype_name
-from boardd.store import queries
+from boardd.store import queries, scalar_reads
 from boardd.store.queries import SeriesInfo
 from boardd.store.sampling import kept_indices
 
@@ -241,6 +241,10 @@ def read_scalars(
     store = columns.store_key(connection) if series and cache is not None else ""
     out = []
     for s in series:
+        by_summary = _extremes_by_summary(connection, s, bounds, cache, store, numpy)
+        if by_summary is not None:
+            out.append(by_summary)
+            continue
         held: columns.Columns | None = None
         if cache is not None:
             held = (
@@ -272,6 +276,49 @@ def read_scalars(
             steps, walls, values = (_take(c, chosen, numpy) for c in (steps, walls, values))
         out.append(ScalarColumns(s.run, s.tag, steps, walls, values))
     return out
+
+
+def _extremes_by_summary(
+    connection: apsw.Connection,
+    s: SeriesInfo,
+    bounds: Bounds,
+    cache: columns.ColumnCache | None,
+    store: str,
+    numpy: accel.NumpySwitch | None,
+) -> ScalarColumns | None:
+    """A downsampled answer from a series' blocks, for a series stored in blocks and not held
+    by the cache: extremes from the blocks' segment summaries
+    (:func:`boardd.store.scalar_reads.extremes_candidates`), a uniform sample from their
+    ``low`` points (:func:`boardd.store.scalar_reads.uniform_candidates`). Its cost grows with
+    the chart's width and the blocks it touches, not with the series' length. None where that
+    does not apply (the answer then comes from the points)."""
+    k = bounds.downsample
+    if k is None or s.sample is not None or bounds.latest is not None:
+        return None
+    if cache is not None and cache.get(store, s.id, s.generation) is not None:
+        return None
+    extremes = bounds.downsample_by == "extremes" and k >= 4
+    if extremes:
+        found = scalar_reads.extremes_candidates(
+            connection, s.id, k // 4, step_min=bounds.step_min, step_max=bounds.step_max
+        )
+    else:
+        found = scalar_reads.uniform_candidates(
+            connection, s.id, k, step_min=bounds.step_min, step_max=bounds.step_max
+        )
+    if found is None:
+        return None
+    steps: Any = memoryview(found[0]).cast("B").cast("q").toreadonly()  # type: ignore[arg-type]
+    walls: Any = memoryview(found[1]).cast("B").cast("d").toreadonly()  # type: ignore[arg-type]
+    values: Any = memoryview(found[2]).cast("B").cast("d").toreadonly()  # type: ignore[arg-type]
+    chosen = (
+        extremes_indices(steps, values, k, numpy)
+        if extremes
+        else downsample_indices(steps, k, numpy)
+    )
+    if len(chosen) < len(steps):
+        steps, walls, values = (_take(c, chosen, numpy) for c in (steps, walls, values))
+    return ScalarColumns(s.run, s.tag, steps, walls, values)
 
 
 def _sampled_columns(
