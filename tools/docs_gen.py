@@ -51,6 +51,8 @@ BENCHMARKS: tuple[tuple[str, str, str], ...] = (
     ("bench_stream", "Live stream: commit → Server-Sent Event", "python bench/bench_stream.py"),
     ("bench_reader", "Reading event files", "python bench/bench_reader.py"),
     ("bench_ingest", "Ingest: cold, restart, memory", "python bench/bench_ingest.py"),
+    ("bench_long_series", "One series of ten million scalar points, every point kept",
+     "python bench/bench_long_series.py"),
     ("bench_commit", "Ingest: commit and batch sizes", "python bench/bench_commit.py"),
     ("bench_scale", "Many runs: catch-up, restart, idle, append", "python bench/bench_scale.py"),
     ("bench_memory", "Memory under heavy requests", "python bench/bench_memory.py"),
