@@ -127,11 +127,11 @@ def assert_mended(daemon: Daemon, db: Path, runs: tuple[str, ...] = RUNS) -> dic
 
 
 def start_of_points_page(db: Path) -> None:
-    scramble_page(db, pages_of(db, "scalar_points")[3])
+    scramble_page(db, pages_of(db, "scalar_blocks")[0])
 
 
 def mid_page_of_points(db: Path) -> None:
-    scramble_page(db, pages_of(db, "scalar_points")[2], within=8192)
+    scramble_page(db, pages_of(db, "scalar_blocks")[0], within=8192)
 
 
 def index_page(db: Path) -> None:

@@ -14,6 +14,7 @@ from boardd.cli import ExitCode
 from boardd.store import integrity
 from boardd.store.connection import open_reader, open_writer
 from boardd.store.errors import StoreDamagedError, StoreOpenError
+from tests.conftest import COUNT_SCALARS
 from tests.damaging import (
     POINTS,
     boardd_ingest,
@@ -31,11 +32,11 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def mid_page_of_points(db: Path) -> None:
-    scramble_page(db, pages_of(db, "scalar_points")[2], within=8192)
+    scramble_page(db, pages_of(db, "scalar_blocks")[0], within=8192)
 
 
 def start_of_points_page(db: Path) -> None:
-    scramble_page(db, pages_of(db, "scalar_points")[3])
+    scramble_page(db, pages_of(db, "scalar_blocks")[0])
 
 
 def index_page(db: Path) -> None:
@@ -74,7 +75,7 @@ def test_damage_is_found_at_open_and_ingest_rebuild_mends_it(
     connection = open_reader(db)
     try:
         assert integrity.integrity_check(connection) is None
-        (count,) = connection.execute("SELECT count(*) FROM scalar_points").fetchall()[0]
+        (count,) = connection.execute(COUNT_SCALARS).fetchall()[0]
         assert count == 2 * (POINTS + POINTS // 100)
     finally:
         connection.close()

@@ -5,17 +5,25 @@ from __future__ import annotations
 
 from typing import Final
 
-#: Points of a sealed block (a block cut by a preemption and sealed again may hold fewer).
+import google_crc32c
+
+#: Points of a block at most: every block of a series is full but its last one.
 BLOCK_POINTS: Final = 8192
 #: Points a block's ``segments`` summarise each.
-SEGMENT_POINTS: Final = 128
+SEGMENT_POINTS: Final = 256
 #: Points of each block kept aside, by lowest downsampling priority (``low``): a uniform
 #: downsampling of a long series is chosen from them, not from every point.
 LOW_POINTS: Final = 64
 #: The seed of query-time uniform downsampling (:mod:`boardd.data.downsample`): a constant, so
 #: that the choice depends only on the set of steps, and blocks can keep their part of it.
 DOWNSAMPLE_SEED: Final = 0x626F61726464
-#: Points the open tail reaches before the writer seals its oldest points into blocks. Above
-#: BLOCK_POINTS, so that a series read back and forth across that size is not sealed and
-#: unsealed by every commit.
-SEAL_AT: Final = 2 * BLOCK_POINTS
+#: Points of the open tail and a new batch at which they are sealed (with the last block if it
+#: is not full): a series of a few thousand points is in blocks, and a live append of a few
+#: points costs a row each.
+SEAL_AT: Final = 2048
+
+
+def checksum(segments: bytes, low: bytes, data: bytes) -> int:
+    """A block row's ``crc``: CRC-32C of its segments, low and data, in this order."""
+    crc = google_crc32c.extend(google_crc32c.value(segments), low)
+    return int(google_crc32c.extend(crc, data))

@@ -26,7 +26,9 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from boardd.store import block_layout
 from boardd.store.block_layout import DOWNSAMPLE_SEED, LOW_POINTS, SEGMENT_POINTS
+from boardd.store.errors import BlockDamagedError
 
 #: ``data`` layout version and flags (first byte): the high bit set when values are float32.
 _VERSION: Final = 1
@@ -59,6 +61,11 @@ class Block(NamedTuple):
     data: bytes
     segments: bytes
     low: bytes
+
+    @property
+    def crc(self) -> int:
+        """The row's ``crc`` (:func:`boardd.store.block_layout.checksum`)."""
+        return block_layout.checksum(self.segments, self.low, self.data)
 
 
 def _shuffled(column: npt.NDArray[np.generic]) -> bytes:
@@ -127,14 +134,18 @@ def encode(steps: Steps, wall_times: Floats, values: Floats) -> Block:
 
 
 def decode(data: bytes | memoryview) -> tuple[Steps, Floats, Floats]:
-    """(steps, wall times, values) of a block's ``data``, as written."""
-    flags, count = _HEADER.unpack_from(data)
+    """(steps, wall times, values) of a block's ``data``, as written. BlockDamagedError if its
+    bytes are not (zlib's stream carries a checksum of what it holds)."""
+    try:
+        flags, count = _HEADER.unpack_from(data)
+        body = zlib.decompress(memoryview(data)[_HEADER.size :])
+    except (struct.error, zlib.error) as exc:
+        raise BlockDamagedError(f"a block of scalar points does not decode: {exc}") from exc
     if flags & ~_FLOAT32 != _VERSION:
-        raise ValueError(f"a scalar block of an unknown layout ({flags & ~_FLOAT32})")
-    body = zlib.decompress(memoryview(data)[_HEADER.size :])
+        raise BlockDamagedError(f"a block of scalar points of no known layout ({flags})")
     value_width = 4 if flags & _FLOAT32 else 8
     if len(body) != count * (16 + value_width):
-        raise ValueError("a scalar block whose size does not match its point count")
+        raise BlockDamagedError("a block of scalar points whose size is not its point count's")
     view = memoryview(body)
     steps = np.cumsum(_unshuffled(view[: 8 * count], count, np.int64))
     walls = np.bitwise_xor.accumulate(_unshuffled(view[8 * count : 16 * count], count, np.uint64))
@@ -221,6 +232,8 @@ def _low(steps: Steps, wall_times: Floats, values: Floats) -> bytes:
 def segment_points(segments: bytes | memoryview) -> tuple[Steps, Floats, Floats]:
     """(steps, wall times, values) of a block's ``segments``: of each segment its first, lowest,
     highest and last points, by step, each once."""
+    if len(segments) % 24:
+        raise BlockDamagedError("a block's summary points whose size is not a whole number")
     count = len(segments) // 24
     steps = np.frombuffer(segments, dtype=np.int64, count=count)
     walls = np.frombuffer(segments, dtype=np.float64, count=count, offset=8 * count)

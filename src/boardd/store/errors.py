@@ -21,6 +21,11 @@ class StoreDamagedError(StoreOpenError):
     never served as data; the logdir rebuilds it."""
 
 
+class BlockDamagedError(StoreError):
+    """A block of scalar points whose bytes are not what was written (their checksum or their
+    compressed stream says so): the store is damaged, as for SQLite's corruption errors."""
+
+
 class LeaseHeldError(StoreError):
     """Another live process holds the store's writer lease."""
 

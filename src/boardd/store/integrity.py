@@ -16,8 +16,11 @@ from pathlib import Path
 
 import apsw
 
-#: SQLite's errors that mean the file itself is damaged (or is no database at all).
-DAMAGED: tuple[type[apsw.Error], ...] = (apsw.CorruptError, apsw.NotADBError)
+from boardd.store.errors import BlockDamagedError
+
+#: Errors that mean the file itself is damaged (or is no database at all): SQLite's, and a block
+#: of scalar points whose bytes are not what was written (store/blocks.py).
+DAMAGED: tuple[type[Exception], ...] = (apsw.CorruptError, apsw.NotADBError, BlockDamagedError)
 
 #: How many of quick_check's findings a message quotes.
 FINDINGS_QUOTED = 3
@@ -85,10 +88,29 @@ def _check(connection: apsw.Connection, pragma: str) -> str | None:
     except DAMAGED as exc:
         return str(exc)
     if rows == ["ok"]:
-        return None
+        return _blocks_problem(connection)
     found = "; ".join(" ".join(r.split()) for r in rows[:FINDINGS_QUOTED])
     more = f" (and {len(rows) - FINDINGS_QUOTED} more)" if len(rows) > FINDINGS_QUOTED else ""
     return f"{pragma}: {found}{more}"
+
+
+def _blocks_problem(connection: apsw.Connection) -> str | None:
+    """The first block of scalar points whose bytes do not match their checksum, or None
+    (SQLite checks its pages' structure, not the bytes of a value)."""
+    from boardd.store.block_layout import checksum
+
+    try:
+        rows = connection.execute(
+            "SELECT series_id, first_step, crc, segments, low, data FROM scalar_blocks"
+        )
+        for series_id, first_step, crc, segments, low, data in rows:
+            if checksum(segments, low, data) != crc:
+                return f"the block of series {series_id} from step {first_step}: bad checksum"
+    except apsw.SQLError as exc:
+        if "no such table" in str(exc):
+            return None  # a store of a schema before blocks
+        raise
+    return None
 
 
 def check_file(path: str | os.PathLike[str], pragma: str = "quick_check") -> str | None:

@@ -22,8 +22,8 @@ def _insert_block(db: apsw.Connection, series_id: int, block: blocks.Block) -> N
     s = block.summary
     db.execute(
         "INSERT INTO scalar_blocks (series_id, first_step, last_step, count, min_value, "
-        "max_value, first_value, last_value, nan_count, posinf_count, neginf_count, segments, "
-        "low, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "max_value, first_value, last_value, nan_count, posinf_count, neginf_count, crc, "
+        "segments, low, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             series_id,
             s.first_step,
@@ -36,6 +36,7 @@ def _insert_block(db: apsw.Connection, series_id: int, block: blocks.Block) -> N
             s.nan_count,
             s.posinf_count,
             s.neginf_count,
+            block.crc,
             block.segments,
             block.low,
             block.data,
@@ -47,16 +48,21 @@ def _nan_to_none(values: np.ndarray) -> list[float | None]:
     return [None if v != v else v for v in values.tolist()]
 
 
-def seal(db: apsw.Connection, series_id: int, size: int = block_layout.BLOCK_POINTS) -> int:
-    """Seals the oldest points of the series' tail into blocks of ``size`` points while the
-    tail holds at least :data:`block_layout.SEAL_AT`; returns how many points it sealed."""
-    tail = int(
+def seal(db: apsw.Connection, series_id: int) -> int:
+    """Seals the series' tail into blocks if it holds at least ``SEAL_AT`` points
+    (:mod:`boardd.store.block_layout`); returns how many points it sealed."""
+    tail = _tail_count(db, series_id)
+    if tail < block_layout.SEAL_AT:
+        return 0
+    empty = np.empty(0, dtype=np.int64)
+    seal_rows(db, series_id, empty, empty.astype(np.float64), empty.astype(np.float64))
+    return tail
+
+
+def _tail_count(db: apsw.Connection, series_id: int) -> int:
+    return int(
         db.execute("SELECT count(*) FROM scalar_points WHERE series_id = ?", (series_id,)).get
     )
-    sealed = 0
-    while tail - sealed >= max(block_layout.SEAL_AT, size):
-        sealed += _seal_one(db, series_id, size)
-    return sealed
 
 
 def seal_rows(
@@ -65,42 +71,51 @@ def seal_rows(
     steps: np.ndarray,
     wall_times: np.ndarray,
     values: np.ndarray,
-) -> int:
-    """Writes points that come after every point the series holds (steps increasing). When the
-    tail and they reach ``SEAL_AT`` (:mod:`boardd.store.block_layout`), both are sealed into
-    whole blocks; the rest goes to the tail. Returns the points the tail holds after."""
-    tail = int(
-        db.execute("SELECT count(*) FROM scalar_points WHERE series_id = ?", (series_id,)).get
-    )
-    count = int(steps.shape[0])
-    if tail + count < block_layout.SEAL_AT:
+) -> None:
+    """Writes points that come after every point the series holds (steps increasing).
+
+    Below ``SEAL_AT`` points with the tail (:mod:`boardd.store.block_layout`), they go to the
+    tail, a row each: a live append costs what it adds. At ``SEAL_AT``, the series' last block
+    if it is not full, the tail and the points are sealed together into blocks of
+    ``BLOCK_POINTS``, the last one possibly not full: a series is whole blocks, at most one
+    block that is not, and a tail of fewer than ``SEAL_AT`` points."""
+    tail = _tail_count(db, series_id)
+    if tail + int(steps.shape[0]) < block_layout.SEAL_AT:
         _insert_rows(db, series_id, steps, wall_times, values)
-        return tail + count
+        return
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    last: Any = db.execute(
+        "SELECT first_step, count, data FROM scalar_blocks WHERE series_id = ? "
+        "ORDER BY first_step DESC LIMIT 1",
+        (series_id,),
+    ).fetchone()
+    if last is not None and int(last[1]) < block_layout.BLOCK_POINTS:
+        parts.append(blocks.decode(last[2]))
+        db.execute(
+            "DELETE FROM scalar_blocks WHERE series_id = ? AND first_step = ?", (series_id, last[0])
+        )
     if tail:
-        rows = db.execute(
+        rows: list[Any] = db.execute(
             "SELECT step, wall_time, value FROM scalar_points WHERE series_id = ? ORDER BY step",
             (series_id,),
         ).fetchall()
         db.execute("DELETE FROM scalar_points WHERE series_id = ?", (series_id,))
-        old_steps = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        old_walls = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
-        old_values = np.fromiter(
-            (np.nan if r[2] is None else r[2] for r in rows), dtype=np.float64, count=len(rows)
+        parts.append(
+            (
+                np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+                np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows)),
+                np.fromiter(
+                    (np.nan if r[2] is None else r[2] for r in rows),
+                    dtype=np.float64,
+                    count=len(rows),
+                ),
+            )
         )
-        steps = np.concatenate((old_steps, steps))
-        wall_times = np.concatenate((old_walls, wall_times))
-        values = np.concatenate((old_values, values))
-    total = int(steps.shape[0])
-    whole = total - total % block_layout.BLOCK_POINTS
-    for start in range(0, whole, block_layout.BLOCK_POINTS):
-        stop = start + block_layout.BLOCK_POINTS
-        _insert_block(
-            db,
-            series_id,
-            blocks.encode(steps[start:stop], wall_times[start:stop], values[start:stop]),
-        )
-    _insert_rows(db, series_id, steps[whole:], wall_times[whole:], values[whole:])
-    return total - whole
+    parts.append((steps, wall_times, values))
+    joined = [np.concatenate([p[i] for p in parts]) for i in range(3)]
+    size = block_layout.BLOCK_POINTS
+    for start in range(0, int(joined[0].shape[0]), size):
+        _insert_block(db, series_id, blocks.encode(*(c[start : start + size] for c in joined)))
 
 
 def _insert_rows(
@@ -122,32 +137,6 @@ def _insert_rows(
                 strict=False,
             ),
         )
-
-
-def _seal_one(db: apsw.Connection, series_id: int, size: int) -> int:
-    rows: list[Any] = db.execute(
-        "SELECT step, wall_time, value FROM scalar_points WHERE series_id = ? "
-        "ORDER BY step LIMIT ?",
-        (series_id, size),
-    ).fetchall()
-    steps = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    walls = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
-    values = np.fromiter(
-        (np.nan if r[2] is None else r[2] for r in rows), dtype=np.float64, count=len(rows)
-    )
-    _insert_block(db, series_id, blocks.encode(steps, walls, values))
-    db.execute(
-        "DELETE FROM scalar_points WHERE series_id = ? AND step <= ?", (series_id, int(steps[-1]))
-    )
-    return len(rows)
-
-
-def last_sealed_step(db: apsw.Connection, series_id: int) -> int | None:
-    """The last step the series' blocks hold (None: it has none)."""
-    value = db.execute(
-        "SELECT max(last_step) FROM scalar_blocks WHERE series_id = ?", (series_id,)
-    ).get
-    return None if value is None else int(value)
 
 
 def drop_from(db: apsw.Connection, series_id: int, step: int) -> int:

@@ -260,6 +260,9 @@ MIGRATIONS: tuple[ladder.Step, ...] = (
             nan_count INTEGER NOT NULL,
             posinf_count INTEGER NOT NULL,
             neginf_count INTEGER NOT NULL,
+            -- CRC-32C of segments, low and data, in this order (store/blocks.py): SQLite checks
+            -- its pages' structure, not the bytes of a value.
+            crc INTEGER NOT NULL,
             -- Before data: a column after a large value is reached through its overflow pages.
             segments BLOB NOT NULL,
             -- the block's points of lowest uniform-downsampling priority
