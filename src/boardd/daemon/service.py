@@ -310,6 +310,8 @@ class Service:
         # the hparams and lineage API): imported now, not by a user's first click on a tab.
         try:
             self.numpy.load()  # for the scalar kernels (the first answers ran without it)
+            import boardd.store.blocks  # noqa: F401  (the codec of scalar blocks, on numpy)
+
             deferred.load_all()
         except Exception:
             log.exception("importing the deferred routes' code failed (their requests will fail)")

@@ -301,10 +301,22 @@ def uniform_candidates(
             else:
                 parts.append([blocks.segment_points(low), first])
         tail = _row_columns(tail_rows)
+        import numpy as np
+
         while True:
             chosen = _joined([p[0] for p in parts] + [tail])
-            bound = _priority_bound(chosen[0], k)
-            short = [p for p in parts if p[1] is not None and _highest_priority(p[0][0]) < bound]
+            priorities = _priorities(chosen[0])
+            bound = _priority_bound(priorities, k)
+            # Each part's highest priority, in one pass over the candidates (a part cut to no
+            # point has none; the tail's, after the parts, is left out by the sentinel's slot).
+            offsets = np.cumsum([0, *(p[0][0].shape[0] for p in parts)])
+            filled = [i for i in range(len(parts)) if offsets[i + 1] > offsets[i]]
+            padded = np.concatenate((priorities, np.zeros(1, dtype=np.int64)))
+            tops = np.maximum.reduceat(padded, [*offsets[filled], offsets[-1]])[:-1]
+            highest = dict(zip(filled, tops.tolist(), strict=True))
+            short = [
+                p for i, p in enumerate(parts) if p[1] is not None and highest.get(i, bound) < bound
+            ]
             if not short:
                 break
             for p in short:
@@ -330,16 +342,12 @@ def _priorities(steps: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return step_priorities(block_layout.DOWNSAMPLE_SEED, steps)
 
 
-def _highest_priority(steps: npt.NDArray[np.int64]) -> int:
-    return int(_priorities(steps).max())
-
-
-def _priority_bound(steps: npt.NDArray[np.int64], k: int) -> float:
-    """The ``k - 2``-th lowest priority of the points between the first and the last: the
-    highest a point may have and be chosen (+inf: every such point is)."""
+def _priority_bound(priorities: npt.NDArray[np.int64], k: int) -> float:
+    """Of the points' priorities, the ``k - 2``-th lowest of those between the first and the
+    last: the highest a point may have and be chosen (+inf: every such point is)."""
     import numpy as np
 
-    inner = _priorities(steps[1:-1])
+    inner = priorities[1:-1]
     if k - 2 <= 0:
         return -np.inf
     if inner.shape[0] < k - 2:
