@@ -22,6 +22,7 @@ from boardd.store.connection import immediate, open_reader, open_writer
 from boardd.store.errors import StoreOpenError
 from boardd.store.lease import current_holder
 from boardd.store.location import default_store_path
+from tests.conftest import COUNT_SCALARS, scalar_rows
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 WALL = 1_700_000_000.0
@@ -311,7 +312,7 @@ def test_export_while_ingest_runs(busy_logdir: Path, tmp_path: Path) -> None:
         assert connection.execute("PRAGMA integrity_check").get == "ok"
         assert current_holder(connection) is None
         done_then = int(connection.execute("SELECT sum(consumed) FROM files").get)
-        points_then = int(connection.execute("SELECT count(*) FROM scalar_points").get)
+        points_then = int(connection.execute(COUNT_SCALARS).get)
     finally:
         connection.close()
     total = sum(p.stat().st_size for p in busy_logdir.rglob("*tfevents*"))
@@ -326,16 +327,16 @@ def test_export_while_ingest_runs(busy_logdir: Path, tmp_path: Path) -> None:
 def _dump(db: Path) -> list[tuple[object, ...]]:
     connection = open_reader(db)
     try:
-        return [
-            tuple(r)
-            for r in connection.execute(
-                "SELECT r.name, s.tag, s.seen, s.last_step, count(p.step), sum(p.value), "
-                "f.consumed FROM series s JOIN runs r ON r.id = s.run_id "
-                "JOIN files f ON f.run_id = r.id "
-                "LEFT JOIN scalar_points p ON p.series_id = s.id "
-                "GROUP BY s.id ORDER BY r.name, s.tag"
-            )
-        ]
+        dumped = []
+        for sid, *row in connection.execute(
+            "SELECT s.id, r.name, s.tag, s.seen, s.last_step, f.consumed FROM series s "
+            "JOIN runs r ON r.id = s.run_id JOIN files f ON f.run_id = r.id "
+            "ORDER BY r.name, s.tag"
+        ).fetchall():
+            points = scalar_rows(connection, sid)  # every point, wherever the store keeps it
+            values = [v for _, _, v in points if v is not None]
+            dumped.append((*row, len(points), sum(values) if values else None))
+        return dumped
     finally:
         connection.close()
 

@@ -13,6 +13,7 @@ rights that CI does not give.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -59,9 +60,12 @@ def _unprivileged(tmp_path: Path) -> list[str]:
     return prefix
 
 
-def _write(directory: Path, start: int, stop: int, suffix: str = "") -> None:
+def _write(
+    directory: Path, start: int, stop: int, suffix: str = "", *, noisy: bool = False
+) -> None:
+    """Points of ``loss`` at these steps: ``s / 10``, or values that compress poorly."""
     run = EventRun(directory, suffix)
-    run.scalars("loss", {s: s / 10 for s in range(start, stop)})
+    run.scalars("loss", {s: math.sin(s * 1.7) if noisy else s / 10 for s in range(start, stop)})
     run.close()
 
 
@@ -175,7 +179,8 @@ def test_a_full_store_is_retried_with_back_off_and_resumes_once_space_is_freed(
         pages = int(connection.pragma("page_count"))
         _page_limit(connection, pages)  # not one page more: the disk is "full"
 
-        _write(logdir / "train", 10, 20_010, suffix=".2")  # ~20,000 points need new pages
+        # ~20,000 points need new pages (values that compress poorly: stored in blocks).
+        _write(logdir / "train", 10, 20_010, suffix=".2", noisy=True)
         status = wait_until(
             lambda: (s := runner.status()).state == "retrying" and s.retries >= 2 and s,
             what="retrying",

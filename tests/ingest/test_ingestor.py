@@ -22,7 +22,7 @@ from boardd.reader.pipeline import read_event_file
 from boardd.store.blobs import CHUNK_SIZE, read_blob
 from boardd.store.connection import open_reader
 from boardd.store.session import WriteSession
-from tests.conftest import ingest
+from tests.conftest import COUNT_SCALARS, ingest
 from tests.store.conftest import (
     WALL,
     LiveWriter,
@@ -597,7 +597,7 @@ def test_zero_keeps_every_point_as_tensorboard_reads_it(
     assert code == ExitCode.OK
     capsys.readouterr()
     # More than the default 10,000, every one of them.
-    assert rows(db, "SELECT count(*) FROM scalar_points") == [(12_000,)]
+    assert rows(db, COUNT_SCALARS) == [(12_000,)]
     assert rows(db, "SELECT capacity FROM series WHERE tag = 'loss'") == [(None,)]
     # The images keep their default (10).
     assert len(kept_steps(db)[("run", "sample")]) == 10

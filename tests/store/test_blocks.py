@@ -12,13 +12,14 @@ import apsw
 import numpy as np
 import pytest
 
+from boardd.cli import ExitCode, main
 from boardd.data.downsample import downsample_indices, extremes_indices
-from boardd.store import block_layout, blocks, scalar_reads
+from boardd.store import block_layout, blocks, integrity, scalar_reads
 from boardd.store.connection import open_reader
-from boardd.store.errors import SamplingGrowsError
+from boardd.store.errors import BlockDamagedError, SamplingGrowsError
 from tests.conftest import EventRun, ingest
 
-N = 3 * block_layout.SEAL_AT + 123  # several blocks and a tail
+N = 3 * block_layout.BLOCK_POINTS + 123  # several blocks, the last one not full
 
 
 def test_a_block_round_trips_every_bit() -> None:
@@ -52,7 +53,7 @@ def test_a_block_round_trips_every_bit() -> None:
 def test_segments_hold_each_segments_extremes() -> None:
     values = np.arange(300, dtype=np.float64)
     values[5], values[200], values[260:] = 1e9, -1e9, math.nan
-    chosen = blocks.representative_indices(values).reshape(-1, 4).tolist()
+    chosen = blocks.representative_indices(values, width=128).reshape(-1, 4).tolist()
     assert chosen == [[0, 0, 5, 127], [128, 200, 255, 255], [256, 256, 259, 299]]
 
 
@@ -196,6 +197,13 @@ def test_an_older_store_that_kept_every_scalar_is_converted(tmp_path: Path) -> N
     after = [np.asarray(c).tolist() for c in scalar_reads.columns(connection, sid)]
     connection.close()
     assert after == before
+    # What `boardd export --scalars` writes of it is what it writes of a store built fresh.
+    fresh = tmp_path / "fresh.db"
+    ingest(logdir, fresh)
+    for store, out in ((db, tmp_path / "converted.csv"), (fresh, tmp_path / "fresh.csv")):
+        assert main(["export", "--db", str(store), "--scalars", str(out)]) == ExitCode.OK
+    converted = (tmp_path / "converted.csv").read_text()
+    assert converted == (tmp_path / "fresh.csv").read_text() and converted.count("\n") == N + 1
 
 
 def test_an_older_store_of_sampled_scalars_is_not_taken_for_every_point(tmp_path: Path) -> None:
@@ -224,7 +232,8 @@ def test_a_uniform_sample_from_low_points_is_the_sample_of_every_point(tmp_path:
     ingest(logdir, db)
     sid, connection = _series(db)
     every = [np.asarray(c) for c in scalar_reads.columns(connection, sid)]
-    windows = ((None, None), (1, 179_997), (50_000, 120_000), (30_001, 30_600))
+    # A window between two steps holds no point: the block it cuts gives none.
+    windows = ((None, None), (1, 179_997), (50_000, 120_000), (30_001, 30_600), (30_001, 30_002))
     for lo, hi in windows:
         a = 0 if lo is None else int(np.searchsorted(every[0], lo))
         b = len(every[0]) if hi is None else int(np.searchsorted(every[0], hi, side="right"))
@@ -240,4 +249,49 @@ def test_a_uniform_sample_from_low_points_is_the_sample_of_every_point(tmp_path:
             assert got.tolist() == want.tolist(), (lo, hi, k)
             if lo is None and k <= 50:  # the low points answer: a few of every point read
                 assert len(found[0]) < (b - a) / 4
+    connection.close()
+
+
+def test_small_appends_fill_the_last_block_before_starting_another(tmp_path: Path) -> None:
+    logdir, db = tmp_path / "logs", tmp_path / "s.db"
+    run = EventRun(logdir / "train")
+    total = 0
+    for size in (1500, 700, 1, 3000, 999, 5000, 2500, 4000, 7):
+        _write(run, range(total, total + size))
+        total += size
+        ingest(logdir, db)
+    run.close()
+    sid, connection = _series(db)
+    counts = [
+        int(n)
+        for (n,) in connection.execute(
+            "SELECT count FROM scalar_blocks WHERE series_id = ? ORDER BY first_step", (sid,)
+        )
+    ]
+    tail = connection.execute("SELECT count(*) FROM scalar_points WHERE series_id = ?", (sid,)).get
+    assert all(n == block_layout.BLOCK_POINTS for n in counts[:-1]) and counts[-1] > 0
+    assert sum(counts) + tail == total and tail < block_layout.SEAL_AT
+    assert np.asarray(scalar_reads.columns(connection, sid)[0]).tolist() == list(range(total))
+    connection.close()
+
+
+def test_a_block_whose_bytes_changed_is_damage(tmp_path: Path) -> None:
+    logdir, db = tmp_path / "logs", tmp_path / "s.db"
+    run = EventRun(logdir / "train")
+    _write(run, range(5000))
+    run.close()
+    ingest(logdir, db)
+    writer = apsw.Connection(str(db))
+    with writer:  # one byte of the compressed points, as a bad disk sector would change it
+        data = bytearray(writer.execute("SELECT data FROM scalar_blocks LIMIT 1").get)
+        data[len(data) // 2] ^= 0x40
+        writer.execute("UPDATE scalar_blocks SET data = ? WHERE rowid = 1", (bytes(data),))
+    writer.close()
+    sid, connection = _series(db)
+    assert connection.execute("PRAGMA quick_check").get == "ok"  # SQLite sees no damage
+    found = integrity.quick_check(connection)
+    assert found is not None and "bad checksum" in found
+    with pytest.raises(BlockDamagedError) as raised:
+        scalar_reads.columns(connection, sid)
+    assert integrity.is_damage(raised.value)
     connection.close()
