@@ -564,8 +564,7 @@ def long_logdir(tmp_path: Path) -> Path:
 def test_zoom_and_pan_fetch_the_windows_points(
     serve: ServeFactory, long_logdir: Path, page: Watched
 ) -> None:
-    # Every point kept (the store's default, as TensorBoard's, samples 1,000 per series).
-    daemon = serve(long_logdir, "--samples-per-plugin", "scalars=all")
+    daemon = serve(long_logdir)  # every scalar kept: the store's default
     daemon.wait_for_steps("run", "long", range(LONG_STEPS), timeout=60)
     base = f"http://127.0.0.1:{daemon.port}"
     page.page.goto(f"{base}/?smoothing=0")
@@ -637,6 +636,70 @@ def test_zoom_and_pan_fetch_the_windows_points(
         """() => document.querySelector('[data-tag="long"]').dataset.zoom === ''"""
     )
     assert card_data(page, "long")["lastStep"] == str(LONG_STEPS - 1)
+    page.assert_no_errors()
+
+
+#: More points than the first fetch's buckets hold segments' worth (256 points each, four
+#: segments a bucket, a bucket per two pixel columns): the whole series is answered from the
+#: blocks' summaries.
+HUGE_STEPS = 600_000
+HUGE_SPIKE = 187_654
+
+
+@pytest.mark.slow
+def test_a_one_step_spike_is_drawn_at_every_zoom_of_a_long_series(
+    serve: ServeFactory, tmp_path: Path, page: Watched
+) -> None:
+    logdir = tmp_path / "huge"
+    writer = EventFileWriter(str(logdir / "run"), max_queue_size=10_000, flush_secs=3600)
+    for step in range(HUGE_STEPS):
+        value = 25.0 if step == HUGE_SPIKE else 1.0 / (1 + step / 10_000)
+        summary = summary_pb2.Summary(
+            value=[summary_pb2.Summary.Value(tag="huge", simple_value=value)]
+        )
+        writer.add_event(event_pb2.Event(step=step, wall_time=WALL + step, summary=summary))
+    writer.close()
+    daemon = serve(logdir)
+    daemon.wait_for_state("live", timeout=120)
+    # Outliers shown: the y axis then spans every value drawn, the spike's included.
+    page.page.goto(f"http://127.0.0.1:{daemon.port}/?smoothing=0&outliers=show")
+    wait_drawn(page, tags=("huge",), last_step=HUGE_STEPS - 1)
+    over = page.page.locator('[data-tag="huge"] .u-over')
+    box = over.bounding_box()
+    assert box is not None
+    y = box["y"] + box["height"] / 2
+
+    def spike_drawn() -> None:
+        page.page.wait_for_function(
+            """() => { const d = document.querySelector('[data-tag="huge"]').dataset;
+                return d.yRange !== undefined && Number(d.yRange.split(',')[1]) >= 25; }"""
+        )
+
+    spike_drawn()  # the whole series
+    previous, fetched = "", ""
+    # Ever narrower windows around the spike, by Ctrl + wheel over it, down to a few hundred
+    # steps: each is fetched anew, and each draws the spike.
+    for _ in range(60):
+        lo, hi = (0.0, HUGE_STEPS - 1.0) if not previous else map(float, previous.split(","))
+        x = box["x"] + box["width"] * (HUGE_SPIKE - lo) / (hi - lo)
+        page.page.mouse.move(x, y)
+        page.page.keyboard.down("Control")
+        page.page.mouse.wheel(0, -500)
+        page.page.keyboard.up("Control")
+        page.page.wait_for_function(
+            """([prev, fetched]) => { const d = document.querySelector('[data-tag="huge"]').dataset;
+                return d.zoom !== '' && d.zoom !== prev && d.zoomFetched !== undefined
+                    && d.zoomFetched !== fetched; }""",
+            arg=[previous, fetched],
+        )
+        previous = card_data(page, "huge")["zoom"]
+        fetched = card_data(page, "huge")["zoomFetched"]
+        lo, hi = map(float, previous.split(","))
+        assert lo <= HUGE_SPIKE <= hi, previous
+        spike_drawn()
+        if hi - lo < 1_000:
+            break
+    assert hi - lo < 1_000, previous
     page.assert_no_errors()
 
 
