@@ -96,6 +96,16 @@ COMPARISON: tuple[tuple[str, str, str], ...] = (
         "bench_ingest",
         "(a) rustboard's sampling: cold",
     ),
+    (
+        "Cold ingest keeping every scalar (against its Rust data server with its sampling)",
+        "bench_ingest",
+        "(b) boardd's defaults: cold",
+    ),
+    (
+        "TensorBoard's scalars route on one series of 10 million points, an answer not cached",
+        "bench_long_series",
+        "TensorBoard's scalars route",
+    ),
     ("Requests to S3 over the same watch of a bucket", "bench_remote", "requests over the"),
 )
 
