@@ -100,6 +100,39 @@ def scalar_rows(connection: Any, series_id: int) -> list[tuple[int, float, float
     return list(scalar_reads.iter_rows(connection, series_id))
 
 
+def as_schema_7(db: Path, sampling: str) -> None:
+    """Turns a store into one as a boardd before scalar blocks left it: every point a row,
+    schema 7, its fingerprint's sampling ``sampling`` as that boardd wrote it (its "defaults"
+    kept 10,000 scalars a series)."""
+    import json
+
+    import apsw
+
+    from boardd.store import blocks
+
+    connection = apsw.Connection(str(db))
+    with connection:
+        for sid, data in connection.execute("SELECT series_id, data FROM scalar_blocks").fetchall():
+            steps, walls, values = blocks.decode(data)
+            connection.executemany(
+                "INSERT INTO scalar_points VALUES (?, ?, ?, ?)",
+                [
+                    (sid, s, w, None if v != v else v)
+                    for s, w, v in zip(steps.tolist(), walls.tolist(), values.tolist(), strict=True)
+                ],
+            )
+        connection.execute("DROP TABLE scalar_blocks")
+        found = json.loads(
+            connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").get
+        )
+        found["schema"], found["sampling"] = "7", sampling
+        connection.execute(
+            "UPDATE meta SET value = ? WHERE key = 'fingerprint'", (json.dumps(found),)
+        )
+    connection.pragma("user_version", 7)
+    connection.close()
+
+
 #: SQL: how many scalar points the store holds, in blocks and tails.
 COUNT_SCALARS = (
     "SELECT (SELECT count(*) FROM scalar_points) "

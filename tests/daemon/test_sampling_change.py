@@ -15,7 +15,7 @@ from tensorboardX.proto import summary_pb2, tensor_pb2, types_pb2
 from boardd.cli import ExitCode
 from boardd.store import fingerprint
 from boardd.store.connection import open_reader
-from tests.conftest import ingest, scalar_rows
+from tests.conftest import as_schema_7, ingest, scalar_rows
 from tests.daemon.conftest import ServeFactory, boardd_env, wait_until
 
 STEPS = 40
@@ -178,3 +178,30 @@ def test_ingest_refuses_a_larger_sample_naming_the_command(tmp_path: Path) -> No
     )
     assert rebuilt.returncode == ExitCode.OK, rebuilt.stderr
     assert json.loads(rebuilt.stdout)["points"]["scalar"] == 8
+
+
+def test_a_store_of_the_older_sampled_default_is_rebuilt_keeping_every_scalar(
+    serve: ServeFactory, tmp_path: Path
+) -> None:
+    """A store an older boardd made with its defaults kept 10,000 scalars a series: the points
+    it left out are only in the logdir. Upgraded, `boardd serve` serves it as it is and
+    rebuilds it in the background, then every point is served."""
+    logdir = tmp_path / "logs"
+    write_scalars(logdir, 12_000)
+    db = tmp_path / "store.sqlite"
+    ingest(logdir, db, {"scalars": 10_000})
+    as_schema_7(db, "defaults")
+    daemon = serve(logdir, "--db", db)
+    wait_until(
+        lambda: (
+            len(daemon.scalars("train", "loss")) == 12_000 and daemon.status()["state"] == "live"
+        ),
+        timeout=60,
+        what="every point served",
+        alive=daemon.check_alive,
+    )
+    log = daemon.stderr()
+    assert "keeps fewer points" in log and "scalars=10000" not in stored_sampling(db), log
+    assert daemon.stop() == 0
+    assert len(stored_steps(db)) == 12_000
+    assert stored_sampling(db) == "defaults"

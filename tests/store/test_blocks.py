@@ -4,7 +4,6 @@ tail, and a store of the schema before blocks is converted with nothing lost."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from boardd.data.downsample import downsample_indices, extremes_indices
 from boardd.store import block_layout, blocks, integrity, scalar_reads
 from boardd.store.connection import open_reader
 from boardd.store.errors import BlockDamagedError, SamplingGrowsError
-from tests.conftest import EventRun, ingest
+from tests.conftest import EventRun, as_schema_7, ingest
 
 N = 3 * block_layout.BLOCK_POINTS + 123  # several blocks, the last one not full
 
@@ -154,32 +153,6 @@ def test_extremes_from_segments_keep_a_one_step_spike_at_every_zoom(tmp_path: Pa
     connection.close()
 
 
-def _downgraded(db: Path, sampling: str) -> None:
-    """The store as a boardd before blocks left it: every point a row, schema 7, its sampling
-    as that boardd wrote it (its defaults kept 10,000 scalars)."""
-    connection = apsw.Connection(str(db))
-    with connection:
-        for sid, data in connection.execute("SELECT series_id, data FROM scalar_blocks").fetchall():
-            steps, walls, values = blocks.decode(data)
-            connection.executemany(
-                "INSERT INTO scalar_points VALUES (?, ?, ?, ?)",
-                [
-                    (sid, s, w, None if v != v else v)
-                    for s, w, v in zip(steps.tolist(), walls.tolist(), values.tolist(), strict=True)
-                ],
-            )
-        connection.execute("DROP TABLE scalar_blocks")
-        found = json.loads(
-            connection.execute("SELECT value FROM meta WHERE key = 'fingerprint'").get
-        )
-        found["schema"], found["sampling"] = "7", sampling
-        connection.execute(
-            "UPDATE meta SET value = ? WHERE key = 'fingerprint'", (json.dumps(found),)
-        )
-    connection.pragma("user_version", 7)
-    connection.close()
-
-
 def test_an_older_store_that_kept_every_scalar_is_converted(tmp_path: Path) -> None:
     logdir, db = tmp_path / "logs", tmp_path / "s.db"
     run = EventRun(logdir / "train")
@@ -189,7 +162,7 @@ def test_an_older_store_that_kept_every_scalar_is_converted(tmp_path: Path) -> N
     sid, connection = _series(db)
     before = [np.asarray(c).tolist() for c in scalar_reads.columns(connection, sid)]
     connection.close()
-    _downgraded(db, "scalars=all")
+    as_schema_7(db, "scalars=all")
     ingest(logdir, db, sampling={"scalars": None})  # opens, converts, finds nothing new
     sid, connection = _series(db)
     assert connection.pragma("user_version") == 8
@@ -212,9 +185,7 @@ def test_an_older_store_of_sampled_scalars_is_not_taken_for_every_point(tmp_path
     _write(run, range(300))
     run.close()
     ingest(logdir, db)
-    _downgraded(
-        db, "defaults"
-    )  # a store of the older defaults: a sample of 10,000 scalars a series
+    as_schema_7(db, "defaults")  # the older defaults: a sample of 10,000 scalars a series
     with pytest.raises(SamplingGrowsError) as raised:
         ingest(logdir, db)
     assert "scalars=10000" in str(raised.value) and "--rebuild" in str(raised.value)

@@ -289,6 +289,18 @@ class ExperimentRunner:
             except StoreDamagedError as exc:
                 self._set_aside(exc)
                 continue
+            except SamplingGrowsError as exc:
+                # A store of an older schema keeping fewer points than asked: only its writer
+                # could read it, and has now migrated it. Rebuilt in the background as any
+                # such store (_main's first look could not read it).
+                if self._larger_sampling() is not None:
+                    self._resample_if_needed()
+                    continue
+                self.error = str(exc)
+                self.state = RunnerState.FAILED
+                log.error("%s: %s", self.spec.name, exc)
+                self.opened.set()
+                return False
             except StoreReadOnlyError as exc:
                 # Nothing can be ingested, but the store may well be complete: served as it
                 # is (once checked whole), and opened for writing again from time to time.
