@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from boardd.store import sampling
 from boardd.store.errors import SamplingGrowsError
 from boardd.store.reservoir import ReservoirState, offer, run_seed
 from boardd.store.sampling import covers, kept_indices, larger_of
@@ -56,3 +57,13 @@ def test_a_session_keeps_the_stores_larger_sample(tmp_path: Path) -> None:
         WriteSession(db, logdir, sampling={"images": 6})
     assert raised.value.larger == {"images": 6}
     assert "--rebuild --samples-per-plugin 'images=6'" in str(raised.value)
+
+
+def test_a_long_series_sample_is_chosen_alike_with_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    steps = np.sort(rng.choice(10**12, size=60_000, replace=False)).tolist()
+    for capacity in (2, 3, 1_000, 59_999):
+        with_numpy = kept_indices("train", steps, capacity)  # above the size that picks numpy
+        monkeypatch.setattr(sampling, "_NUMPY_FROM", 10**9)
+        assert kept_indices("train", steps, capacity) == with_numpy
+        monkeypatch.undo()

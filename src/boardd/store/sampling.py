@@ -266,12 +266,28 @@ def kept_indices(run: str, steps: Sequence[int], capacity: int | None) -> list[i
     if capacity <= 0:
         return []
     from boardd.store.reservoir import run_seed
-    from boardd.store.splitmix import step_priorities
 
-    priorities = step_priorities(run_seed("", run), [int(s) for s in steps[: n - 1]])
-    chosen = sorted(heapq.nsmallest(capacity - 1, range(n - 1), key=priorities.__getitem__))
+    seed = run_seed("", run)
+    if n > _NUMPY_FROM and capacity > 1:
+        # A long series (every scalar is kept): the same choice, in numpy's time.
+        import numpy as np
+
+        from boardd.store.reservoir import step_priorities as array_priorities
+
+        ranked = array_priorities(seed, np.asarray(steps[: n - 1], dtype=np.int64))
+        chosen: list[int] = np.sort(np.argpartition(ranked, capacity - 2)[: capacity - 1]).tolist()
+    else:
+        from boardd.store.splitmix import step_priorities
+
+        priorities = step_priorities(seed, [int(s) for s in steps[: n - 1]])
+        chosen = sorted(heapq.nsmallest(capacity - 1, range(n - 1), key=priorities.__getitem__))
     chosen.append(n - 1)
     return chosen
+
+
+#: Points from which :func:`kept_indices` chooses with numpy (splitmix64's priorities are a
+#: bijection of steps: no ties, so both forms choose the same points).
+_NUMPY_FROM: Final = 50_000
 
 
 def store_plugins(db: Path) -> set[str]:
