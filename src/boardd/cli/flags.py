@@ -42,8 +42,9 @@ def add_store_arguments(parser: argparse.ArgumentParser, *, rebuild_help: str) -
         help=(
             "points kept per series, in TensorBoard's syntax: e.g. 'scalars=1000,images=all,"
             "*=50' (all keeps everything, and so does 0, as in TensorBoard). Defaults: "
-            "scalars 10000, histograms 500, pr_curves 100, text 100, other tensors 100, "
-            "images 10, audio 10, other blob sequences 10"
+            "every scalar (scalars=N answers the N a reservoir of N keeps), histograms 500, "
+            "pr_curves 100, text 100, other tensors 100, images 10, audio 10, other blob "
+            "sequences 10"
         ),
     )
     parser.add_argument("--rebuild", action="store_true", help=rebuild_help)
