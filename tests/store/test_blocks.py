@@ -91,6 +91,10 @@ def test_the_writer_seals_blocks_and_readers_see_every_point(tmp_path: Path) -> 
     assert scalar_reads.count(connection, sid, step_min=lo, step_max=hi) == hi - lo + 1
     last = scalar_reads.columns(connection, sid, latest=block_layout.SEAL_AT + 5)
     assert np.asarray(last[0]).tolist() == list(range(N - block_layout.SEAL_AT - 5, N))
+    # latest within a step range that cuts the last block to a few of its points.
+    hi = 2 * block_layout.BLOCK_POINTS + 3
+    last = scalar_reads.columns(connection, sid, step_max=hi, latest=1000)
+    assert np.asarray(last[0]).tolist() == list(range(hi - 999, hi + 1))
     rows = list(scalar_reads.iter_rows(connection, sid, step_min=5, step_max=block_layout.SEAL_AT))
     assert [r[0] for r in rows] == list(range(5, block_layout.SEAL_AT + 1))
     assert connection.execute("SELECT kept FROM series WHERE id = ?", (sid,)).get == N

@@ -98,24 +98,24 @@ def columns(
         if latest is not None and len(tail) >= latest:
             return _row_arrays(tail)
         found = connection.execute(
-            "SELECT data, count FROM scalar_blocks WHERE series_id = ? AND last_step >= ? "
+            "SELECT data FROM scalar_blocks WHERE series_id = ? AND last_step >= ? "
             "AND first_step <= ? ORDER BY first_step" + (" DESC" if latest is not None else ""),
             (series_id, lo, hi),
         )
-        data: list[bytes] = []
+        parts: list[Columns] = []
         have = len(tail)
-        for block, size in found:
-            data.append(block)
-            have += int(size)
+        for (data,) in found:
+            from boardd.store import blocks
+
+            # Cut to the range before counting: a block the range cuts holds fewer of it.
+            parts.append(_cut(blocks.decode(data), lo, hi))
+            have += parts[-1][0].shape[0]
             if latest is not None and have >= latest:
                 break
-    if not data:
+    if not parts:
         return _row_arrays(tail)
-    from boardd.store import blocks
-
     if latest is not None:
-        data.reverse()
-    parts = [_cut(blocks.decode(d), lo, hi) for d in data]
+        parts.reverse()
     parts.append(_row_columns(tail))
     whole = _joined(parts)
     if latest is not None and whole[0].shape[0] > latest:
