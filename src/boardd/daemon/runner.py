@@ -296,11 +296,7 @@ class ExperimentRunner:
                 if self._larger_sampling() is not None:
                     self._resample_if_needed()
                     continue
-                self.error = str(exc)
-                self.state = RunnerState.FAILED
-                log.error("%s: %s", self.spec.name, exc)
-                self.opened.set()
-                return False
+                return self._not_opened(exc)
             except StoreReadOnlyError as exc:
                 # Nothing can be ingested, but the store may well be complete: served as it
                 # is (once checked whole), and opened for writing again from time to time.
@@ -316,11 +312,7 @@ class ExperimentRunner:
                     self.opened.set()
                     self._idle(max(0.0, self._backoff.retry_at_or_now() - time.monotonic()))
                     continue
-                self.error = str(exc)
-                self.state = RunnerState.FAILED
-                log.error("%s: %s", self.spec.name, exc)
-                self.opened.set()
-                return False
+                return self._not_opened(exc)
             if self._backoff.retry_at is not None:
                 self._recovered("the store opened")
             if self.state is RunnerState.READ_ONLY:
@@ -338,6 +330,15 @@ class ExperimentRunner:
             self.opened.set()
             self._checks.start()
             return True
+        return False
+
+    def _not_opened(self, exc: StoreError) -> bool:
+        """The store cannot be opened, and trying again would not change it: said, and the
+        thread ends (the service serves what it can)."""
+        self.error = str(exc)
+        self.state = RunnerState.FAILED
+        log.error("%s: %s", self.spec.name, exc)
+        self.opened.set()
         return False
 
     def _read_only(self, exc: StoreReadOnlyError) -> None:

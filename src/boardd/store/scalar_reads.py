@@ -72,6 +72,18 @@ def _cut(columns: Columns, lo: int, hi: int) -> Columns:
     return (columns[0][a:b], columns[1][a:b], columns[2][a:b])
 
 
+def _blocks_reached(
+    connection: apsw.Connection, series_id: int, lo: int, hi: int
+) -> tuple[int, int]:
+    """How many blocks of the series the step range reaches, and how many points they hold."""
+    counted: Any = connection.execute(
+        "SELECT count(*), coalesce(sum(count), 0) FROM scalar_blocks WHERE series_id = ? "
+        "AND last_step >= ? AND first_step <= ?",
+        (series_id, lo, hi),
+    ).fetchone()
+    return int(counted[0]), int(counted[1])
+
+
 def _joined(parts: list[Columns]) -> Columns:
     import numpy as np
 
@@ -221,12 +233,7 @@ def extremes_candidates(
     lo = _LOW if step_min is None else step_min
     hi = _HIGH if step_max is None else step_max
     with connection:
-        counted: Any = connection.execute(
-            "SELECT count(*), coalesce(sum(count), 0) FROM scalar_blocks WHERE series_id = ? "
-            "AND last_step >= ? AND first_step <= ?",
-            (series_id, lo, hi),
-        ).fetchone()
-        found, in_blocks = counted
+        found, in_blocks = _blocks_reached(connection, series_id, lo, hi)
         if not found:
             return None
         from boardd.store import blocks
@@ -273,12 +280,7 @@ def uniform_candidates(
     lo = _LOW if step_min is None else step_min
     hi = _HIGH if step_max is None else step_max
     with connection:
-        counted: Any = connection.execute(
-            "SELECT count(*), coalesce(sum(count), 0) FROM scalar_blocks WHERE series_id = ? "
-            "AND last_step >= ? AND first_step <= ?",
-            (series_id, lo, hi),
-        ).fetchone()
-        found, in_blocks = counted
+        found, in_blocks = _blocks_reached(connection, series_id, lo, hi)
         if not found:
             return None
         tail_rows = _tail_rows(connection, series_id, lo, hi)
