@@ -318,42 +318,18 @@ def _first_paints(logdir: Path, work: Path, args: argparse.Namespace) -> dict[st
 
 
 def _tensorboard_anchor(logdir: Path, work: Path, points: int) -> dict[str, Any]:
-    import re
+    """TensorBoard's own scalars route on the same logdir, once it has loaded the series to its
+    last step: the median of five answers."""
+    import bench_dashboard as dash
 
-    argv = [
-        *console_script("tensorboard", "tensorboard.main"),
-        "--logdir",
-        str(logdir),
-        "--load_fast=true",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-    ]
-    log_path = work / "tensorboard.log"
-    proc = spawn(argv, log_path, child_env())
+    where = work / "tensorboard"
+    where.mkdir()
+    server = dash.start_tensorboard(logdir, where, [RUN], TAG, points - 1, 900)
     try:
-        deadline = time.monotonic() + 900
-        port = None
-        while port is None and time.monotonic() < deadline:
-            found = re.search(r"http://[^:]+:(\d+)/", log_path.read_text(errors="replace"))
-            port = int(found.group(1)) if found else None
-            time.sleep(0.2)
-        if port is None:
-            raise RuntimeError("tensorboard did not start")
-        # Loaded when its sample ends at the last step.
-        while time.monotonic() < deadline:
-            try:
-                _, body = _get(port, "/data/plugin/scalars/scalars", run=RUN, tag=TAG)
-                if body and body[-1][1] == points - 1:
-                    break
-            except (RuntimeError, OSError):
-                pass
-            time.sleep(0.5)
-        timings = [tensorboard_route(port, "")[0] for _ in range(5)]
-        return {"tensorboard_tb_route_ms": 1000 * statistics.median(timings)}
+        timings = [tensorboard_route(server.port, "")[0] for _ in range(5)]
     finally:
-        stop_process(proc)
+        stop_process(server.proc)
+    return {"tensorboard_tb_route_ms": 1000 * statistics.median(timings)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
